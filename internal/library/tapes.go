@@ -1,0 +1,365 @@
+package library
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/kura-backup/kura/internal/tape"
+)
+
+// TapeState is what a tape can be used for.
+type TapeState string
+
+// Tape states.
+const (
+	// StateBlank: labelled, no tape files.
+	StateBlank TapeState = "blank"
+	// StateAppendable: holds tape files and has room before early warning.
+	StateAppendable TapeState = "appendable"
+	// StateFull: marked full by a spanning writer, or at or past its
+	// early-warning point.
+	StateFull TapeState = "full"
+	// StateExported: offline in a mail slot.
+	StateExported TapeState = "exported"
+	// StateError: the tape cannot be opened or read (see TapeStatus.Error).
+	StateError TapeState = "error"
+)
+
+// TapeStatus describes one tape.
+type TapeStatus struct {
+	Barcode string `json:"barcode"`
+	// Location is "slot 3", "drive 1" or "mail slot 1".
+	Location     string    `json:"location"`
+	Slot         int       `json:"slot,omitempty"` // home slot; 0 when exported
+	Drive        int       `json:"drive,omitempty"`
+	MailSlot     int       `json:"mail_slot,omitempty"`
+	State        TapeState `json:"state"`
+	MarkedFull   bool      `json:"marked_full,omitempty"`
+	Used         int64     `json:"used"`
+	Capacity     int64     `json:"capacity"`
+	EarlyWarning int64     `json:"early_warning"`
+	Files        int       `json:"files"` // tape files, complete or not
+	Generation   int       `json:"generation"`
+	Error        string    `json:"error,omitempty"`
+}
+
+// SlotStatus is one storage or mail slot.
+type SlotStatus struct {
+	Number  int    `json:"number"`
+	Barcode string `json:"barcode,omitempty"` // tape in the slot now
+	// Reserved is the tape whose home this slot is while it sits in a
+	// drive.
+	Reserved string `json:"reserved,omitempty"`
+}
+
+// DriveStatus describes one drive.
+type DriveStatus struct {
+	Number     int    `json:"number"`
+	BlockSize  int    `json:"block_size"`
+	BufferSize int    `json:"buffer_size"`
+	Barcode    string `json:"barcode,omitempty"` // loaded tape
+	Busy       bool   `json:"busy"`              // acquired by someone (any process)
+}
+
+// Status is the whole library at one moment.
+type Status struct {
+	Name      string        `json:"name"`
+	Slots     []SlotStatus  `json:"slots"`
+	Drives    []DriveStatus `json:"drives"`
+	MailSlots []SlotStatus  `json:"mail_slots"`
+}
+
+func location(e *tapeEntry) string {
+	switch {
+	case e.MailSlot > 0:
+		return "mail slot " + strconv.Itoa(e.MailSlot)
+	case e.Drive > 0:
+		return "drive " + strconv.Itoa(e.Drive)
+	default:
+		return "slot " + strconv.Itoa(e.Home)
+	}
+}
+
+// inspect reads a tape's label and tape files and works out its state.
+func (l *Library) inspect(bc string, e *tapeEntry) TapeStatus {
+	ts := TapeStatus{
+		Barcode:    bc,
+		Location:   location(e),
+		Slot:       e.Home,
+		Drive:      e.Drive,
+		MailSlot:   e.MailSlot,
+		MarkedFull: e.Full,
+	}
+	t, err := tape.Open(l.tapeDir(bc), tape.Options{})
+	if err != nil {
+		ts.State, ts.Error = StateError, err.Error()
+		return ts
+	}
+	defer t.Close()
+	lab := t.Label()
+	ts.Capacity, ts.EarlyWarning, ts.Generation = lab.Capacity, lab.EarlyWarning, lab.Generation
+	ts.Used = t.Used()
+	files, err := t.Files()
+	ts.Files = len(files)
+	switch {
+	case err != nil:
+		ts.State, ts.Error = StateError, err.Error()
+	case lab.Barcode != bc:
+		ts.State, ts.Error = StateError, fmt.Sprintf("label says barcode %s", lab.Barcode)
+	case e.MailSlot > 0:
+		ts.State = StateExported
+	case e.Full || ts.Used >= lab.EarlyWarning:
+		ts.State = StateFull
+	case len(files) == 0:
+		ts.State = StateBlank
+	default:
+		ts.State = StateAppendable
+	}
+	return ts
+}
+
+// Tapes describes every tape of the library, sorted by barcode.
+func (l *Library) Tapes() ([]TapeStatus, error) {
+	inv, err := l.readInventory()
+	if err != nil {
+		return nil, err
+	}
+	var out []TapeStatus
+	for _, bc := range sortedBarcodes(inv) {
+		out = append(out, l.inspect(bc, inv.Tapes[bc]))
+	}
+	return out, nil
+}
+
+// Status describes every slot, drive and mail slot and what it holds.
+func (l *Library) Status() (Status, error) {
+	inv, err := l.readInventory()
+	if err != nil {
+		return Status{}, err
+	}
+	st := Status{
+		Name:      l.cfg.Name,
+		Slots:     make([]SlotStatus, inv.Slots),
+		MailSlots: make([]SlotStatus, l.cfg.MailSlots),
+		Drives:    l.drives(inv),
+	}
+	for i := range st.Slots {
+		st.Slots[i].Number = i + 1
+	}
+	for i := range st.MailSlots {
+		st.MailSlots[i].Number = i + 1
+	}
+	for bc, e := range inv.Tapes {
+		switch {
+		case e.MailSlot > 0:
+			st.MailSlots[e.MailSlot-1].Barcode = bc
+		case e.Drive > 0:
+			st.Slots[e.Home-1].Reserved = bc
+		default:
+			st.Slots[e.Home-1].Barcode = bc
+		}
+	}
+	return st, nil
+}
+
+// Drives describes every drive: its settings, loaded tape and whether it
+// is acquired.
+func (l *Library) Drives() ([]DriveStatus, error) {
+	inv, err := l.readInventory()
+	if err != nil {
+		return nil, err
+	}
+	return l.drives(inv), nil
+}
+
+func (l *Library) drives(inv *inventory) []DriveStatus {
+	out := make([]DriveStatus, len(inv.Drives))
+	for i, d := range inv.Drives {
+		out[i] = DriveStatus{
+			Number:     i + 1,
+			BlockSize:  d.BlockSize,
+			BufferSize: d.BufferSize,
+			Barcode:    inv.inDrive(i + 1),
+			Busy:       l.driveBusy(i + 1),
+		}
+	}
+	return out
+}
+
+// SetDrive changes drive n's block size (4 KiB to 16 MiB, a multiple of
+// 512) and transfer-buffer memory (at least two blocks). The settings are
+// stored in the inventory and apply from the drive's next Load.
+func (l *Library) SetDrive(n int, blockSize, bufferSize int) error {
+	if err := l.checkDrive(n); err != nil {
+		return err
+	}
+	if err := validateDrive(blockSize, bufferSize); err != nil {
+		return fmt.Errorf("drive %d of library %s: %w", n, l.cfg.Name, err)
+	}
+	return l.update(func(inv *inventory) error {
+		inv.Drives[n-1] = driveEntry{BlockSize: blockSize, BufferSize: bufferSize}
+		return nil
+	})
+}
+
+func (l *Library) checkDrive(n int) error {
+	if n < 1 || n > l.cfg.Drives {
+		return fmt.Errorf("%w: library %s has drives 1 to %d, not %d", ErrInvalidConfig, l.cfg.Name, l.cfg.Drives, n)
+	}
+	return nil
+}
+
+// entry finds a tape in inv or fails with ErrUnknownTape.
+func (l *Library) entry(inv *inventory, bc string) (*tapeEntry, error) {
+	e, ok := inv.Tapes[bc]
+	if !ok {
+		return nil, fmt.Errorf("library %s: tape %s: %w", l.cfg.Name, bc, ErrUnknownTape)
+	}
+	return e, nil
+}
+
+func exportedErr(bc string) error { return fmt.Errorf("tape %s is %w; import it", bc, ErrExported) }
+
+// takeFromDrive puts e back into its slot if it sits in a drive nobody has
+// acquired; it fails with ErrDriveBusy otherwise. Called under the library
+// lock; it only tries the drive lock, never waits for it.
+func (l *Library) takeFromDrive(bc string, e *tapeEntry) error {
+	if e.Drive == 0 {
+		return nil
+	}
+	lk := newDriveLock(l.driveLockPath(e.Drive))
+	ok, err := lk.TryLock()
+	if err != nil {
+		return fmt.Errorf("drive %d of library %s: %w", e.Drive, l.cfg.Name, err)
+	}
+	if !ok {
+		return fmt.Errorf("tape %s is in drive %d: %w", bc, e.Drive, ErrDriveBusy)
+	}
+	defer lk.Close()
+	e.Drive = 0
+	return nil
+}
+
+// Export moves a tape to a free mail slot: it goes offline (state exported)
+// and gives up its home slot. A tape in a drive nobody has acquired is
+// unloaded first; in an acquired drive, Export fails with ErrDriveBusy.
+func (l *Library) Export(barcode string) error {
+	return l.update(func(inv *inventory) error {
+		e, err := l.entry(inv, barcode)
+		if err != nil {
+			return err
+		}
+		if e.MailSlot > 0 {
+			return fmt.Errorf("tape %s is already %w (mail slot %d)", barcode, ErrExported, e.MailSlot)
+		}
+		m := inv.freeMailSlot(l.cfg.MailSlots)
+		if m == 0 {
+			return fmt.Errorf("exporting tape %s: library %s: %w (import or remove a tape first)", barcode, l.cfg.Name, ErrMailSlotsFull)
+		}
+		if err := l.takeFromDrive(barcode, e); err != nil {
+			return fmt.Errorf("exporting: %w", err)
+		}
+		*e = tapeEntry{MailSlot: m, Full: e.Full}
+		return nil
+	})
+}
+
+// Import moves a tape from a mail slot into the lowest free slot.
+func (l *Library) Import(barcode string) error {
+	return l.update(func(inv *inventory) error {
+		e, err := l.entry(inv, barcode)
+		if err != nil {
+			return err
+		}
+		if e.MailSlot == 0 {
+			return fmt.Errorf("importing tape %s (%s): %w", barcode, location(e), ErrNotExported)
+		}
+		s := inv.freeSlot()
+		if s == 0 {
+			return fmt.Errorf("importing tape %s: library %s: %w (add slots with more tapes or export one)", barcode, l.cfg.Name, ErrNoFreeSlot)
+		}
+		*e = tapeEntry{Home: s, Full: e.Full}
+		return nil
+	})
+}
+
+// MarkFull records that a spanning writer left the tape: it is not picked
+// for writing again until erased.
+func (l *Library) MarkFull(barcode string) error {
+	return l.update(func(inv *inventory) error {
+		e, err := l.entry(inv, barcode)
+		if err != nil {
+			return err
+		}
+		e.Full = true
+		return nil
+	})
+}
+
+// Erase relabels a tape: every tape file on it is gone, its generation
+// grows by one and its full mark is cleared. An exported tape, or one in an
+// acquired drive (ErrDriveBusy), cannot be erased. Checking the catalog
+// for unexpired savesets is the caller's job.
+func (l *Library) Erase(barcode string) error {
+	return l.update(func(inv *inventory) error {
+		e, err := l.entry(inv, barcode)
+		if err != nil {
+			return err
+		}
+		if e.MailSlot > 0 {
+			return fmt.Errorf("cannot erase: %w", exportedErr(barcode))
+		}
+		if e.Drive > 0 && l.driveBusy(e.Drive) {
+			return fmt.Errorf("erasing tape %s: it is in drive %d: %w", barcode, e.Drive, ErrDriveBusy)
+		}
+		t, err := tape.Open(l.tapeDir(barcode), tape.Options{Clock: l.now})
+		if err != nil {
+			return fmt.Errorf("erasing tape %s: %w", barcode, err)
+		}
+		defer t.Close()
+		lab := t.Label()
+		lab.Barcode = barcode
+		lab.Library = l.cfg.Name
+		lab.Labelled = l.now().UTC()
+		lab.Generation++
+		if err := t.Relabel(lab); err != nil {
+			return fmt.Errorf("erasing tape %s: %w", barcode, err)
+		}
+		e.Full = false
+		return nil
+	})
+}
+
+// OpenTape opens a tape for reading wherever it is in the library (slot or
+// drive). An exported tape fails with ErrExported ("tape X is exported;
+// import it"). The caller closes the tape.
+func (l *Library) OpenTape(barcode string) (*tape.Tape, error) {
+	inv, err := l.readInventory()
+	if err != nil {
+		return nil, err
+	}
+	e, err := l.entry(inv, barcode)
+	if err != nil {
+		return nil, err
+	}
+	if e.MailSlot > 0 {
+		return nil, exportedErr(barcode)
+	}
+	t, err := tape.Open(l.tapeDir(barcode), tape.Options{BlockSize: l.cfg.BlockSize, BufferSize: l.cfg.BufferSize, Clock: l.now})
+	if err != nil {
+		return nil, fmt.Errorf("library %s: opening tape %s: %w", l.cfg.Name, barcode, err)
+	}
+	return t, nil
+}
+
+// closeTape closes t, ignoring a second close.
+func closeTape(t *tape.Tape) error {
+	if t == nil {
+		return nil
+	}
+	if err := t.Close(); err != nil && !errors.Is(err, tape.ErrClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+// The drive contract: what every kind of media implements. See doc.go for
+// the on-disk layout of a virtual tape.
+
+package tape
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Sentinel errors. Every failure a reader can meet is one of these, wrapped
+// with context; test with errors.Is.
+var (
+	// ErrBlank: the tape has no label (never labelled, or label file missing).
+	ErrBlank = errors.New("blank tape: no label")
+	// ErrBadLabel: the label exists but is damaged or of an unknown version.
+	ErrBadLabel = errors.New("damaged tape label")
+	// ErrCorrupt: a block's CRC-32C does not match its data.
+	ErrCorrupt = errors.New("corrupt block")
+	// ErrTruncated: a tape file is shorter than its filemark says.
+	ErrTruncated = errors.New("truncated tape file")
+	// ErrIncomplete: the tape file was never finished (crash or failed write).
+	ErrIncomplete = errors.New("incomplete tape file")
+	// ErrEndOfMedia: the tape's capacity is reached; nothing more fits.
+	ErrEndOfMedia = errors.New("end of media")
+	// ErrNoSuchFile: a tape file number past the end of data.
+	ErrNoSuchFile = errors.New("no such tape file")
+	// ErrBusy: another writer (maybe another process) holds the tape or drive.
+	ErrBusy = errors.New("in use by another writer")
+	// ErrClosed: the handle was already finished, aborted or closed.
+	ErrClosed = errors.New("handle closed")
+)
+
+// CorruptError names exactly where corruption was found. It wraps ErrCorrupt
+// (or ErrTruncated).
+type CorruptError struct {
+	Library string // library name, from the label
+	Barcode string
+	File    int   // tape file number, 1-based
+	Block   int64 // block number within the tape file, 0-based
+	Err     error // ErrCorrupt or ErrTruncated
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("%v: library %s, tape %s, tape file %d, block %d", e.Err, e.Library, e.Barcode, e.File, e.Block)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Label is what a tape says about itself. Stored in the tape folder.
+type Label struct {
+	Version      int       `json:"version"`
+	Barcode      string    `json:"barcode"`
+	Library      string    `json:"library"`
+	BlockSize    int       `json:"block_size"`    // bytes per block for tape files written from now on
+	Capacity     int64     `json:"capacity"`      // bytes of data the tape holds at most
+	EarlyWarning int64     `json:"early_warning"` // bytes at which writers should span to the next tape
+	Created      time.Time `json:"created"`
+	Labelled     time.Time `json:"labelled"`   // last (re)label
+	Generation   int       `json:"generation"` // how many times the tape has been (re)labelled
+}
+
+// FileStatus of a tape file.
+type FileStatus string
+
+const (
+	FileComplete   FileStatus = "complete"   // filemark written
+	FileIncomplete FileStatus = "incomplete" // no filemark: a crash or a failed/aborted write
+)
+
+// FileInfo describes one tape file.
+type FileInfo struct {
+	Number    int        `json:"number"` // 1-based
+	Status    FileStatus `json:"status"`
+	Bytes     int64      `json:"bytes"`
+	Blocks    int64      `json:"blocks"`
+	BlockSize int        `json:"block_size"`
+	CRCTable  uint32     `json:"crc_table"` // CRC-32C over the block checksum table
+	Written   time.Time  `json:"written"`
+	Tag       string     `json:"tag,omitempty"` // free text the writer attached (e.g. "saveset 12 data part 1")
+}
+
+// FileWriter writes one tape file. It ends in exactly one of Finish or Abort.
+// Writes are buffered through the drive's transfer-buffer ring and reach the
+// media in block-size writes; the first error sticks.
+type FileWriter interface {
+	io.Writer
+	// Written is the number of bytes accepted so far.
+	Written() int64
+	// Remaining is the number of bytes that still fit before the tape's early
+	// warning point (negative past it). Spanning writers check it before each
+	// frame.
+	Remaining() int64
+	// Finish flushes, fsyncs data and checksums, then writes the filemark.
+	Finish() (FileInfo, error)
+	// Abort stops writing; the tape file stays marked incomplete and will be
+	// truncated by the next Append.
+	Abort() error
+}
+
+// FileReader reads one tape file, checking every block's CRC-32C as it enters.
+// Seek positions in O(1) (block = offset / block size).
+type FileReader interface {
+	io.ReadSeekCloser
+	Info() FileInfo
+}
+
+// Device is the drive contract: what a job needs from a loaded tape. Every
+// implementation passes the suite in package tapetest.
+//
+//   - Append and Open may be called on the same device concurrently only for
+//     different tape files; at most one FileWriter is open at a time.
+//   - Data is durable only after FileWriter.Finish returns nil.
+//   - Once Finish returns, the tape file reads back byte for byte.
+//   - A write that would pass Capacity fails with ErrEndOfMedia and leaves
+//     the tape file incomplete.
+type Device interface {
+	Label() Label
+	Files() ([]FileInfo, error)
+	// Used is the number of data bytes on the tape (all tape files).
+	Used() int64
+	Append(tag string) (FileWriter, error)
+	Open(n int) (FileReader, error)
+}
