@@ -1,0 +1,210 @@
+package stream
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zeebo/xxh3"
+)
+
+// LabelMagic is the magic of the zstd skippable frame holding a label
+// (one of the 16 values zstd reserves, 0x184D2A50-5F; 0x184D2A5E is taken
+// by the zstd seekable format, so Kura uses 5B). Permanent.
+const LabelMagic uint32 = 0x184D2A5B
+
+// LabelFormat and LabelVersion identify the label and stream format.
+// The version only moves forward.
+const (
+	LabelFormat  = "kura-saveset"
+	LabelVersion = 1
+)
+
+// MaxLabelSize caps the content of a label frame, written or read. A
+// reader never allocates more than this for a label.
+const MaxLabelSize = 1 << 20
+
+const (
+	labelTitle = "KURA SAVESET LABEL\n"
+	labelBegin = "-----BEGIN KURA LABEL JSON-----\n"
+	labelEnd   = "-----END KURA LABEL JSON xxh3="
+	labelTail  = "-----\n"
+)
+
+// Label describes a saveset part; it is the first frame of every part.
+type Label struct {
+	Format      string    `json:"format"` // LabelFormat
+	Version     int       `json:"version"`
+	SavesetID   uint64    `json:"saveset_id"`
+	JobID       uint64    `json:"job_id"`
+	Client      string    `json:"client"`
+	Host        string    `json:"host"`
+	Selection   string    `json:"selection"`
+	Paths       []string  `json:"paths"`
+	Level       string    `json:"level"` // full, incremental, differential
+	Base        uint64    `json:"base,omitempty"`
+	Created     time.Time `json:"created"`
+	Part        int       `json:"part"` // 0-based
+	PrevBarcode string    `json:"prev_barcode,omitempty"`
+	Codec       string    `json:"codec"`
+	FrameSize   int       `json:"frame_size"`
+	Label       string    `json:"label,omitempty"` // user text
+}
+
+// LabelFrame returns l as a zstd skippable frame. Format and Version are
+// filled in when empty. The text holds a human summary, the JSON and the
+// restore recipe for this file. If the label would exceed MaxLabelSize,
+// Paths is cut short (the index keeps the full selection).
+func LabelFrame(l Label) []byte {
+	if l.Format == "" {
+		l.Format = LabelFormat
+	}
+	if l.Version == 0 {
+		l.Version = LabelVersion
+	}
+	for {
+		b := labelContent(l)
+		if len(b) <= MaxLabelSize || len(l.Paths) == 0 {
+			out := make([]byte, 8, 8+len(b))
+			binary.LittleEndian.PutUint32(out, LabelMagic)
+			binary.LittleEndian.PutUint32(out[4:], uint32(len(b)))
+			return append(out, b...)
+		}
+		l.Paths = l.Paths[:len(l.Paths)/2]
+	}
+}
+
+func labelContent(l Label) []byte {
+	js, err := json.Marshal(l)
+	if err != nil {
+		panic(err) // Label holds only marshalable fields
+	}
+	var b bytes.Buffer
+	b.WriteString(labelTitle)
+	fmt.Fprintf(&b, "Saveset %d (job %d), part %d, level %s, created %s\n",
+		l.SavesetID, l.JobID, l.Part+1, printable(l.Level), l.Created.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "Client %s, host %s, selection %s\n", printable(l.Client), printable(l.Host), printable(l.Selection))
+	if l.Label != "" {
+		fmt.Fprintf(&b, "Label: %s\n", printable(l.Label))
+	}
+	b.WriteString("This file is a pax (POSIX tar) archive in zstd frames; this label is a zstd skippable frame.\n")
+	b.WriteString(labelBegin)
+	b.Write(js)
+	b.WriteByte('\n')
+	fmt.Fprintf(&b, "%s%016x%s", labelEnd, xxh3.Hash(js), labelTail)
+	b.WriteString("To restore into the current directory with stock tools (save this tape file as FILE):\n")
+	b.WriteString("  " + Recipe([]string{"FILE"}) + "\n")
+	b.WriteString("If the saveset spans several tape files, name all parts in order after cat.\n")
+	b.WriteString("Add --xattrs --xattrs-include='*' to tar to restore extended attributes.\n")
+	return b.Bytes()
+}
+
+// printable makes user-supplied text safe for the one-line human summary.
+func printable(s string) string {
+	q := strconv.QuoteToASCII(s)
+	return q[1 : len(q)-1]
+}
+
+// ReadLabelFrame reads one label frame from r. It reads exactly the frame
+// (8 bytes plus the declared content) and no more, so r is left at the first
+// data frame. Errors: ErrNotLabel, ErrLabelTooLarge, ErrLabelDamaged.
+func ReadLabelFrame(r io.Reader) (Label, error) {
+	var h [8]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		if err == io.EOF {
+			return Label{}, fmt.Errorf("%w: empty input", ErrNotLabel)
+		}
+		return Label{}, fmt.Errorf("%w: short header: %v", ErrNotLabel, err)
+	}
+	if m := binary.LittleEndian.Uint32(h[:]); m != LabelMagic {
+		return Label{}, fmt.Errorf("%w: magic %#08x", ErrNotLabel, m)
+	}
+	n := binary.LittleEndian.Uint32(h[4:])
+	if n > MaxLabelSize {
+		return Label{}, fmt.Errorf("%w: %d bytes (max %d)", ErrLabelTooLarge, n, MaxLabelSize)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return Label{}, fmt.Errorf("%w: ends after %d bytes", ErrLabelDamaged, len(b))
+	}
+	return parseLabel(b)
+}
+
+func parseLabel(b []byte) (Label, error) {
+	if !bytes.HasPrefix(b, []byte(labelTitle)) {
+		return Label{}, fmt.Errorf("%w: no label title", ErrNotLabel)
+	}
+	i := bytes.Index(b, []byte(labelBegin))
+	if i < 0 {
+		return Label{}, fmt.Errorf("%w: no JSON start", ErrLabelDamaged)
+	}
+	rest := b[i+len(labelBegin):]
+	j := bytes.Index(rest, []byte("\n"+labelEnd))
+	if j < 0 {
+		return Label{}, fmt.Errorf("%w: no JSON end", ErrLabelDamaged)
+	}
+	js := rest[:j]
+	sum := rest[j+1+len(labelEnd):]
+	if len(sum) < 16+len(labelTail) || string(sum[16:16+len(labelTail)]) != labelTail {
+		return Label{}, fmt.Errorf("%w: bad checksum line", ErrLabelDamaged)
+	}
+	want, err := strconv.ParseUint(string(sum[:16]), 16, 64)
+	if err != nil {
+		return Label{}, fmt.Errorf("%w: bad checksum %q", ErrLabelDamaged, sum[:16])
+	}
+	if got := xxh3.Hash(js); got != want {
+		return Label{}, fmt.Errorf("%w: checksum %016x, label says %016x", ErrLabelDamaged, got, want)
+	}
+	var l Label
+	if err := json.Unmarshal(js, &l); err != nil {
+		return Label{}, fmt.Errorf("%w: %v", ErrLabelDamaged, err)
+	}
+	if l.Format != LabelFormat || l.Version < 1 {
+		return Label{}, fmt.Errorf("%w: format %q version %d", ErrLabelDamaged, l.Format, l.Version)
+	}
+	return l, nil
+}
+
+// Recipe returns a shell pipeline using only cat, zstd and GNU tar that
+// restores the saveset stored in files (its parts, in order) into the
+// current directory. --delay-directory-restore is needed because entries
+// are in index order (a directory's children follow its siblings), so GNU
+// tar would otherwise set a directory's mtime and mode before all its
+// children exist (measured: wrong directory mtimes without it). Paths are single-quoted when they hold anything but
+// [A-Za-z0-9_./:@%+=,-]; a path starting with "-" is prefixed with "./".
+func Recipe(files []string) string {
+	if len(files) == 0 {
+		files = []string{"FILE"}
+	}
+	q := make([]string, len(files))
+	for i, f := range files {
+		if strings.HasPrefix(f, "-") {
+			f = "./" + f
+		}
+		q[i] = shellQuote(f)
+	}
+	return "cat " + strings.Join(q, " ") + " | zstd -dc | tar --delay-directory-restore -xpf -"
+}
+
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_./:@%+=,-", c) >= 0) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

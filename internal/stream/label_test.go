@@ -1,0 +1,112 @@
+package stream
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os/exec"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testLabel() Label {
+	return Label{SavesetID: 42, JobID: 7, Client: "web1", Host: "store", Selection: "etc",
+		Paths: []string{"/etc", "/home/ü"}, Level: "full", Created: time.Unix(1700000000, 5).UTC(),
+		Part: 1, PrevBarcode: "KURA001L9", Codec: "zstd", FrameSize: DefaultFrameSize, Label: "weekly\nfull"}
+}
+
+func TestLabelRoundTrip(t *testing.T) {
+	l := testLabel()
+	f := LabelFrame(l)
+	r := bytes.NewReader(append(bytes.Clone(f), "NEXT"...))
+	got, err := ReadLabelFrame(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Format, l.Version = LabelFormat, LabelVersion
+	if got.Created.Equal(l.Created) {
+		got.Created = l.Created
+	}
+	if !equalLabel(got, l) {
+		t.Fatalf("got %+v\nwant %+v", got, l)
+	}
+	if r.Len() != 4 {
+		t.Errorf("ReadLabelFrame read past the frame: %d bytes left", r.Len())
+	}
+	text := string(f[8:])
+	for _, want := range []string{"KURA SAVESET LABEL", "Saveset 42", Recipe([]string{"FILE"}), `weekly\nfull`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("label text lacks %q", want)
+		}
+	}
+}
+
+func equalLabel(a, b Label) bool {
+	return reflect.DeepEqual(a, b)
+}
+
+func TestLabelErrors(t *testing.T) {
+	good := LabelFrame(testLabel())
+	hdr := func(magic, n uint32) []byte {
+		b := binary.LittleEndian.AppendUint32(nil, magic)
+		return binary.LittleEndian.AppendUint32(b, n)
+	}
+	flip := func(i int) []byte { b := bytes.Clone(good); b[i] ^= 1; return b }
+	jsonAt := bytes.Index(good, []byte(`"saveset_id"`))
+	cases := []struct {
+		name string
+		in   []byte
+		want error
+	}{
+		{"empty", nil, ErrNotLabel},
+		{"zstd frame", []byte{0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0, 0}, ErrNotLabel},
+		{"other skippable", append(hdr(0x184D2A50, 4), "abcd"...), ErrNotLabel},
+		{"too large", hdr(LabelMagic, MaxLabelSize+1), ErrLabelTooLarge},
+		{"huge", hdr(LabelMagic, 0xFFFFFFFF), ErrLabelTooLarge},
+		{"short", good[:len(good)-10], ErrLabelDamaged},
+		{"json bit flip", flip(jsonAt + 2), ErrLabelDamaged},
+		{"checksum flip", flip(bytes.Index(good, []byte("xxh3=")) + 6), ErrLabelDamaged},
+		{"foreign text", append(hdr(LabelMagic, 5), "hello"...), ErrNotLabel},
+	}
+	for _, c := range cases {
+		if _, err := ReadLabelFrame(bytes.NewReader(c.in)); !errors.Is(err, c.want) {
+			t.Errorf("%s: err %v, want %v", c.name, err, c.want)
+		}
+	}
+}
+
+func TestLabelTooManyPathsIsCut(t *testing.T) {
+	l := testLabel()
+	for i := 0; i < 100000; i++ {
+		l.Paths = append(l.Paths, strings.Repeat("p", 40))
+	}
+	f := LabelFrame(l)
+	if len(f) > 8+MaxLabelSize {
+		t.Fatalf("label frame %d bytes", len(f))
+	}
+	got, err := ReadLabelFrame(bytes.NewReader(f))
+	if err != nil || len(got.Paths) == 0 || len(got.Paths) >= len(l.Paths) {
+		t.Fatalf("paths %d of %d, err %v", len(got.Paths), len(l.Paths), err)
+	}
+}
+
+// The shell must see exactly the file names Recipe was given.
+func TestRecipeQuoting(t *testing.T) {
+	names := []string{"plain.kura", "with space", "it's", `$HOME`, "a;rm -rf x", "-dash", "tab\there", "ü", "`x`"}
+	r := Recipe(names)
+	if !strings.HasPrefix(r, "cat ") || !strings.HasSuffix(r, " | zstd -dc | tar --delay-directory-restore -xpf -") {
+		t.Fatalf("recipe %q", r)
+	}
+	args := strings.TrimSuffix(strings.TrimPrefix(r, "cat "), " | zstd -dc | tar --delay-directory-restore -xpf -")
+	out, err := exec.Command("sh", "-c", `for a in `+args+`; do printf '%s\n' "$a"; done`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]string(nil), names...)
+	want[5] = "./-dash"
+	if got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("shell saw %q\nwant %q", got, want)
+	}
+}
