@@ -19,6 +19,10 @@ type ReaderOptions struct {
 	// MaxFrameSize bounds a frame, compressed or not (default MaxFrameSize
 	// plus raw-frame overhead). Larger frames are reported as corrupt.
 	MaxFrameSize int
+	// OnFrame, if set, is called from the decoding goroutine after each
+	// frame is decoded, with its uncompressed and compressed sizes (the
+	// media bytes a restore or verify reads).
+	OnFrame func(uncompressed, compressed int)
 }
 
 func (o ReaderOptions) withDefaults() ReaderOptions {
@@ -267,11 +271,11 @@ func newFramePipe(rc io.ReadCloser, dec *zstd.Decoder, table []index.Frame, k in
 		done:  make(chan struct{}),
 		rc:    rc,
 	}
-	go p.run(dec, table, k, o.MaxFrameSize)
+	go p.run(dec, table, k, o.MaxFrameSize, o.OnFrame)
 	return p
 }
 
-func (p *framePipe) run(dec *zstd.Decoder, table []index.Frame, k int, maxFrame int) {
+func (p *framePipe) run(dec *zstd.Decoder, table []index.Frame, k int, maxFrame int, onFrame func(int, int)) {
 	defer close(p.done)
 	defer close(p.ch)
 	send := func(d decoded) bool {
@@ -321,6 +325,9 @@ func (p *framePipe) run(dec *zstd.Decoder, table []index.Frame, k int, maxFrame 
 		if table != nil && len(data) != int(table[k].Size) {
 			fail(k, fmt.Errorf("%w: frame holds %d bytes, table says %d", ErrCorrupt, len(data), table[k].Size))
 			return
+		}
+		if onFrame != nil {
+			onFrame(len(data), len(f))
 		}
 		if !send(decoded{data: data}) {
 			return

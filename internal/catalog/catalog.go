@@ -1,0 +1,273 @@
+// Package catalog is Kura's embedded catalog: libraries, tapes, selection
+// sets, savesets and jobs, kept in one SQLite file (catalog.db in the Kura
+// home).
+//
+// The per-file index of a saveset is not stored here; it is a compact index
+// file (see internal/index). The catalog holds one row per saveset, job,
+// library, tape and selection set, never one row per backed-up file.
+//
+// Invariants:
+//
+//   - The schema only moves forward. Each migration runs once, in a
+//     transaction, and schema_version records how many have run. A catalog
+//     written by a newer Kura is refused with ErrSchemaTooNew.
+//   - Saveset and job IDs are never reused, even after a delete: index files
+//     and tapes refer to savesets by ID.
+//   - Times are stored as UTC Unix nanoseconds (NULL for the zero time) and
+//     are returned in UTC.
+//   - Every method is safe for concurrent use, and several processes (the CLI
+//     and a server) may open the same file: the database runs in WAL mode,
+//     write transactions take the write lock when they begin, and a writer
+//     waits up to BusyTimeout for another one to finish.
+//
+// Queries are plain SQL with ? placeholders (no SQLite-only syntax beyond the
+// connection pragmas and the DDL), so the same schema and queries can later
+// serve PostgreSQL.
+package catalog
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Errors returned by the catalog, to be tested with errors.Is.
+var (
+	// ErrNotFound: the named or numbered record does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: a record with that name, barcode or ID already exists.
+	ErrExists = errors.New("already exists")
+	// ErrInUse: the record is still referred to (a library that holds tapes).
+	ErrInUse = errors.New("in use")
+	// ErrInvalid: a record has a missing or unknown field value.
+	ErrInvalid = errors.New("invalid")
+	// ErrSchemaTooNew: the catalog was written by a newer version of Kura.
+	ErrSchemaTooNew = errors.New("catalog schema is newer than this program")
+)
+
+// BusyTimeout is how long a write waits for another connection or process
+// holding the write lock before it fails.
+const BusyTimeout = 10 * time.Second
+
+// Catalog is an open catalog database. It is safe for concurrent use.
+type Catalog struct {
+	db *sql.DB
+}
+
+// Open opens the catalog at path, creating it if it does not exist, and brings
+// its schema up to date. The folder holding path must exist.
+func Open(path string) (*Catalog, error) {
+	if path == "" || strings.ContainsRune(path, '?') {
+		return nil, fmt.Errorf("catalog: bad path %q: %w", path, ErrInvalid)
+	}
+	// synchronous=FULL: a saveset marked complete must stay complete after a
+	// power loss (crash-safety invariant 1), so every commit is fsynced.
+	dsn := path + "?_txlock=immediate" +
+		fmt.Sprintf("&_pragma=busy_timeout(%d)", BusyTimeout.Milliseconds()) +
+		"&_pragma=foreign_keys(1)" +
+		"&_pragma=journal_mode(WAL)" +
+		"&_pragma=synchronous(FULL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: opening %s: %w", path, err)
+	}
+	c := &Catalog{db: db}
+	if err := c.migrate(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("catalog: opening %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Close closes the catalog. Calls after Close fail.
+func (c *Catalog) Close() error {
+	return c.db.Close()
+}
+
+// Snapshot writes a consistent copy of the whole catalog to path, which must
+// not exist yet (ErrExists). The copy is itself a catalog that Open accepts.
+func (c *Catalog) Snapshot(path string) error {
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("catalog: snapshot %s: %w", path, ErrExists)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("catalog: snapshot: %w", err)
+	}
+	if _, err := c.db.Exec("VACUUM INTO ?", path); err != nil {
+		return fmt.Errorf("catalog: snapshot %s: %w", path, err)
+	}
+	return nil
+}
+
+// migrate applies, in one write transaction, every migration the catalog has
+// not seen yet. Concurrent openers serialise on the write lock, so each
+// migration runs exactly once.
+func (c *Catalog) migrate() error {
+	return c.write(func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+			return err
+		}
+		var v int
+		err := tx.QueryRow(`SELECT version FROM schema_version`).Scan(&v)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			if _, err := tx.Exec(`INSERT INTO schema_version (version) VALUES (0)`); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		}
+		if v > len(migrations) {
+			return fmt.Errorf("%w (version %d, this program knows %d)", ErrSchemaTooNew, v, len(migrations))
+		}
+		for i := v; i < len(migrations); i++ {
+			for _, stmt := range migrations[i] {
+				if _, err := tx.Exec(stmt); err != nil {
+					return fmt.Errorf("migration %d: %w", i+1, err)
+				}
+			}
+		}
+		if v < len(migrations) {
+			if _, err := tx.Exec(`UPDATE schema_version SET version = ?`, len(migrations)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// SchemaVersion reports how many migrations the catalog has applied.
+func (c *Catalog) SchemaVersion() (int, error) {
+	var v int
+	if err := c.db.QueryRow(`SELECT version FROM schema_version`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("catalog: %w", err)
+	}
+	return v, nil
+}
+
+// write runs fn in a write transaction (BEGIN IMMEDIATE), committing if fn
+// returns nil.
+func (c *Catalog) write(fn func(tx *sql.Tx) error) error {
+	tx, err := c.db.BeginTx(context.Background(), nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// sqliteCode is the extended result code of a SQLite error, or 0.
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code()
+	}
+	return 0
+}
+
+// isDuplicate reports a primary key or unique constraint violation.
+func isDuplicate(err error) bool {
+	c := sqliteCode(err)
+	return c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || c == sqlite3.SQLITE_CONSTRAINT_UNIQUE
+}
+
+// isForeignKey reports a foreign key constraint violation.
+func isForeignKey(err error) bool {
+	return sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+}
+
+// execer is *sql.DB or *sql.Tx.
+type execer interface {
+	Exec(query string, args ...any) (sql.Result, error)
+}
+
+// execOne runs a statement that must change one row; "no row changed" is
+// ErrNotFound for what.
+func execOne(e execer, what, query string, args ...any) error {
+	res, err := e.Exec(query, args...)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	return nil
+}
+
+// toDB stores a time as UTC Unix nanoseconds; the zero time is NULL.
+func toDB(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}
+}
+
+// fromDB is the inverse of toDB.
+func fromDB(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, n.Int64).UTC()
+}
+
+// encodeList stores a list as JSON text; an empty list is "[]".
+func encodeList[T any](v []T) (string, error) {
+	if len(v) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// decodeList is the inverse of encodeList; an empty list comes back nil.
+func decodeList[T any](s string, what string) ([]T, error) {
+	if s == "" || s == "[]" {
+		return nil, nil
+	}
+	var v []T
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", what, err)
+	}
+	if len(v) == 0 {
+		return nil, nil
+	}
+	return v, nil
+}
+
+// now is the time given to records created without one.
+func now() time.Time { return time.Now().UTC().Round(0) }
+
+// oneOf reports whether v is in allowed.
+func oneOf(v string, allowed ...string) bool {
+	for _, a := range allowed {
+		if v == a {
+			return true
+		}
+	}
+	return false
+}
+
+// placeholders returns "?, ?, ..." with one ? per column of a
+// comma-separated column list.
+func placeholders(cols string) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", strings.Count(cols, ",")+1), ", ")
+}
+
+// assignments returns "a = ?, b = ?, ..." for a comma-separated column list.
+func assignments(cols string) string {
+	return strings.ReplaceAll(cols, ",", " = ?,") + " = ?"
+}

@@ -1,0 +1,258 @@
+package catalog
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Job kinds.
+const (
+	KindBackup  = "backup"
+	KindRestore = "restore"
+	KindVerify  = "verify"
+	KindCopy    = "copy"
+	KindScan    = "scan"
+)
+
+// Job states. Queued and waiting jobs have not started; running jobs are in
+// progress; the others are final.
+const (
+	StateQueued      = "queued"
+	StateWaiting     = "waiting" // for a drive or a tape
+	StateRunning     = "running"
+	StateSucceeded   = "succeeded"
+	StateWarnings    = "warnings" // finished, with warnings
+	StateFailed      = "failed"
+	StateCanceled    = "canceled"
+	StateInterrupted = "interrupted" // was running when its process died
+)
+
+// Limits on the lists a job keeps.
+const (
+	MaxWarnings = 1000 // the first MaxWarnings warnings are kept; WarningCount counts all
+	MaxLogLines = 200  // the last MaxLogLines lines of the log are kept
+)
+
+// Phase is one step of a job (scan, write data, write index, ...) and its
+// figures.
+type Phase struct {
+	Name       string `json:"name"`
+	Start, End time.Time
+	Files      int64
+	Bytes      int64
+	MediaBytes int64
+	AvgRate    float64 // bytes/s
+	PeakRate   float64 // highest 1-second rate, bytes/s
+}
+
+// Job is one run of a backup, restore, verify, copy or scan, as the job
+// monitor shows it.
+type Job struct {
+	ID           int64
+	Kind         string // KindBackup, KindRestore, ...
+	State        string // StateQueued, StateRunning, ...
+	Client       string
+	Selection    string
+	SavesetID    int64
+	Level        string
+	Started      time.Time
+	Finished     time.Time
+	Files        int64
+	SourceBytes  int64
+	MediaBytes   int64
+	AvgRate      float64 // bytes/s
+	PeakRate     float64 // bytes/s
+	Tapes        []string
+	Phases       []Phase
+	Warnings     []string // at most MaxWarnings are stored: the first ones
+	WarningCount int64    // all warnings; stored as at least len(Warnings)
+	Error        string
+	Log          []string // at most MaxLogLines are stored: the last ones
+}
+
+func (j *Job) validate() error {
+	if j.ID < 0 {
+		return fmt.Errorf("catalog: job ID %d: %w", j.ID, ErrInvalid)
+	}
+	if !oneOf(j.Kind, KindBackup, KindRestore, KindVerify, KindCopy, KindScan) {
+		return fmt.Errorf("catalog: job kind %q: %w", j.Kind, ErrInvalid)
+	}
+	if !oneOf(j.State, StateQueued, StateWaiting, StateRunning, StateSucceeded, StateWarnings,
+		StateFailed, StateCanceled, StateInterrupted) {
+		return fmt.Errorf("catalog: job state %q: %w", j.State, ErrInvalid)
+	}
+	return nil
+}
+
+const jobColumns = `kind, state, client, selection, saveset_id, level, started, finished, files, source_bytes,
+	media_bytes, avg_rate, peak_rate, tapes, phases, warnings, warning_count, error, log`
+
+func jobArgs(j *Job) ([]any, error) {
+	warnings := j.Warnings
+	if len(warnings) > MaxWarnings {
+		warnings = warnings[:MaxWarnings]
+	}
+	count := max(j.WarningCount, int64(len(j.Warnings)))
+	log := j.Log
+	if len(log) > MaxLogLines {
+		log = log[len(log)-MaxLogLines:]
+	}
+	phases := make([]Phase, len(j.Phases))
+	for i, p := range j.Phases {
+		p.Start, p.End = p.Start.UTC(), p.End.UTC()
+		phases[i] = p
+	}
+	var enc [4]string
+	for i, l := range []func() (string, error){
+		func() (string, error) { return encodeList(j.Tapes) },
+		func() (string, error) { return encodeList(phases) },
+		func() (string, error) { return encodeList(warnings) },
+		func() (string, error) { return encodeList(log) },
+	} {
+		var err error
+		if enc[i], err = l(); err != nil {
+			return nil, err
+		}
+	}
+	return []any{j.Kind, j.State, j.Client, j.Selection, j.SavesetID, j.Level, toDB(j.Started), toDB(j.Finished),
+		j.Files, j.SourceBytes, j.MediaBytes, j.AvgRate, j.PeakRate, enc[0], enc[1], enc[2], count, j.Error,
+		enc[3]}, nil
+}
+
+func scanJob(row interface{ Scan(...any) error }) (*Job, error) {
+	var (
+		j                               Job
+		started, finished               sql.NullInt64
+		tapes, phases, warnings, logTxt string
+	)
+	err := row.Scan(&j.ID, &j.Kind, &j.State, &j.Client, &j.Selection, &j.SavesetID, &j.Level, &started,
+		&finished, &j.Files, &j.SourceBytes, &j.MediaBytes, &j.AvgRate, &j.PeakRate, &tapes, &phases,
+		&warnings, &j.WarningCount, &j.Error, &logTxt)
+	if err != nil {
+		return nil, err
+	}
+	j.Started, j.Finished = fromDB(started), fromDB(finished)
+	if j.Tapes, err = decodeList[string](tapes, "job tapes"); err != nil {
+		return nil, err
+	}
+	if j.Phases, err = decodeList[Phase](phases, "job phases"); err != nil {
+		return nil, err
+	}
+	if j.Warnings, err = decodeList[string](warnings, "job warnings"); err != nil {
+		return nil, err
+	}
+	if j.Log, err = decodeList[string](logTxt, "job log"); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// CreateJob records a new job. When j.ID is 0 the catalog assigns the next
+// free ID and stores it in j; otherwise j.ID is used and ErrExists is
+// returned if it is taken.
+func (c *Catalog) CreateJob(j *Job) error {
+	if err := j.validate(); err != nil {
+		return err
+	}
+	args, err := jobArgs(j)
+	if err != nil {
+		return fmt.Errorf("catalog: creating job: %w", err)
+	}
+	q := `INSERT INTO jobs (` + jobColumns + `) VALUES (` + placeholders(jobColumns) + `) RETURNING id`
+	if j.ID != 0 {
+		q = `INSERT INTO jobs (id, ` + jobColumns + `) VALUES (?, ` + placeholders(jobColumns) + `) RETURNING id`
+		args = append([]any{j.ID}, args...)
+	}
+	var id int64
+	err = c.db.QueryRow(q, args...).Scan(&id)
+	if isDuplicate(err) {
+		return fmt.Errorf("catalog: job %d: %w", j.ID, ErrExists)
+	}
+	if err != nil {
+		return fmt.Errorf("catalog: creating job: %w", err)
+	}
+	j.ID = id
+	return nil
+}
+
+// UpdateJob replaces every field of the job j.ID, or returns ErrNotFound.
+func (c *Catalog) UpdateJob(j *Job) error {
+	if err := j.validate(); err != nil {
+		return err
+	}
+	args, err := jobArgs(j)
+	if err != nil {
+		return fmt.Errorf("catalog: updating job %d: %w", j.ID, err)
+	}
+	err = execOne(c.db, fmt.Sprintf("job %d", j.ID),
+		`UPDATE jobs SET `+assignments(jobColumns)+` WHERE id = ?`, append(args, j.ID)...)
+	if err != nil {
+		return fmt.Errorf("catalog: updating job: %w", err)
+	}
+	return nil
+}
+
+// Job returns the job with this ID, or ErrNotFound.
+func (c *Catalog) Job(id int64) (*Job, error) {
+	j, err := scanJob(c.db.QueryRow(`SELECT id, `+jobColumns+` FROM jobs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("catalog: job %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("catalog: job %d: %w", id, err)
+	}
+	return j, nil
+}
+
+// Jobs returns the newest jobs first (highest ID first), at most limit of
+// them; limit <= 0 returns them all.
+func (c *Catalog) Jobs(limit int) ([]*Job, error) {
+	q := `SELECT id, ` + jobColumns + ` FROM jobs ORDER BY id DESC`
+	var args []any
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := c.db.Query(q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: listing jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []*Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, fmt.Errorf("catalog: listing jobs: %w", err)
+		}
+		out = append(out, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("catalog: listing jobs: %w", err)
+	}
+	return out, nil
+}
+
+// MarkInterrupted is run at start-up, by the one process that owns the jobs
+// (it must hold the home lock): every job still running is left from a
+// process that died, so it becomes interrupted, and every saveset still
+// running becomes incomplete. It returns the number of jobs interrupted.
+func (c *Catalog) MarkInterrupted() (int, error) {
+	var n int64
+	err := c.write(func(tx *sql.Tx) error {
+		res, err := tx.Exec(`UPDATE jobs SET state = ? WHERE state = ?`, StateInterrupted, StateRunning)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		_, err = tx.Exec(`UPDATE savesets SET status = ? WHERE status = ?`, StatusIncomplete, StatusRunning)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("catalog: marking interrupted jobs: %w", err)
+	}
+	return int(n), nil
+}

@@ -1,0 +1,88 @@
+package catalog
+
+// migrations is the catalog schema, one entry per version. Entries are only
+// ever appended: a released migration is never edited or removed, because
+// catalogs in the field have already run it.
+//
+// Conventions: times are INTEGER UTC Unix nanoseconds, NULL for "not set";
+// lists are JSON text, except the tape parts of a saveset, which are rows of
+// saveset_parts so that "savesets on tape X" is an indexed query.
+var migrations = [][]string{
+	// 1: initial schema.
+	{
+		`CREATE TABLE libraries (
+			name    TEXT PRIMARY KEY,
+			dir     TEXT NOT NULL,
+			created INTEGER
+		)`,
+		`CREATE TABLE tapes (
+			barcode TEXT PRIMARY KEY,
+			library TEXT NOT NULL REFERENCES libraries (name)
+		)`,
+		`CREATE INDEX tapes_library ON tapes (library)`,
+		`CREATE TABLE selections (
+			client   TEXT NOT NULL,
+			name     TEXT NOT NULL,
+			paths    TEXT NOT NULL,
+			excludes TEXT NOT NULL,
+			created  INTEGER,
+			PRIMARY KEY (client, name)
+		)`,
+		`CREATE TABLE savesets (
+			id            INTEGER PRIMARY KEY AUTOINCREMENT,
+			job_id        INTEGER NOT NULL,
+			client        TEXT NOT NULL,
+			selection     TEXT NOT NULL,
+			level         TEXT NOT NULL,
+			base_id       INTEGER NOT NULL,
+			status        TEXT NOT NULL,
+			created       INTEGER,
+			finished      INTEGER,
+			paths         TEXT NOT NULL,
+			label         TEXT NOT NULL,
+			files         INTEGER NOT NULL,
+			source_bytes  INTEGER NOT NULL,
+			media_bytes   INTEGER NOT NULL,
+			codec         TEXT NOT NULL,
+			library       TEXT NOT NULL,
+			index_bytes   INTEGER NOT NULL,
+			index_entries INTEGER NOT NULL,
+			expired       INTEGER NOT NULL
+		)`,
+		`CREATE INDEX savesets_client_selection ON savesets (client, selection, created)`,
+		`CREATE INDEX savesets_status ON savesets (status)`,
+		`CREATE TABLE saveset_parts (
+			saveset_id INTEGER NOT NULL REFERENCES savesets (id) ON DELETE CASCADE,
+			kind       TEXT NOT NULL,
+			seq        INTEGER NOT NULL,
+			barcode    TEXT NOT NULL,
+			file       INTEGER NOT NULL,
+			bytes      INTEGER NOT NULL,
+			PRIMARY KEY (saveset_id, kind, seq)
+		)`,
+		`CREATE INDEX saveset_parts_barcode ON saveset_parts (barcode)`,
+		`CREATE TABLE jobs (
+			id            INTEGER PRIMARY KEY AUTOINCREMENT,
+			kind          TEXT NOT NULL,
+			state         TEXT NOT NULL,
+			client        TEXT NOT NULL,
+			selection     TEXT NOT NULL,
+			saveset_id    INTEGER NOT NULL,
+			level         TEXT NOT NULL,
+			started       INTEGER,
+			finished      INTEGER,
+			files         INTEGER NOT NULL,
+			source_bytes  INTEGER NOT NULL,
+			media_bytes   INTEGER NOT NULL,
+			avg_rate      REAL NOT NULL,
+			peak_rate     REAL NOT NULL,
+			tapes         TEXT NOT NULL,
+			phases        TEXT NOT NULL,
+			warnings      TEXT NOT NULL,
+			warning_count INTEGER NOT NULL,
+			error         TEXT NOT NULL,
+			log           TEXT NOT NULL
+		)`,
+		`CREATE INDEX jobs_state ON jobs (state)`,
+	},
+}
