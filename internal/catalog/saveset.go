@@ -254,14 +254,17 @@ func (c *Catalog) Savesets(f SavesetFilter) ([]*Saveset, error) {
 // that was created strictly before before (no bound when zero): the base of
 // an incremental (any level) or a differential (LevelFull), or the saveset to
 // restore for --latest or --at. "Newest" is by Created, then by ID.
-// ErrNotFound when there is none.
+// An empty selection means any selection of the client (--latest without
+// --selection). ErrNotFound when there is none.
 func (c *Catalog) LastSaveset(client, selection string, levels []string, before time.Time) (*Saveset, error) {
 	f := SavesetFilter{
 		Clients:    []string{client},
-		Selections: []string{selection},
 		Statuses:   []string{StatusComplete},
 		Levels:     levels,
 		Before:     before,
+	}
+	if selection != "" {
+		f.Selections = []string{selection}
 	}
 	where, args := f.where()
 	// The newest one is chosen in a subquery so that the parts join below

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kura-backup/kura/internal/compress"
+	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/units"
+)
+
+func init() { commands = append(commands, newBackupCmd) }
+
+func newBackupCmd(g *globals) *cobra.Command {
+	var (
+		o        engine.BackupOptions
+		level    string
+		comp     string
+		asJSON   bool
+		frameStr string
+	)
+	cmd := &cobra.Command{
+		Use:   "backup [PATH...]",
+		Short: "Back up files and folders to the virtual tape library",
+		Long: `Back up files and folders to a virtual tape library (the default library in the
+Kura home is created on first use). At the end the Job Monitor figures are
+printed: files, source and media bytes, average and peak KB/s, elapsed time,
+compression ratio, tapes used and warnings.
+
+Levels: full; diff (changed since the last full of this selection); incr
+(changed since the last backup of any level). Without an earlier full, incr
+and diff run a full backup and say so.
+
+Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings (each
+skipped or changed file is listed), 4 the --verify phase found problems.`,
+		Example: `  kura backup ~/Documents
+  kura backup --level incr --compress auto /srv/data
+  kura selection create home /home --exclude '*.tmp' && kura backup --selection home --verify`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if o.Compress, err = compress.ParseLevel(comp); err != nil {
+				return usageErrorf("%v", err)
+			}
+			if frameStr != "" {
+				n, err := units.ParseSize(frameStr)
+				if err != nil {
+					return usageErrorf("--frame-size: %v", err)
+				}
+				o.FrameSize = int(n)
+			}
+			if len(args) == 0 && o.Selection == "" {
+				return usageErrorf("give one or more paths to back up, or --selection NAME")
+			}
+			o.Paths, o.Level = args, level
+			env, err := openEnv(g)
+			if err != nil {
+				return err
+			}
+			defer env.Close()
+			stop := startProgress(env, !asJSON)
+			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+			defer cancel()
+			res, err := env.Backup(ctx, o)
+			stop()
+			if res != nil {
+				printResult(cmd, res, asJSON)
+			}
+			return jobError(err)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Library, "vtl", "", "library to write to (default: the default library)")
+	f.StringVar(&o.Selection, "selection", "", "back up a saved selection set")
+	f.StringVar(&level, "level", "full", "full, incr or diff")
+	f.StringVar(&comp, "compress", "auto", "none, low, medium, high or auto")
+	f.StringArrayVar(&o.Excludes, "exclude", nil, "skip paths matching this glob (base name, or absolute path if it has a /); repeatable")
+	f.BoolVar(&o.Verify, "verify", false, "verify the saveset after the backup (a phase with its own time and rate)")
+	f.StringVar(&o.Label, "label", "", "a note stored with the saveset")
+	f.IntVar(&o.Drive, "drive", 0, "drive number to use (default: any free drive)")
+	f.StringVar(&frameStr, "frame-size", "", "uncompressed bytes per stream frame (default 1MiB)")
+	f.BoolVar(&asJSON, "json", false, "print the figures as JSON")
+	return cmd
+}
+
+// printResult prints a job's figures and warnings.
+func printResult(cmd *cobra.Command, res *engine.Result, asJSON bool) {
+	out := cmd.OutOrStdout()
+	if asJSON {
+		_ = printJSON(out, jsonFigures(res.Figures, res.Warnings, res.Note))
+		return
+	}
+	if res.Note != "" {
+		fmt.Fprintln(out, "Note:", res.Note)
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+	}
+	if n := res.Figures.Warnings - int64(len(res.Warnings)); n > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: … and %d more (see `kura jobs show %d`)\n", n, res.Figures.JobID)
+	}
+	monitor.Render(out, res.Figures)
+}
+
+// jsonFigures is the --json form: the figures' fields at the top level,
+// plus the warning texts.
+func jsonFigures(f monitor.Figures, warnings []string, note string) map[string]any {
+	b, _ := json.Marshal(f)
+	m := map[string]any{}
+	_ = json.Unmarshal(b, &m)
+	if warnings == nil {
+		warnings = []string{}
+	}
+	m["warning_list"] = warnings
+	if note != "" {
+		m["note"] = note
+	}
+	return m
+}

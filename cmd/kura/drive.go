@@ -1,0 +1,136 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kura-backup/kura/internal/library"
+	"github.com/kura-backup/kura/internal/units"
+)
+
+func init() { commands = append(commands, newDriveCmd) }
+
+func newDriveCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "drive",
+		Short: "Virtual drives and their tuning (media block size, transfer-buffer memory)",
+	}
+	var (
+		vtl      string
+		listJSON bool
+	)
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List drives: block size, buffer memory, loaded tape, in use",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			env, err := openEnv(g)
+			if err != nil {
+				return err
+			}
+			defer env.Close()
+			libs, err := env.Catalog.Libraries()
+			if err != nil {
+				return err
+			}
+			type row struct {
+				Library string `json:"library"`
+				library.DriveStatus
+			}
+			rows := []row{}
+			for _, rec := range libs {
+				if vtl != "" && rec.Name != vtl {
+					continue
+				}
+				lib, err := library.Open(rec.Dir)
+				if err != nil {
+					return fmt.Errorf("library %s: %w", rec.Name, err)
+				}
+				ds, err := lib.Drives()
+				if err != nil {
+					return err
+				}
+				for _, d := range ds {
+					rows = append(rows, row{Library: rec.Name, DriveStatus: d})
+				}
+			}
+			if listJSON {
+				return printJSON(cmd.OutOrStdout(), rows)
+			}
+			tw := table(cmd.OutOrStdout())
+			fmt.Fprintln(tw, "DRIVE\tBLOCK SIZE\tBUFFER\tTAPE\tIN USE")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s/%d\t%s\t%s\t%s\t%v\n", r.Library, r.Number, units.FormatSize(int64(r.BlockSize)),
+					units.FormatSize(int64(r.BufferSize)), dash(r.Barcode), r.Busy)
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().StringVar(&vtl, "vtl", "", "only this library")
+	list.Flags().BoolVar(&listJSON, "json", false, "print as JSON")
+
+	var blockSize, bufSize string
+	set := &cobra.Command{
+		Use:   "set LIB/DRIVE",
+		Short: "Tune a drive: media block size and transfer-buffer memory",
+		Long: `Set a drive's media block size (bytes per write and per checksum) and the
+memory assigned to its transfer buffers (a ring of block-size buffers between
+the stream and the writer), as NetVault does per drive. Tape files written
+from now on use them; readers adapt to whatever was written.`,
+		Example: `  kura drive set default/1 --block-size 256KiB --buffer 8193KiB`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			libName, num, ok := strings.Cut(args[0], "/")
+			n, err := strconv.Atoi(num)
+			if !ok || err != nil || n <= 0 {
+				return usageErrorf("name the drive as LIBRARY/NUMBER, e.g. default/1")
+			}
+			if blockSize == "" && bufSize == "" {
+				return usageErrorf("give --block-size and/or --buffer")
+			}
+			env, err := openEnv(g)
+			if err != nil {
+				return err
+			}
+			defer env.Close()
+			lib, err := env.OpenLibrary(libName)
+			if err != nil {
+				return err
+			}
+			ds, err := lib.Drives()
+			if err != nil {
+				return err
+			}
+			if n > len(ds) {
+				return fmt.Errorf("library %s has %d drives", libName, len(ds))
+			}
+			bs, buf := ds[n-1].BlockSize, ds[n-1].BufferSize
+			if blockSize != "" {
+				v, err := units.ParseSize(blockSize)
+				if err != nil {
+					return usageErrorf("--block-size: %v", err)
+				}
+				bs = int(v)
+			}
+			if bufSize != "" {
+				v, err := units.ParseSize(bufSize)
+				if err != nil {
+					return usageErrorf("--buffer: %v", err)
+				}
+				buf = int(v)
+			}
+			if err := lib.SetDrive(n, bs, buf); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Drive %s/%d: block %s, buffer %s\n", libName, n, units.FormatSize(int64(bs)), units.FormatSize(int64(buf)))
+			return nil
+		},
+	}
+	set.Flags().StringVar(&blockSize, "block-size", "", "media block size, e.g. 256KiB")
+	set.Flags().StringVar(&bufSize, "buffer", "", "transfer-buffer memory, e.g. 8193KiB")
+	cmd.AddCommand(list, set)
+	return cmd
+}

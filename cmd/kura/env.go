@@ -1,0 +1,34 @@
+package main
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/kura-backup/kura/internal/engine"
+)
+
+// openEnv opens the local home and catalog for a command.
+func openEnv(g *globals) (*engine.Env, error) {
+	return engine.Open(g.home)
+}
+
+// jobError maps an engine error to the documented exit codes.
+func jobError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, engine.ErrWarnings):
+		return &exitError{Code: exitWarnings}
+	case errors.Is(err, engine.ErrVerify):
+		return &exitError{Code: exitVerify, Err: err}
+	}
+	return &exitError{Code: exitFailure, Err: err}
+}
+
+func parseID(s, what string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usageErrorf("%s must be a number, not %q", what, s)
+	}
+	return id, nil
+}

@@ -1,0 +1,104 @@
+// Command kura is the one binary of the Kura backup system: the admin verbs
+// (backup, restore, verify, vtl, tape, drive, jobs …) working on the embedded
+// local home, and later the server and the agent.
+//
+// Exit codes (documented in README.md):
+//
+//	0  success
+//	1  failure (the job or command failed; nothing half-done is left marked good)
+//	2  usage error (bad flags or arguments)
+//	3  completed with warnings (some files were skipped or changed while read; each is listed)
+//	4  verify found damage or differences (each affected file is listed)
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes; see the package comment.
+const (
+	exitOK       = 0
+	exitFailure  = 1
+	exitUsage    = 2
+	exitWarnings = 3
+	exitVerify   = 4
+)
+
+// exitError carries an exit code out of a command. A nil Err means the
+// command already said what went wrong.
+type exitError struct {
+	Code int
+	Err  error
+}
+
+func (e *exitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.Err }
+
+func usageErrorf(format string, args ...any) error {
+	return &exitError{Code: exitUsage, Err: fmt.Errorf(format, args...)}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.Err != nil {
+			fmt.Fprintln(os.Stderr, "kura:", ee.Err)
+		}
+		return ee.Code
+	}
+	fmt.Fprintln(os.Stderr, "kura:", err)
+	return exitFailure
+}
+
+// globals are the flags every command shares.
+type globals struct {
+	home string
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "kura",
+		Short: "Kura: network backup to a virtual tape library",
+		Long: `Kura backs up directories to a virtual tape library on disk: slots, drives and
+barcoded virtual tapes, written in checksummed blocks in a format that stock
+tools (cat, zstd, tar) can restore.
+
+With no server configured, every verb works on the local home
+($KURA_HOME, default ~/.local/share/kura); "kura backup DIR" needs no set-up.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.home, "home", "", "Kura home folder (default $KURA_HOME or ~/.local/share/kura)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{Code: exitUsage, Err: err}
+	})
+	for _, add := range commands {
+		root.AddCommand(add(g))
+	}
+	return root
+}
+
+// commands is filled by the init functions of the command files, one file
+// per command.
+var commands []func(*globals) *cobra.Command

@@ -1,0 +1,489 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/compress"
+	"github.com/kura-backup/kura/internal/home"
+	"github.com/kura-backup/kura/internal/index"
+	"github.com/kura-backup/kura/internal/library"
+	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/span"
+	"github.com/kura-backup/kura/internal/stream"
+	"github.com/kura-backup/kura/internal/tape"
+	"github.com/kura-backup/kura/internal/units"
+	"github.com/kura-backup/kura/internal/walk"
+)
+
+// Levels of a backup.
+const (
+	LevelFull = "full"
+	LevelIncr = "incr"
+	LevelDiff = "diff"
+)
+
+// BackupOptions say what to back up and how.
+type BackupOptions struct {
+	Paths     []string // what to back up (absolute or relative to the working folder)
+	Selection string   // a saved selection set instead of Paths
+	Library   string   // "" = the default library
+	Drive     int      // 0 = any free drive
+	Level     string   // full (default), incr, diff
+	Compress  compress.Level
+	Excludes  []string
+	Verify    bool // run a data verify phase after the backup
+	Label     string
+	FrameSize int // 0 = the stream's default
+	Workers   int // parallel small-file readers; 0 = default
+}
+
+// Result is what a job reports at its end.
+type Result struct {
+	Figures  monitor.Figures
+	Warnings []string // the first maxWarnings warnings, each naming its path
+	Level    string   // the level that actually ran (incr/diff become full without a base)
+	Note     string   // e.g. "no full backup of this selection yet: ran a full backup"
+}
+
+const maxWarnings = 1000
+
+// ErrWarnings is returned (wrapped) by jobs that completed with warnings.
+var ErrWarnings = errors.New("completed with warnings")
+
+// savesetMeta is stored in the index file's meta blob: enough for `kura tape
+// scan` to rebuild the catalog record from the media alone.
+type savesetMeta struct {
+	Saveset catalog.Saveset `json:"saveset"`
+	Host    string          `json:"host"`
+}
+
+// selectionKey names what a backup covers, so that incrementals find their
+// base: the selection set's name, or the sorted paths.
+func selectionKey(sel string, paths []string) string {
+	if sel != "" {
+		return sel
+	}
+	return "paths:" + strings.Join(paths, ",")
+}
+
+// resolvePaths turns the user's paths into sorted, absolute, existing paths.
+func resolvePaths(paths []string) ([]string, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("nothing to back up: give one or more paths or --selection")
+	}
+	var out []string
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := os.Lstat(abs); err != nil {
+			return nil, fmt.Errorf("cannot back up %s: %w", p, err)
+		}
+		out = append(out, abs)
+	}
+	sort.Strings(out)
+	return slices.Compact(out), nil
+}
+
+// Backup runs a backup job to the end and returns its figures. A job with
+// warnings returns its result and an error wrapping ErrWarnings.
+func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
+	paths, excludes := opts.Paths, opts.Excludes
+	if opts.Selection != "" {
+		sel, err := e.Catalog.Selection(e.Client, opts.Selection)
+		if err != nil {
+			return nil, fmt.Errorf("selection set %q: %w", opts.Selection, err)
+		}
+		paths = append(slices.Clone(sel.Paths), paths...)
+		excludes = append(slices.Clone(sel.Excludes), excludes...)
+	}
+	for _, x := range excludes {
+		if err := walk.ValidatePattern(x); err != nil {
+			return nil, err
+		}
+	}
+	paths, err := resolvePaths(paths)
+	if err != nil {
+		return nil, err
+	}
+	level := opts.Level
+	if level == "" {
+		level = LevelFull
+	}
+	if level != LevelFull && level != LevelIncr && level != LevelDiff {
+		return nil, fmt.Errorf("unknown level %q (full, incr or diff)", level)
+	}
+	selKey := selectionKey(opts.Selection, paths)
+
+	res := &Result{Level: level}
+	var base *catalog.Saveset
+	switch level {
+	case LevelDiff:
+		base, err = e.Catalog.LastSaveset(e.Client, selKey, []string{LevelFull}, time.Time{})
+	case LevelIncr:
+		base, err = e.Catalog.LastSaveset(e.Client, selKey, nil, time.Time{})
+	}
+	if errors.Is(err, catalog.ErrNotFound) {
+		res.Note = fmt.Sprintf("no earlier full backup of %s: running a full backup", selKey)
+		level, base, err = LevelFull, nil, nil
+		res.Level = level
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	lib, err := e.OpenLibrary(opts.Library)
+	if err != nil {
+		return nil, err
+	}
+	libCfg := lib.Config()
+	// Never back up the library or the home into itself.
+	skip := []string{libCfg.Dir, e.Home}
+
+	start := e.now()
+	job := &catalog.Job{Kind: "backup", State: "running", Client: e.Client, Selection: selKey, Level: level, Started: start}
+	if err := e.Catalog.CreateJob(job); err != nil {
+		return nil, err
+	}
+	ss := &catalog.Saveset{JobID: job.ID, Client: e.Client, Selection: selKey, Level: level, Status: "running",
+		Created: start, Paths: paths, Label: opts.Label, Codec: opts.Compress.String(), Library: libCfg.Name}
+	if base != nil {
+		ss.BaseID = base.ID
+	}
+	if err := e.Catalog.CreateSaveset(ss); err != nil {
+		return nil, err
+	}
+	job.SavesetID = ss.ID
+	_ = e.Catalog.UpdateJob(job)
+
+	b := &backupRun{env: e, ctx: ctx, opts: opts, job: job, ss: ss, base: base, lib: lib,
+		paths: paths, excludes: excludes, skip: skip, res: res}
+	runErr := b.run()
+	return b.finish(runErr)
+}
+
+// backupRun is one backup job in progress.
+type backupRun struct {
+	env      *Env
+	ctx      context.Context
+	opts     BackupOptions
+	job      *catalog.Job
+	ss       *catalog.Saveset
+	base     *catalog.Saveset
+	lib      *library.Library
+	paths    []string
+	excludes []string
+	skip     []string
+	res      *Result
+
+	phase     *monitor.Phase
+	ticker    progressTicker
+	asyncMu   sync.Mutex
+	asyncWarn [][2]string
+	warnings  []string
+	nwarn     int64
+	tapes     []string
+	files     int64
+}
+
+func (b *backupRun) warn(path, msg string) {
+	b.nwarn++
+	w := displayPath(path) + ": " + msg
+	if len(b.warnings) < maxWarnings {
+		b.warnings = append(b.warnings, w)
+	}
+	b.env.emit(monitor.Event{Kind: monitor.WarningEvent, JobID: b.job.ID, Message: w, Path: path})
+}
+
+func (b *backupRun) run() error {
+	e := b.env
+	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: b.job.ID, Message: fmt.Sprintf("backup (%s) of %s", b.ss.Level, strings.Join(b.paths, ", "))})
+	b.phase = monitor.StartPhase(e.Clock, "backup")
+	e.emit(monitor.Event{Kind: monitor.PhaseStarted, JobID: b.job.ID, Phase: "backup"})
+	defer b.phase.End()
+
+	drv, err := b.lib.Acquire(b.ctx, b.opts.Drive)
+	if err != nil {
+		return err
+	}
+	defer drv.Release()
+	first, barcode, err := drv.LoadWritable()
+	if err != nil {
+		return err
+	}
+	cur := tape.Device(first)
+	curBarcode := barcode
+	b.tapes = append(b.tapes, barcode)
+	next := func(exclude []string) (tape.Device, string, error) {
+		if err := b.lib.MarkFull(curBarcode); err != nil {
+			return nil, "", err
+		}
+		t, bc, err := drv.LoadWritable(append(exclude, b.tapes...)...)
+		if err != nil {
+			return nil, "", err
+		}
+		cur, curBarcode = t, bc
+		b.tapes = append(b.tapes, bc)
+		return t, bc, nil
+	}
+
+	host, _ := os.Hostname()
+	label := stream.Label{Format: "kura-saveset", Version: 1, SavesetID: uint64(b.ss.ID), JobID: uint64(b.job.ID),
+		Client: e.Client, Host: host, Selection: b.ss.Selection, Paths: b.paths, Level: b.ss.Level,
+		Base: uint64(b.ss.BaseID), Created: b.ss.Created, Codec: b.opts.Compress.String(), FrameSize: b.opts.FrameSize, Label: b.opts.Label}
+	prev := ""
+	header := func(part int) []byte {
+		l := label
+		l.Part = part
+		l.PrevBarcode = prev
+		prev = curBarcode
+		return stream.LabelFrame(l)
+	}
+	sw := span.NewWriter(cur, curBarcode, next, header, fmt.Sprintf("saveset %d data", b.ss.ID))
+	swDone := false
+	defer func() {
+		if !swDone {
+			sw.Abort()
+		}
+	}()
+	media := b.phase.Media
+	strm, err := stream.NewWriter(sw, stream.Options{Level: b.opts.Compress, FrameSize: b.opts.FrameSize,
+		OnFrame: func(_, compressed int) { media.Add(int64(compressed)) }})
+	if err != nil {
+		return err
+	}
+	strmDone := false
+	defer func() {
+		if !strmDone {
+			strm.Abort()
+		}
+	}()
+
+	// The index goes to a temporary file in the home, renamed into place
+	// once the saveset is complete.
+	idxPath := filepath.Join(home.IndexDir(e.Home), fmt.Sprintf("%d.idx", b.ss.ID))
+	idxTmp, err := os.CreateTemp(home.IndexDir(e.Home), fmt.Sprintf("%d.idx.*.tmp", b.ss.ID))
+	if err != nil {
+		return err
+	}
+	defer os.Remove(idxTmp.Name())
+	defer idxTmp.Close()
+
+	var baseIt *baseIndex
+	if b.base != nil {
+		r, err := e.openIndex(b.base)
+		if err != nil {
+			return fmt.Errorf("reading the index of base saveset %d: %w", b.base.ID, err)
+		}
+		defer r.Close()
+		baseIt = &baseIndex{it: r.Iter(), id: b.base.ID}
+	}
+
+	meta := savesetMeta{Host: host}
+	idxw := index.NewWriter(idxTmp, nil)
+
+	err = b.stream(strm, idxw, baseIt)
+	if err != nil {
+		return err
+	}
+	frames, err := strm.Close()
+	strmDone = true
+	if err != nil {
+		return err
+	}
+	parts, err := sw.Finish()
+	swDone = true
+	if err != nil {
+		return err
+	}
+	b.ss.Parts = toCatalogParts(parts)
+	b.ss.MediaBytes = sw.Bytes()
+	idxw.SetFrames(frames)
+	b.ss.Files = b.files
+	b.ss.SourceBytes = b.phase.Source.Total()
+	b.ss.IndexEntries = idxw.Len()
+	meta.Saveset = *b.ss
+	meta.Saveset.Status = "complete"
+	mb, _ := json.Marshal(meta)
+	if err := idxw.SetMeta(mb); err != nil {
+		return err
+	}
+	if err := idxw.Close(); err != nil {
+		return fmt.Errorf("writing the index: %w", err)
+	}
+	if err := idxTmp.Sync(); err != nil {
+		return err
+	}
+	size, err := idxTmp.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	b.ss.IndexBytes = size
+
+	// The index tape file follows the data, on the tape in the drive (or the
+	// next one if it does not fit before early warning).
+	dev := cur
+	if fw, ok := dev.(interface{ Remaining() int64 }); ok && fw.Remaining() < size {
+		if dev, _, err = next(nil); err != nil {
+			return err
+		}
+	}
+	fw, err := dev.Append(fmt.Sprintf("saveset %d index", b.ss.ID))
+	if err != nil {
+		return err
+	}
+	if _, err := idxTmp.Seek(0, io.SeekStart); err != nil {
+		fw.Abort()
+		return err
+	}
+	if _, err := io.Copy(fw, idxTmp); err != nil {
+		fw.Abort()
+		return fmt.Errorf("writing the index tape file: %w", err)
+	}
+	info, err := fw.Finish()
+	if err != nil {
+		return fmt.Errorf("writing the index tape file: %w", err)
+	}
+	b.ss.IndexPart = catalog.Part{Barcode: curBarcode, File: info.Number, Bytes: info.Bytes}
+	if err := idxTmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(idxTmp.Name(), idxPath); err != nil {
+		return err
+	}
+	if err := fsyncDir(filepath.Dir(idxPath)); err != nil {
+		return err
+	}
+	return nil
+}
+
+func toCatalogParts(parts []span.Part) []catalog.Part {
+	out := make([]catalog.Part, len(parts))
+	for i, p := range parts {
+		out[i] = catalog.Part{Barcode: p.Barcode, File: p.File, Bytes: p.Bytes}
+	}
+	return out
+}
+
+// finish records the outcome in the catalog and builds the result.
+func (b *backupRun) finish(runErr error) (*Result, error) {
+	e := b.env
+	end := e.now()
+	b.phase.End()
+	ss, job := b.ss, b.job
+	ss.Finished = end
+	ss.Files = b.files
+	ss.SourceBytes = b.phase.Source.Total()
+	if runErr != nil {
+		ss.Status = "failed"
+		job.State = "failed"
+		job.Error = runErr.Error()
+		if errors.Is(runErr, context.Canceled) {
+			job.State = "canceled"
+		}
+	} else {
+		ss.Status = "complete"
+		job.State = "succeeded"
+		if b.nwarn > 0 {
+			job.State = "warnings"
+		}
+	}
+	job.Finished = end
+	job.Files = b.files
+	job.SourceBytes = ss.SourceBytes
+	job.MediaBytes = b.phase.Media.Total()
+	job.Tapes = b.tapes
+	job.Warnings = b.warnings
+	job.WarningCount = b.nwarn
+	job.Phases = append(job.Phases, phaseRecord(b.phase))
+	job.AvgRate = b.phase.Source.Average()
+	job.PeakRate = b.phase.Source.Peak()
+	if err := e.Catalog.UpdateSaveset(ss); err != nil && runErr == nil {
+		runErr = err
+	}
+
+	if runErr == nil && b.opts.Verify {
+		vr, verr := e.verifySaveset(b.ctx, ss, VerifyOptions{Level: VerifyData}, job.ID)
+		if vr != nil {
+			job.Phases = append(job.Phases, vr.phase)
+		}
+		if verr != nil {
+			job.State = "failed"
+			job.Error = "verify: " + verr.Error()
+			runErr = verr
+		}
+	}
+	if err := e.Catalog.UpdateJob(job); err != nil && runErr == nil {
+		runErr = err
+	}
+	b.res.Warnings = b.warnings
+	b.res.Figures = jobFigures(job, ss)
+	e.emit(monitor.Event{Kind: monitor.JobEnded, JobID: job.ID, Message: job.State})
+	if runErr != nil {
+		return b.res, runErr
+	}
+	if b.nwarn > 0 {
+		return b.res, fmt.Errorf("backup %w: %d warnings", ErrWarnings, b.nwarn)
+	}
+	return b.res, nil
+}
+
+// displayPath makes a path printable: names that are not UTF-8 are quoted
+// with their bytes escaped (\xff), as GNU tar and ls do.
+func displayPath(p string) string {
+	if utf8.ValidString(p) {
+		return p
+	}
+	return strconv.Quote(p)
+}
+
+// jobFigures turns a job record into the Job Monitor figures.
+func jobFigures(job *catalog.Job, ss *catalog.Saveset) monitor.Figures {
+	f := monitor.Figures{JobID: job.ID, Kind: job.Kind, Level: job.Level, Files: job.Files,
+		SourceBytes: job.SourceBytes, MediaBytes: job.MediaBytes,
+		Tapes: job.Tapes, Warnings: job.WarningCount, Status: statusText(job.State)}
+	if ss != nil {
+		f.SavesetID = ss.ID
+	}
+	if f.Tapes == nil {
+		f.Tapes = []string{}
+	}
+	if len(job.Phases) > 0 {
+		p := job.Phases[0]
+		f.AvgKBps = p.AvgRate / 1024
+		f.PeakKBps = p.PeakRate / 1024
+	}
+	f.ElapsedSeconds = job.Finished.Sub(job.Started).Seconds()
+	f.CompressionRatio = units.Ratio(job.SourceBytes, job.MediaBytes)
+	for _, p := range job.Phases {
+		f.Phases = append(f.Phases, monitor.PhaseFigures{Name: p.Name, Files: p.Files, SourceBytes: p.Bytes,
+			MediaBytes: p.MediaBytes, AvgKBps: units.KBps(p.AvgRate), PeakKBps: units.KBps(p.PeakRate),
+			ElapsedSeconds: p.End.Sub(p.Start).Seconds(), CompressionRatio: units.Ratio(p.Bytes, p.MediaBytes)})
+	}
+	return f
+}
+
+func statusText(state string) string {
+	switch state {
+	case "succeeded":
+		return "completed"
+	case "warnings":
+		return "completed with warnings"
+	}
+	return state
+}

@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/index"
+	"github.com/kura-backup/kura/internal/stream"
+)
+
+// List returns the immediate children of dir in a saveset ("" or "/" is the
+// top). Unchanged files of incrementals are listed like the others: a
+// saveset's index describes the whole tree at its moment.
+func (e *Env) List(id int64, dir string) ([]index.Entry, error) {
+	ss, err := e.Catalog.Saveset(id)
+	if err != nil {
+		return nil, fmt.Errorf("saveset %d: %w", id, err)
+	}
+	r, err := e.openIndex(ss)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	dir = strings.Trim(path.Clean("/"+dir), "/")
+	return r.List(dir)
+}
+
+// Match is one version of a file found by Find.
+type Match struct {
+	SavesetID int64       `json:"saveset_id"`
+	Created   string      `json:"created"`
+	Level     string      `json:"level"`
+	Entry     index.Entry `json:"entry"`
+}
+
+// Find searches every complete saveset for paths matching a glob (against
+// the whole path or the base name) or containing the pattern as a substring
+// when it has no glob characters.
+func (e *Env) Find(pattern string, each func(Match) error) error {
+	sets, err := e.Catalog.Savesets(catalog.SavesetFilter{Statuses: []string{"complete"}})
+	if err != nil {
+		return err
+	}
+	glob := strings.ContainsAny(pattern, "*?[")
+	pat := strings.Trim(pattern, "/")
+	for _, ss := range sets {
+		r, err := e.openIndex(ss)
+		if err != nil {
+			return err
+		}
+		it := r.Iter()
+		for it.Next() {
+			en := it.Entry()
+			ok := false
+			if glob {
+				ok, _ = path.Match(pat, en.Path)
+				if !ok {
+					ok, _ = path.Match(pat, path.Base(en.Path))
+				}
+			} else {
+				ok = strings.Contains(en.Path, pat)
+			}
+			if ok {
+				if err := each(Match{SavesetID: ss.ID, Created: ss.Created.Format("2006-01-02 15:04:05"), Level: ss.Level, Entry: *en}); err != nil {
+					r.Close()
+					return err
+				}
+			}
+		}
+		err = it.Err()
+		r.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Recipe prints the shell pipeline that restores a saveset with stock tools
+// (cat, zstd, tar) into the current folder.
+func (e *Env) Recipe(id int64) (string, error) {
+	ss, err := e.Catalog.Saveset(id)
+	if err != nil {
+		return "", fmt.Errorf("saveset %d: %w", id, err)
+	}
+	var files []string
+	for _, p := range ss.Parts {
+		lib, err := e.LibraryOfTape(p.Barcode)
+		if err != nil {
+			return "", err
+		}
+		t, err := lib.OpenTape(p.Barcode)
+		if err != nil {
+			return "", err
+		}
+		files = append(files, t.DataPath(p.File))
+		t.Close()
+	}
+	return stream.Recipe(files), nil
+}

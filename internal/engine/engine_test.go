@@ -1,0 +1,454 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kura-backup/kura/internal/compress"
+	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/library"
+)
+
+func newEnv(t *testing.T) *engine.Env {
+	t.Helper()
+	env, err := engine.Open(filepath.Join(t.TempDir(), "home"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Close() })
+	return env
+}
+
+func backup(t *testing.T, env *engine.Env, o engine.BackupOptions) *engine.Result {
+	t.Helper()
+	res, err := env.Backup(context.Background(), o)
+	if errors.Is(err, engine.ErrWarnings) && onlyNameWarnings(res.Warnings) {
+		err = nil // random trees hold non-UTF-8 names on purpose
+	}
+	if err != nil {
+		var ws []string
+		if res != nil {
+			ws = res.Warnings
+		}
+		t.Fatalf("backup: %v %q", err, ws)
+	}
+	return res
+}
+
+func restore(t *testing.T, env *engine.Env, o engine.RestoreOptions) *engine.Result {
+	t.Helper()
+	res, err := env.Restore(context.Background(), o)
+	if err != nil {
+		t.Fatalf("restore: %v (warnings %v)", err, res.Warnings)
+	}
+	return res
+}
+
+func onlyNameWarnings(ws []string) bool {
+	for _, w := range ws {
+		if !strings.Contains(w, "not valid UTF-8") {
+			return false
+		}
+	}
+	return len(ws) > 0
+}
+
+// restored is where a restore into to puts the source folder src.
+func restored(to, src string) string { return filepath.Join(to, src) }
+
+func TestRoundTripRandomTrees(t *testing.T) {
+	levels := []compress.Level{compress.LevelAuto, compress.LevelNone, compress.LevelHigh}
+	for seed := uint64(1); seed <= 3; seed++ {
+		t.Run(levels[seed-1].String(), func(t *testing.T) {
+			env := newEnv(t)
+			src := filepath.Join(t.TempDir(), "src")
+			must(t, os.Mkdir(src, 0o755))
+			tm := &treeMaker{t: t, rng: rand.New(rand.NewPCG(seed, 42))}
+			tm.build(src, 40, 3)
+			want := manifest(t, src)
+
+			res := backup(t, env, engine.BackupOptions{Paths: []string{src}, Compress: levels[seed-1]})
+			f := res.Figures
+			if f.SavesetID == 0 || f.Files < int64(len(want)) || f.SourceBytes == 0 || f.MediaBytes == 0 || len(f.Tapes) != 1 {
+				t.Fatalf("implausible figures: %+v", f)
+			}
+			if f.Status != "completed with warnings" && f.Status != "completed" || int(f.Warnings) != len(res.Warnings) {
+				t.Fatalf("status %q with %d warnings: %v", f.Status, f.Warnings, res.Warnings)
+			}
+			to := t.TempDir()
+			rr := restore(t, env, engine.RestoreOptions{SavesetID: f.SavesetID, To: to})
+			if rr.Figures.SourceBytes != f.SourceBytes {
+				t.Errorf("restore wrote %d bytes, backup read %d", rr.Figures.SourceBytes, f.SourceBytes)
+			}
+			sameTree(t, want, manifest(t, restored(to, src)))
+		})
+	}
+}
+
+// change applies one round of user activity to a tree: new, deleted,
+// renamed, rewritten and re-permissioned files.
+func change(t *testing.T, dir string, round int) {
+	t.Helper()
+	must(t, os.WriteFile(filepath.Join(dir, "new-"+string(rune('a'+round))), []byte(strings.Repeat("new ", 1000*round)), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "rewritten"), []byte(strings.Repeat("v", 100+round)), 0o644))
+	if round == 1 {
+		must(t, os.Remove(filepath.Join(dir, "deleted")))
+		must(t, os.Rename(filepath.Join(dir, "renamed-from"), filepath.Join(dir, "sub", "renamed-to")))
+	}
+	if round == 2 {
+		must(t, os.Chmod(filepath.Join(dir, "sub", "chmod"), 0o600))
+		must(t, os.RemoveAll(filepath.Join(dir, "gone")))
+	}
+}
+
+func TestIncrementalAndDifferentialChains(t *testing.T) {
+	env := newEnv(t)
+	src := filepath.Join(t.TempDir(), "data")
+	for _, d := range []string{"", "sub", "gone", "gone/deep"} {
+		must(t, os.MkdirAll(filepath.Join(src, d), 0o755))
+	}
+	files := map[string]string{"rewritten": "v0", "deleted": "bye", "renamed-from": "moving", "sub/chmod": "x",
+		"gone/deep/a": "a", "big": strings.Repeat("0123456789", 300_000)}
+	for p, c := range files {
+		must(t, os.WriteFile(filepath.Join(src, p), []byte(c), 0o644))
+	}
+	type moment struct {
+		id   int64
+		want map[string]node
+	}
+	var ms []moment
+	run := func(level string) *engine.Result {
+		res := backup(t, env, engine.BackupOptions{Paths: []string{src}, Level: level})
+		if res.Level != level {
+			t.Fatalf("asked for %s, ran %s (%s)", level, res.Level, res.Note)
+		}
+		ms = append(ms, moment{res.Figures.SavesetID, manifest(t, src)})
+		return res
+	}
+	full := run(engine.LevelFull)
+	change(t, src, 1)
+	incr1 := run(engine.LevelIncr)
+	change(t, src, 2)
+	incr2 := run(engine.LevelIncr)
+	change(t, src, 3)
+	diff := run(engine.LevelDiff)
+
+	// Unchanged data is not read again: the big file is only in the full.
+	if incr1.Figures.SourceBytes >= full.Figures.SourceBytes/2 || incr2.Figures.SourceBytes >= full.Figures.SourceBytes/2 {
+		t.Errorf("incrementals read too much: full %d, incr %d and %d bytes", full.Figures.SourceBytes, incr1.Figures.SourceBytes, incr2.Figures.SourceBytes)
+	}
+	// A differential holds everything changed since the full.
+	if diff.Figures.SourceBytes <= incr2.Figures.SourceBytes {
+		t.Errorf("differential (%d bytes) should hold more than the last incremental (%d)", diff.Figures.SourceBytes, incr2.Figures.SourceBytes)
+	}
+	ss, err := env.Catalog.Saveset(diff.Figures.SavesetID)
+	if err != nil || ss.BaseID != full.Figures.SavesetID {
+		t.Fatalf("differential base = %v, %v; want the full %d", ss, err, full.Figures.SavesetID)
+	}
+	for _, m := range ms {
+		to := t.TempDir()
+		restore(t, env, engine.RestoreOptions{SavesetID: m.id, To: to})
+		sameTree(t, m.want, manifest(t, restored(to, src)))
+	}
+}
+
+func TestIncrWithoutFullRunsFull(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(src, "a"), []byte("a"), 0o644))
+	res := backup(t, env, engine.BackupOptions{Paths: []string{src}, Level: engine.LevelIncr})
+	if res.Level != engine.LevelFull || res.Note == "" {
+		t.Fatalf("level %q note %q: want a full backup and a note saying why", res.Level, res.Note)
+	}
+}
+
+func TestRestoreSelectedFiles(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(src, "keep", "deep"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(src, "skip"), 0o755))
+	must(t, os.WriteFile(filepath.Join(src, "keep", "deep", "one.txt"), []byte("one"), 0o644))
+	must(t, os.WriteFile(filepath.Join(src, "keep", "two.txt"), []byte("two"), 0o644))
+	must(t, os.WriteFile(filepath.Join(src, "skip", "three.txt"), []byte("three"), 0o644))
+	res := backup(t, env, engine.BackupOptions{Paths: []string{src}})
+
+	to := t.TempDir()
+	rel := strings.TrimPrefix(filepath.Join(src, "keep", "deep", "one.txt"), "/")
+	restore(t, env, engine.RestoreOptions{Latest: true, Selection: "paths:" + src, To: to, Includes: []string{rel}})
+	got, err := os.ReadFile(filepath.Join(to, rel))
+	if err != nil || string(got) != "one" {
+		t.Fatalf("single file: %q, %v", got, err)
+	}
+	for _, p := range []string{"keep/two.txt", "skip/three.txt"} {
+		if _, err := os.Stat(filepath.Join(restored(to, src), p)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s restored but not asked for (err %v)", p, err)
+		}
+	}
+	// A folder and everything below it, by glob on the base name too.
+	to2 := t.TempDir()
+	restore(t, env, engine.RestoreOptions{SavesetID: res.Figures.SavesetID, To: to2, Includes: []string{"*.txt"}})
+	if n := len(manifest(t, restored(to2, src))); n < 5 {
+		t.Errorf("glob restore made %d entries", n)
+	}
+}
+
+func TestOverwritePolicies(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	p := filepath.Join(src, "f")
+	must(t, os.WriteFile(p, []byte("backed up"), 0o644))
+	old := time.Now().Add(-time.Hour)
+	must(t, os.Chtimes(p, old, old))
+	id := backup(t, env, engine.BackupOptions{Paths: []string{src}}).Figures.SavesetID
+	must(t, os.WriteFile(p, []byte("newer local"), 0o644))
+
+	restore(t, env, engine.RestoreOptions{SavesetID: id, Overwrite: engine.OverwriteNever})
+	restore(t, env, engine.RestoreOptions{SavesetID: id, Overwrite: engine.OverwriteOlder})
+	if b, _ := os.ReadFile(p); string(b) != "newer local" {
+		t.Fatalf("never/older replaced a newer file: %q", b)
+	}
+	restore(t, env, engine.RestoreOptions{SavesetID: id, Overwrite: engine.OverwriteAlways})
+	if b, _ := os.ReadFile(p); string(b) != "backed up" {
+		t.Fatalf("always did not replace: %q", b)
+	}
+}
+
+func TestWarningsForSpecialFiles(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(src, "ok"), []byte("ok"), 0o644))
+	l, err := net.Listen("unix", filepath.Join(src, "sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	res, err := env.Backup(context.Background(), engine.BackupOptions{Paths: []string{src}})
+	if !errors.Is(err, engine.ErrWarnings) {
+		t.Fatalf("err = %v, want ErrWarnings", err)
+	}
+	if res.Figures.Status != "completed with warnings" || res.Figures.Warnings != 1 ||
+		len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "sock") {
+		t.Fatalf("status %q, warnings %v", res.Figures.Status, res.Warnings)
+	}
+	job, err := env.Catalog.Job(res.Figures.JobID)
+	if err != nil || job.State != "warnings" || job.WarningCount != 1 {
+		t.Fatalf("job record %+v, %v", job, err)
+	}
+	// The saveset is complete and restorable.
+	to := t.TempDir()
+	restore(t, env, engine.RestoreOptions{SavesetID: res.Figures.SavesetID, To: to})
+	if b, err := os.ReadFile(filepath.Join(restored(to, src), "ok")); err != nil || string(b) != "ok" {
+		t.Fatalf("restore after warnings: %q %v", b, err)
+	}
+}
+
+func TestLibraryIsNeverBackedUpIntoItself(t *testing.T) {
+	env := newEnv(t)
+	must(t, os.WriteFile(filepath.Join(env.Home, "..", "note"), []byte("x"), 0o644))
+	res := backup(t, env, engine.BackupOptions{Paths: []string{filepath.Dir(env.Home)}})
+	entries, err := env.List(res.Figures.SavesetID, strings.TrimPrefix(filepath.Dir(env.Home), "/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Path, "/home") {
+			t.Fatalf("the Kura home was backed up into itself: %s", e.Path)
+		}
+	}
+	if len(entries) != 1 {
+		t.Fatalf("entries %v, want only the note", entries)
+	}
+}
+
+func TestSpanningAndStockToolsRecipe(t *testing.T) {
+	for _, tool := range []string{"tar", "zstd", "sh"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed for this test (scripts/test.sh installs it): %v", tool, err)
+		}
+	}
+	env := newEnv(t)
+	_, err := env.CreateLibrary(library.Config{Name: "tiny", TapeSize: 16 << 20, EarlyWarningMargin: 2 << 20, Slots: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	rng := rand.New(rand.NewPCG(7, 7))
+	for i := range 4 {
+		b := make([]byte, 9<<20+i*1000) // incompressible: 36 MiB over 16 MiB tapes
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		must(t, os.WriteFile(filepath.Join(src, "video"+string(rune('0'+i))), b, 0o644))
+	}
+	must(t, os.WriteFile(filepath.Join(src, "readme.txt"), []byte(strings.Repeat("text ", 5000)), 0o600))
+	want := manifest(t, src)
+	res := backup(t, env, engine.BackupOptions{Paths: []string{src}, Library: "tiny"})
+	if len(res.Figures.Tapes) < 3 {
+		t.Fatalf("36 MiB on 16 MiB tapes used tapes %v", res.Figures.Tapes)
+	}
+	to := t.TempDir()
+	restore(t, env, engine.RestoreOptions{SavesetID: res.Figures.SavesetID, To: to})
+	sameTree(t, want, manifest(t, restored(to, src)))
+
+	// The recipe restores the same tree with cat, zstd and GNU tar alone.
+	recipe, err := env.Recipe(res.Figures.SavesetID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("sh", "-c", recipe)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("recipe %q: %v\n%s", recipe, err, out)
+	}
+	got := manifest(t, restored(dir, src))
+	// tar restores the top folder's ancestors without their times; compare the tree itself.
+	sameTree(t, want, got)
+}
+
+func TestVerifyFindsDamage(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	for i := range 20 {
+		must(t, os.WriteFile(filepath.Join(src, "f"+string(rune('a'+i))), []byte(strings.Repeat(string(rune('a'+i)), 300_000)), 0o644))
+	}
+	res := backup(t, env, engine.BackupOptions{Paths: []string{src}, Compress: compress.LevelNone, Verify: true})
+	if len(res.Figures.Phases) != 2 || res.Figures.Phases[1].Name != "verify" {
+		t.Fatalf("--verify should add a verify phase: %+v", res.Figures.Phases)
+	}
+	id := res.Figures.SavesetID
+	for _, level := range []string{engine.VerifyMedia, engine.VerifyData, engine.VerifySource} {
+		vr, err := env.Verify(context.Background(), id, engine.VerifyOptions{Level: level})
+		if err != nil || len(vr.Problems) != 0 {
+			t.Fatalf("verify %s of a good saveset: %v %v", level, err, vr.Problems)
+		}
+	}
+	// Change a file on disk: source verify names it.
+	must(t, os.WriteFile(filepath.Join(src, "fc"), []byte(strings.Repeat("X", 300_000)), 0o644))
+	vr, err := env.Verify(context.Background(), id, engine.VerifyOptions{Level: engine.VerifySource})
+	if !errors.Is(err, engine.ErrVerify) || len(vr.Problems) != 1 || !strings.HasSuffix(vr.Problems[0].Path, "/fc") {
+		t.Fatalf("source verify after a change: %v %+v", err, vr.Problems)
+	}
+
+	// Flip a byte in the middle of the data on tape.
+	ss, _ := env.Catalog.Saveset(id)
+	lib, err := env.LibraryOfTape(ss.Parts[0].Barcode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := lib.OpenTape(ss.Parts[0].Barcode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := tp.DataPath(ss.Parts[0].File)
+	tp.Close()
+	f, err := os.OpenFile(data, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [1]byte
+	off := int64(3_000_000)
+	f.ReadAt(b[:], off)
+	b[0] ^= 0x40
+	f.WriteAt(b[:], off)
+	f.Close()
+	for _, level := range []string{engine.VerifyMedia, engine.VerifyData} {
+		vr, err := env.Verify(context.Background(), id, engine.VerifyOptions{Level: level})
+		if !errors.Is(err, engine.ErrVerify) {
+			t.Fatalf("verify %s of a damaged saveset: err %v", level, err)
+		}
+		named := false
+		for _, p := range vr.Problems {
+			if strings.HasPrefix(filepath.Base(p.Path), "f") && strings.HasPrefix(p.Path, strings.TrimPrefix(src, "/")) {
+				named = true
+			}
+		}
+		if !named {
+			t.Errorf("verify %s did not name an affected file: %+v", level, vr.Problems)
+		}
+	}
+}
+
+func TestScanRebuildsLostCatalog(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	env, err := engine.Open(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	libDir := filepath.Join(t.TempDir(), "lib")
+	if _, err := env.CreateLibrary(library.Config{Name: "main", Dir: libDir}); err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	tm := &treeMaker{t: t, rng: rand.New(rand.NewPCG(9, 9))}
+	tm.build(src, 20, 2)
+	want := manifest(t, src)
+	res := backup(t, env, engine.BackupOptions{Paths: []string{src}, Library: "main"})
+	env.Close()
+
+	// The whole home is lost: catalog and cached indexes.
+	must(t, os.RemoveAll(home))
+	env2, err := engine.Open(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env2.Close()
+	if _, err := env2.RegisterLibrary(libDir); err != nil {
+		t.Fatal(err)
+	}
+	found, err := env2.Scan(res.Figures.Tapes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rebuilt := 0
+	for _, f := range found {
+		if f.Added {
+			rebuilt++
+		}
+	}
+	if rebuilt != 1 {
+		t.Fatalf("scan found %+v, want one rebuilt saveset", found)
+	}
+	to := t.TempDir()
+	restore(t, env2, engine.RestoreOptions{SavesetID: res.Figures.SavesetID, To: to})
+	sameTree(t, want, manifest(t, restored(to, src)))
+}
+
+func TestBrowse(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	must(t, os.Mkdir(filepath.Join(src, "docs"), 0o755))
+	must(t, os.WriteFile(filepath.Join(src, "docs", "report.odt"), []byte("v1"), 0o644))
+	must(t, os.WriteFile(filepath.Join(src, "notes.txt"), []byte("n"), 0o644))
+	id1 := backup(t, env, engine.BackupOptions{Paths: []string{src}}).Figures.SavesetID
+	must(t, os.WriteFile(filepath.Join(src, "docs", "report.odt"), []byte("version 2"), 0o644))
+	id2 := backup(t, env, engine.BackupOptions{Paths: []string{src}, Level: engine.LevelIncr}).Figures.SavesetID
+
+	entries, err := env.List(id2, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, filepath.Base(e.Path))
+	}
+	if strings.Join(names, ",") != "docs,notes.txt" {
+		t.Fatalf("ls = %v", names)
+	}
+	var versions []int64
+	err = env.Find("report.odt", func(m engine.Match) error {
+		versions = append(versions, m.SavesetID)
+		return nil
+	})
+	if err != nil || len(versions) != 2 || versions[0] != id1 || versions[1] != id2 {
+		t.Fatalf("find = %v, %v", versions, err)
+	}
+}

@@ -1,0 +1,279 @@
+// Package engine runs Kura's jobs on the local machine: backup, restore,
+// verify and scan. It ties the walker, the saveset stream, the index, the
+// virtual tape library and the catalog together, and it never prints: every
+// figure leaves through monitor events and the returned results.
+//
+// Ordering that keeps a crash from corrupting anything (docs/design.md):
+//
+//  1. The catalog gets the saveset row as "running" before any byte is written.
+//  2. Data tape files are finished (fsync, then filemark) before the index
+//     tape file is written; the index tape file is finished before the cached
+//     index file is renamed into place.
+//  3. Only then is the saveset marked "complete". A job that dies leaves a
+//     "running"/"incomplete" saveset whose tape files are incomplete or
+//     ignored, and every earlier saveset untouched.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/home"
+	"github.com/kura-backup/kura/internal/index"
+	"github.com/kura-backup/kura/internal/library"
+	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/tape"
+)
+
+// DefaultLibrary is the library "kura backup DIR" creates on first use.
+const DefaultLibrary = "default"
+
+// Env is what a job runs in: the home folder, the catalog, a clock and
+// where events go.
+type Env struct {
+	Home    string
+	Catalog *catalog.Catalog
+	Clock   monitor.Clock
+	Events  monitor.Sink
+	// Client names the machine whose data this is; "" is the local machine.
+	Client string
+}
+
+// Open opens the home folder (creating it) and its catalog.
+func Open(homeDir string) (*Env, error) {
+	if homeDir == "" {
+		d, err := home.Dir()
+		if err != nil {
+			return nil, err
+		}
+		homeDir = d
+	}
+	if err := home.Ensure(homeDir); err != nil {
+		return nil, err
+	}
+	cat, err := catalog.Open(home.CatalogPath(homeDir))
+	if err != nil {
+		return nil, fmt.Errorf("opening the catalog in %s: %w", homeDir, err)
+	}
+	return &Env{Home: homeDir, Catalog: cat, Clock: monitor.SystemClock{}, Events: monitor.Nop{}}, nil
+}
+
+// Close closes the catalog.
+func (e *Env) Close() error { return e.Catalog.Close() }
+
+func (e *Env) now() time.Time { return e.Clock.Now() }
+
+func (e *Env) emit(ev monitor.Event) {
+	if ev.Time.IsZero() {
+		ev.Time = e.now()
+	}
+	if e.Events != nil {
+		e.Events.Event(ev)
+	}
+}
+
+// CreateLibrary creates a library and registers it (and its tapes) in the catalog.
+func (e *Env) CreateLibrary(cfg library.Config) (*library.Library, error) {
+	if cfg.Name == "" {
+		return nil, errors.New("a library needs a name")
+	}
+	if _, err := e.Catalog.Library(cfg.Name); err == nil {
+		return nil, fmt.Errorf("library %q already exists", cfg.Name)
+	}
+	if cfg.Dir == "" {
+		cfg.Dir = home.LibraryDir(e.Home, cfg.Name)
+	}
+	abs, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Dir = abs
+	lib, err := library.Create(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Catalog.AddLibrary(catalog.Library{Name: cfg.Name, Dir: cfg.Dir, Created: e.now()}); err != nil {
+		return nil, err
+	}
+	if err := e.registerTapes(lib); err != nil {
+		return nil, err
+	}
+	return lib, nil
+}
+
+func (e *Env) registerTapes(lib *library.Library) error {
+	tapes, err := lib.Tapes()
+	if err != nil {
+		return err
+	}
+	for _, t := range tapes {
+		if _, err := e.Catalog.TapeLibrary(t.Barcode); errors.Is(err, catalog.ErrNotFound) {
+			if err := e.Catalog.AddTape(t.Barcode, lib.Config().Name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// OpenLibrary opens a registered library by name. An empty name means the
+// default library, which is created on first use.
+func (e *Env) OpenLibrary(name string) (*library.Library, error) {
+	if name == "" {
+		name = DefaultLibrary
+	}
+	rec, err := e.Catalog.Library(name)
+	if errors.Is(err, catalog.ErrNotFound) {
+		if name == DefaultLibrary {
+			return e.CreateLibrary(library.Config{Name: DefaultLibrary})
+		}
+		return nil, fmt.Errorf("no library named %q (see `kura vtl list`)", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return library.Open(rec.Dir)
+}
+
+// LibraryOfTape opens the library that holds a tape.
+func (e *Env) LibraryOfTape(barcode string) (*library.Library, error) {
+	name, err := e.Catalog.TapeLibrary(barcode)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return nil, fmt.Errorf("unknown tape %q (see `kura tape list`)", barcode)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return e.OpenLibrary(name)
+}
+
+// AddTapes adds blank tapes to a library and registers them.
+func (e *Env) AddTapes(libName string, n int) ([]string, error) {
+	lib, err := e.OpenLibrary(libName)
+	if err != nil {
+		return nil, err
+	}
+	codes, err := lib.AddTapes(n)
+	if err != nil {
+		return nil, err
+	}
+	return codes, e.registerTapes(lib)
+}
+
+// tapeOpener returns a function that opens any tape by barcode for reading,
+// in whichever library holds it.
+func (e *Env) tapeOpener() func(string) (tape.Device, error) {
+	libs := map[string]*library.Library{}
+	return func(barcode string) (tape.Device, error) {
+		name, err := e.Catalog.TapeLibrary(barcode)
+		if err != nil {
+			return nil, fmt.Errorf("tape %s: %w", barcode, err)
+		}
+		lib := libs[name]
+		if lib == nil {
+			if lib, err = e.OpenLibrary(name); err != nil {
+				return nil, err
+			}
+			libs[name] = lib
+		}
+		t, err := lib.OpenTape(barcode)
+		if err != nil {
+			return nil, err
+		}
+		return t, nil
+	}
+}
+
+// fsyncDir makes a rename in dir durable.
+func fsyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+var _ = context.Background
+
+// openIndex opens a saveset's index: the cached file in the home, or the
+// index tape file (which is then cached again).
+func (e *Env) openIndex(ss *catalog.Saveset) (*index.Reader, error) {
+	p := filepath.Join(home.IndexDir(e.Home), fmt.Sprintf("%d.idx", ss.ID))
+	r, err := index.OpenFile(p)
+	if err == nil {
+		return r, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		// A damaged cache is not fatal: the tape has the index too.
+		_ = os.Remove(p)
+	}
+	if ss.IndexPart.Barcode == "" {
+		return nil, fmt.Errorf("saveset %d has no index on tape", ss.ID)
+	}
+	dev, err := e.tapeOpener()(ss.IndexPart.Barcode)
+	if err != nil {
+		return nil, err
+	}
+	fr, err := dev.Open(ss.IndexPart.File)
+	if err != nil {
+		return nil, fmt.Errorf("reading the index of saveset %d from tape %s file %d: %w", ss.ID, ss.IndexPart.Barcode, ss.IndexPart.File, err)
+	}
+	defer fr.Close()
+	if err := writeFileAtomic(p, fr); err != nil {
+		return nil, err
+	}
+	return index.OpenFile(p)
+}
+
+// writeFileAtomic writes r into path through a temporary file and a rename.
+func writeFileAtomic(path string, r io.Reader) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, r); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return fsyncDir(filepath.Dir(path))
+}
+
+// phaseRecord turns a finished monitor phase into its catalog record.
+func phaseRecord(p *monitor.Phase) catalog.Phase {
+	start := p.Source.Start()
+	return catalog.Phase{Name: p.Name, Start: start, End: start.Add(p.Elapsed()), Files: p.Files.Total(),
+		Bytes: p.Source.Total(), MediaBytes: p.Media.Total(), AvgRate: p.Source.Average(), PeakRate: p.Source.Peak()}
+}
+
+// progressTicker limits progress events to a few per second.
+type progressTicker struct{ last time.Time }
+
+const progressEvery = 250 * time.Millisecond
+
+func (e *Env) tick(t *progressTicker, jobID int64, p *monitor.Phase, path string) {
+	now := e.now()
+	if now.Sub(t.last) < progressEvery {
+		return
+	}
+	t.last = now
+	e.emit(monitor.Event{Kind: monitor.Progress, JobID: jobID, Phase: p.Name, Files: p.Files.Total(),
+		Bytes: p.Source.Total(), Path: path, Rate: p.Source.Average()})
+}

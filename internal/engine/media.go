@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/home"
+	"github.com/kura-backup/kura/internal/library"
+)
+
+// liveSavesets returns the unexpired savesets that have data or an index
+// on a tape, or in a library when barcode is "".
+func (e *Env) liveSavesets(lib, barcode string) ([]*catalog.Saveset, error) {
+	sets, err := e.Catalog.Savesets(catalog.SavesetFilter{Library: lib, Barcode: barcode})
+	if err != nil {
+		return nil, err
+	}
+	var live []*catalog.Saveset
+	for _, s := range sets {
+		if !s.Expired {
+			live = append(live, s)
+		}
+	}
+	return live, nil
+}
+
+// RemoveLibrary deletes a library and its tapes. It refuses while any
+// unexpired saveset lives on it.
+func (e *Env) RemoveLibrary(name string) error {
+	lib, err := e.OpenLibrary(name)
+	if err != nil {
+		return err
+	}
+	live, err := e.liveSavesets(name, "")
+	if err != nil {
+		return err
+	}
+	if len(live) > 0 {
+		return fmt.Errorf("library %s holds %d unexpired savesets (first: %d); expire or erase them first", name, len(live), live[0].ID)
+	}
+	tapes, _ := lib.Tapes()
+	if err := lib.Remove(); err != nil {
+		return err
+	}
+	for _, t := range tapes {
+		_ = e.Catalog.RemoveTape(t.Barcode)
+	}
+	return e.Catalog.RemoveLibrary(name)
+}
+
+// EraseTape relabels a tape: its data is gone. It refuses while the tape
+// holds unexpired savesets, unless force, which expires them first (they
+// can no longer be restored).
+func (e *Env) EraseTape(barcode string, force bool) ([]int64, error) {
+	lib, err := e.LibraryOfTape(barcode)
+	if err != nil {
+		return nil, err
+	}
+	live, err := e.liveSavesets("", barcode)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int64
+	for _, s := range live {
+		ids = append(ids, s.ID)
+	}
+	if len(live) > 0 && !force {
+		return ids, fmt.Errorf("tape %s holds unexpired savesets %v; use --force to erase them anyway", barcode, ids)
+	}
+	for _, s := range live {
+		s.Expired = true
+		if err := e.Catalog.UpdateSaveset(s); err != nil {
+			return ids, err
+		}
+		_ = os.Remove(filepath.Join(home.IndexDir(e.Home), fmt.Sprintf("%d.idx", s.ID)))
+	}
+	return ids, lib.Erase(barcode)
+}
+
+// TapeInfo is a tape with what the catalog knows of it.
+type TapeInfo struct {
+	library.TapeStatus
+	Library  string  `json:"library"`
+	Savesets []int64 `json:"savesets"`
+}
+
+// Tapes lists the tapes of one library, or of all.
+func (e *Env) Tapes(libName string) ([]TapeInfo, error) {
+	libs, err := e.Catalog.Libraries()
+	if err != nil {
+		return nil, err
+	}
+	if libName != "" {
+		rec, err := e.Catalog.Library(libName)
+		if errors.Is(err, catalog.ErrNotFound) {
+			return nil, fmt.Errorf("no library named %q (see `kura vtl list`)", libName)
+		}
+		if err != nil {
+			return nil, err
+		}
+		libs = []catalog.Library{rec}
+	}
+	var out []TapeInfo
+	for _, rec := range libs {
+		lib, err := library.Open(rec.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("library %s: %w", rec.Name, err)
+		}
+		tapes, err := lib.Tapes()
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range tapes {
+			ti := TapeInfo{TapeStatus: t, Library: rec.Name, Savesets: []int64{}}
+			sets, err := e.liveSavesets("", t.Barcode)
+			if err != nil {
+				return nil, err
+			}
+			for _, s := range sets {
+				ti.Savesets = append(ti.Savesets, s.ID)
+			}
+			out = append(out, ti)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,583 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/index"
+	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/span"
+	"github.com/kura-backup/kura/internal/stream"
+	"github.com/kura-backup/kura/internal/units"
+)
+
+// Overwrite policies of a restore.
+const (
+	OverwriteNever  = "never"
+	OverwriteOlder  = "older"
+	OverwriteAlways = "always"
+)
+
+// RestoreOptions say what to restore and where.
+type RestoreOptions struct {
+	SavesetID int64     // the saveset whose moment to restore (0: see Latest/At)
+	Latest    bool      // the newest complete saveset (of Selection, if given)
+	Selection string    // with Latest or At: which selection set
+	At        time.Time // the newest complete saveset made at or before this time
+	To        string    // target folder; "" = "/" (the original place)
+	Includes  []string  // paths or globs; empty = everything
+	Overwrite string    // never, older, always (default)
+}
+
+// ChooseSaveset finds the saveset a restore means.
+func (e *Env) ChooseSaveset(opts RestoreOptions) (*catalog.Saveset, error) {
+	switch {
+	case opts.SavesetID != 0:
+		ss, err := e.Catalog.Saveset(opts.SavesetID)
+		if errors.Is(err, catalog.ErrNotFound) {
+			return nil, fmt.Errorf("no saveset %d (see `kura savesets`)", opts.SavesetID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if ss.Expired {
+			return nil, fmt.Errorf("saveset %d has expired; its data may be overwritten", ss.ID)
+		}
+		if ss.Status != "complete" {
+			return nil, fmt.Errorf("saveset %d is %s, not complete: choose another (see `kura savesets`)", ss.ID, ss.Status)
+		}
+		return ss, nil
+	case opts.Latest || !opts.At.IsZero():
+		before := opts.At
+		if !before.IsZero() {
+			before = before.Add(time.Nanosecond) // at or before
+		}
+		ss, err := e.Catalog.LastSaveset(e.Client, opts.Selection, nil, before)
+		if errors.Is(err, catalog.ErrNotFound) {
+			return nil, errors.New("no complete saveset matches (see `kura savesets`)")
+		}
+		return ss, err
+	}
+	return nil, errors.New("say which saveset to restore: an ID, --latest or --at TIME")
+}
+
+// Restore restores a saveset's moment: the saveset and, for incrementals
+// and differentials, the earlier savesets its unchanged files live in.
+func (e *Env) Restore(ctx context.Context, opts RestoreOptions) (*Result, error) {
+	switch opts.Overwrite {
+	case "":
+		opts.Overwrite = OverwriteAlways
+	case OverwriteNever, OverwriteOlder, OverwriteAlways:
+	default:
+		return nil, fmt.Errorf("unknown --overwrite %q (never, older or always)", opts.Overwrite)
+	}
+	ss, err := e.ChooseSaveset(opts)
+	if err != nil {
+		return nil, err
+	}
+	to := opts.To
+	if to == "" {
+		to = "/"
+	}
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return nil, fmt.Errorf("restore target: %w", err)
+	}
+	root, err := os.OpenRoot(to)
+	if err != nil {
+		return nil, fmt.Errorf("restore target: %w", err)
+	}
+	defer root.Close()
+
+	start := e.now()
+	job := &catalog.Job{Kind: "restore", State: "running", Client: e.Client, Selection: ss.Selection,
+		SavesetID: ss.ID, Level: ss.Level, Started: start}
+	if err := e.Catalog.CreateJob(job); err != nil {
+		return nil, err
+	}
+	r := &restoreRun{env: e, ctx: ctx, opts: opts, ss: ss, job: job, root: root,
+		phase: monitor.StartPhase(e.Clock, "restore"), sources: map[int64]*sourceReader{},
+		asRoot: os.Geteuid() == 0}
+	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: job.ID, Message: fmt.Sprintf("restore of saveset %d to %s", ss.ID, to)})
+	runErr := r.run()
+	r.close()
+	r.phase.End()
+
+	job.Finished = e.now()
+	job.Files = r.files
+	job.SourceBytes = r.phase.Source.Total()
+	job.Phases = []catalog.Phase{phaseRecord(r.phase)}
+	job.AvgRate = r.phase.Source.Average()
+	job.PeakRate = r.phase.Source.Peak()
+	job.Warnings, job.WarningCount = r.warnings, r.nwarn
+	job.Tapes = r.tapes
+	switch {
+	case runErr != nil:
+		job.State, job.Error = "failed", runErr.Error()
+	case r.nwarn > 0:
+		job.State = "warnings"
+	default:
+		job.State = "succeeded"
+	}
+	if err := e.Catalog.UpdateJob(job); err != nil && runErr == nil {
+		runErr = err
+	}
+	res := &Result{Level: ss.Level, Warnings: r.warnings, Figures: jobFigures(job, ss)}
+	res.Figures.MediaBytes = r.phase.Media.Total()
+	res.Figures.CompressionRatio = units.Ratio(res.Figures.SourceBytes, res.Figures.MediaBytes)
+	e.emit(monitor.Event{Kind: monitor.JobEnded, JobID: job.ID, Message: job.State})
+	if runErr != nil {
+		return res, runErr
+	}
+	if r.nwarn > 0 {
+		return res, fmt.Errorf("restore %w: %d warnings", ErrWarnings, r.nwarn)
+	}
+	return res, nil
+}
+
+type restoreRun struct {
+	env    *Env
+	ctx    context.Context
+	opts   RestoreOptions
+	ss     *catalog.Saveset
+	job    *catalog.Job
+	root   *os.Root
+	phase  *monitor.Phase
+	asRoot bool
+	ticker progressTicker
+
+	sources  map[int64]*sourceReader
+	dirs     []index.Entry // directory metadata, applied last (deepest first)
+	links    []index.Entry // hard links, made once their targets exist
+	files    int64
+	warnings []string
+	nwarn    int64
+	tapes    []string
+
+	curDir     string
+	curDirRoot *os.Root
+	curDirFile *os.File
+}
+
+func (r *restoreRun) warn(p, msg string) {
+	r.nwarn++
+	w := displayPath(p) + ": " + msg
+	if len(r.warnings) < maxWarnings {
+		r.warnings = append(r.warnings, w)
+	}
+	r.env.emit(monitor.Event{Kind: monitor.WarningEvent, JobID: r.job.ID, Message: w, Path: p})
+}
+
+// sourceReader reads one saveset of the chain, forward only.
+type sourceReader struct {
+	ss *catalog.Saveset
+	rd *stream.Reader
+}
+
+func (r *restoreRun) source(id int64) (*sourceReader, error) {
+	if s := r.sources[id]; s != nil {
+		return s, nil
+	}
+	ss, err := r.env.Catalog.Saveset(id)
+	if err != nil {
+		return nil, fmt.Errorf("saveset %d, which holds unchanged files of this backup: %w", id, err)
+	}
+	idx, err := r.env.openIndex(ss)
+	if err != nil {
+		return nil, err
+	}
+	frames := idx.Frames()
+	idx.Close()
+	src := span.NewReader(r.env.tapeOpener(), fromCatalogParts(ss.Parts))
+	rd, err := stream.NewReader(src, frames, stream.ReaderOptions{OnFrame: func(_, compressed int) { r.phase.Media.Add(int64(compressed)) }})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ss.Parts {
+		r.tapes = appendUnique(r.tapes, p.Barcode)
+	}
+	s := &sourceReader{ss: ss, rd: rd}
+	r.sources[id] = s
+	return s, nil
+}
+
+func appendUnique(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+func fromCatalogParts(parts []catalog.Part) []span.Part {
+	out := make([]span.Part, len(parts))
+	for i, p := range parts {
+		out[i] = span.Part{Barcode: p.Barcode, File: p.File, Bytes: p.Bytes}
+	}
+	return out
+}
+
+func (r *restoreRun) close() {
+	for _, s := range r.sources {
+		s.rd.Close()
+	}
+	r.setDir("")
+}
+
+// included reports whether a path is selected by the --include patterns: a
+// pattern selects a path equal to it or below it, or matching it as a glob
+// (against the whole path or the base name).
+func included(p string, patterns []string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, pat := range patterns {
+		pat = strings.Trim(pat, "/")
+		if pat == "" || p == pat || strings.HasPrefix(p, pat+"/") {
+			return true
+		}
+		if ok, _ := path.Match(pat, p); ok {
+			return true
+		}
+		if ok, _ := path.Match(pat, path.Base(p)); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// safeName checks an index path before it touches the disk: relative,
+// clean, no "..". os.Root then keeps every operation inside the target,
+// symlinks included.
+func safeName(p string) error {
+	if p == "" || strings.HasPrefix(p, "/") || strings.ContainsRune(p, 0) {
+		return fmt.Errorf("unsafe path %q in saveset", p)
+	}
+	for _, c := range strings.Split(p, "/") {
+		if c == "" || c == "." || c == ".." {
+			return fmt.Errorf("unsafe path %q in saveset", p)
+		}
+	}
+	return nil
+}
+
+func (r *restoreRun) run() error {
+	idx, err := r.env.openIndex(r.ss)
+	if err != nil {
+		return err
+	}
+	defer idx.Close()
+	it := idx.Iter()
+	for it.Next() {
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+		e := *it.Entry()
+		if !included(e.Path, r.opts.Includes) {
+			continue
+		}
+		if err := safeName(e.Path); err != nil {
+			r.warn(e.Path, err.Error()+"; skipped")
+			continue
+		}
+		r.env.tick(&r.ticker, r.job.ID, r.phase, e.Path)
+		if err := r.restoreEntry(&e); err != nil {
+			if errors.Is(err, errFatal) {
+				return err
+			}
+			r.warn(e.Path, err.Error())
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("reading the index of saveset %d: %w", r.ss.ID, err)
+	}
+	r.setDir("")
+	for i := range r.links {
+		l := &r.links[i]
+		if err := r.makeLink(l); err != nil {
+			r.warn(l.Path, "hard link: "+err.Error())
+		}
+	}
+	for i := len(r.dirs) - 1; i >= 0; i-- {
+		d := &r.dirs[i]
+		if err := r.applyMeta(d.Path, d, true); err != nil {
+			r.warn(d.Path, err.Error())
+		}
+	}
+	return nil
+}
+
+// errFatal marks errors that stop the whole restore (media, not one file).
+var errFatal = errors.New("restore stopped")
+
+func (r *restoreRun) restoreEntry(e *index.Entry) error {
+	switch e.Type {
+	case index.TypeDir:
+		if err := r.root.MkdirAll(e.Path, 0o700); err != nil {
+			return err
+		}
+		r.dirs = append(r.dirs, *e)
+		r.files++
+		return nil
+	case index.TypeHardlink:
+		r.links = append(r.links, *e)
+		return nil
+	}
+	dir, base := path.Split(e.Path)
+	dir = strings.TrimSuffix(dir, "/")
+	if err := r.setDir(dir); err != nil {
+		return err
+	}
+	if !r.mayWrite(base, e) {
+		return nil
+	}
+	var err error
+	switch e.Type {
+	case index.TypeFile:
+		err = r.restoreFile(base, e)
+	case index.TypeSymlink:
+		err = r.curDirRoot.Symlink(e.Link, base)
+	case index.TypeFifo:
+		err = unix.Mkfifoat(int(r.curDirFile.Fd()), base, 0o600)
+	case index.TypeChar, index.TypeBlock:
+		mode := uint32(unix.S_IFCHR)
+		if e.Type == index.TypeBlock {
+			mode = unix.S_IFBLK
+		}
+		err = unix.Mknodat(int(r.curDirFile.Fd()), base, mode|0o600, int(e.Rdev))
+	default:
+		return fmt.Errorf("unknown entry type %d; skipped", e.Type)
+	}
+	if err != nil {
+		return err
+	}
+	r.files++
+	r.phase.Files.Add(1)
+	if e.Type != index.TypeFile {
+		return r.applyMeta(base, e, false)
+	}
+	return nil
+}
+
+// setDir makes dir (relative to the target) the current directory for
+// entry creation: created if needed, opened once through the root.
+func (r *restoreRun) setDir(dir string) error {
+	if dir == r.curDir && r.curDirRoot != nil {
+		return nil
+	}
+	if r.curDirRoot != nil {
+		r.curDirFile.Close()
+		r.curDirRoot.Close()
+		r.curDirRoot, r.curDirFile = nil, nil
+	}
+	r.curDir = dir
+	if dir == "" && r.opts.To == "" {
+		dir = "."
+	}
+	if dir == "" {
+		dir = "."
+	}
+	if err := r.root.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	sub, err := r.root.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	f, err := sub.Open(".")
+	if err != nil {
+		sub.Close()
+		return err
+	}
+	r.curDirRoot, r.curDirFile = sub, f
+	return nil
+}
+
+// mayWrite applies the overwrite policy to an existing entry and clears the
+// way for the new one.
+func (r *restoreRun) mayWrite(base string, e *index.Entry) bool {
+	fi, err := r.curDirRoot.Lstat(base)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if err != nil {
+		r.warn(e.Path, "cannot check existing file: "+err.Error())
+		return false
+	}
+	switch r.opts.Overwrite {
+	case OverwriteNever:
+		return false
+	case OverwriteOlder:
+		if !fi.ModTime().Before(time.Unix(0, e.MTime)) {
+			return false
+		}
+	}
+	if fi.IsDir() {
+		r.warn(e.Path, "a directory is in the way; not restored")
+		return false
+	}
+	if err := r.curDirRoot.Remove(base); err != nil {
+		r.warn(e.Path, "cannot replace existing file: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func (r *restoreRun) restoreFile(base string, e *index.Entry) error {
+	f, err := r.curDirRoot.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	if e.Size > 0 {
+		src := int64(r.ss.ID)
+		if e.Flags&index.FlagUnchanged != 0 {
+			src = int64(e.Source)
+		}
+		s, err := r.source(src)
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("%w: %w", errFatal, err)
+		}
+		if err := s.rd.SeekTo(e.Offset); err != nil {
+			f.Close()
+			return fmt.Errorf("%w: saveset %d: %w", errFatal, src, err)
+		}
+		hdr, err := s.rd.Next()
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("%w: saveset %d: %w", errFatal, src, err)
+		}
+		if hdr.Path != e.Path || hdr.Size != e.Size {
+			f.Close()
+			return fmt.Errorf("%w: saveset %d: the stream holds %q at offset %d, the index says %q", errFatal, src, hdr.Path, e.Offset, e.Path)
+		}
+		h := stream.NewDigest()
+		n, err := io.Copy(io.MultiWriter(f, h), s.rd)
+		r.phase.Source.Add(n)
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("%w: saveset %d: %w", errFatal, src, err)
+		}
+		if d := stream.SumDigest(h); d != e.Digest {
+			f.Close()
+			return fmt.Errorf("content does not match its digest: the restored file is damaged")
+		}
+	}
+	if err := r.applyFileMeta(f, e); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (r *restoreRun) applyFileMeta(f *os.File, e *index.Entry) error {
+	fd := int(f.Fd())
+	for k, v := range e.Xattrs {
+		if err := unix.Fsetxattr(fd, k, []byte(v), 0); err != nil && !errors.Is(err, unix.ENOTSUP) {
+			r.warn(e.Path, fmt.Sprintf("xattr %s: %v", k, err))
+		}
+	}
+	if r.asRoot {
+		if err := f.Chown(int(e.UID), int(e.GID)); err != nil {
+			return err
+		}
+	}
+	if err := f.Chmod(fileMode(e.Mode)); err != nil {
+		return err
+	}
+	ts := []unix.Timespec{unix.NsecToTimespec(e.MTime), unix.NsecToTimespec(e.MTime)}
+	return unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH)
+}
+
+// applyMeta sets ownership, mode and times of a non-file entry, without
+// following symlinks. For directories, name is relative to the target root.
+func (r *restoreRun) applyMeta(name string, e *index.Entry, isDir bool) error {
+	var dirfd int
+	if isDir {
+		f, err := r.root.Open(e.Path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fd := int(f.Fd())
+		for k, v := range e.Xattrs {
+			if err := unix.Fsetxattr(fd, k, []byte(v), 0); err != nil && !errors.Is(err, unix.ENOTSUP) {
+				r.warn(e.Path, fmt.Sprintf("xattr %s: %v", k, err))
+			}
+		}
+		if r.asRoot {
+			if err := f.Chown(int(e.UID), int(e.GID)); err != nil {
+				return err
+			}
+		}
+		if err := f.Chmod(fileMode(e.Mode) | os.ModeDir); err != nil {
+			return err
+		}
+		ts := []unix.Timespec{unix.NsecToTimespec(e.MTime), unix.NsecToTimespec(e.MTime)}
+		return unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH)
+	}
+	dirfd = int(r.curDirFile.Fd())
+	if r.asRoot {
+		if err := unix.Fchownat(dirfd, name, int(e.UID), int(e.GID), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+	}
+	if e.Type != index.TypeSymlink {
+		if err := unix.Fchmodat(dirfd, name, e.Mode&0o7777, 0); err != nil {
+			return err
+		}
+	}
+	ts := []unix.Timespec{unix.NsecToTimespec(e.MTime), unix.NsecToTimespec(e.MTime)}
+	return unix.UtimesNanoAt(dirfd, name, ts, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+func (r *restoreRun) makeLink(l *index.Entry) error {
+	if err := safeName(l.Link); err != nil {
+		return err
+	}
+	if !included(l.Link, r.opts.Includes) {
+		return fmt.Errorf("its target %s was not restored", l.Link)
+	}
+	if fi, err := r.root.Lstat(l.Path); err == nil {
+		if r.opts.Overwrite == OverwriteNever || fi.IsDir() {
+			return nil
+		}
+		if err := r.root.Remove(l.Path); err != nil {
+			return err
+		}
+	}
+	if err := r.root.MkdirAll(filepath.Dir(l.Path), 0o700); err != nil {
+		return err
+	}
+	if err := r.root.Link(l.Link, l.Path); err != nil {
+		return err
+	}
+	r.files++
+	return nil
+}
+
+// fileMode turns stored unix permission bits (07777) into an os.FileMode.
+func fileMode(m uint32) os.FileMode {
+	mode := os.FileMode(m & 0o777)
+	if m&unix.S_ISUID != 0 {
+		mode |= os.ModeSetuid
+	}
+	if m&unix.S_ISGID != 0 {
+		mode |= os.ModeSetgid
+	}
+	if m&unix.S_ISVTX != 0 {
+		mode |= os.ModeSticky
+	}
+	return mode
+}

@@ -1,0 +1,164 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/home"
+	"github.com/kura-backup/kura/internal/index"
+	"github.com/kura-backup/kura/internal/library"
+	"github.com/kura-backup/kura/internal/stream"
+	"github.com/kura-backup/kura/internal/tape"
+)
+
+// RegisterLibrary adds an existing library folder to the catalog (after the
+// catalog was lost, or to take over a library from another home).
+func (e *Env) RegisterLibrary(dir string) (*library.Library, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	lib, err := library.Open(abs)
+	if err != nil {
+		return nil, err
+	}
+	name := lib.Config().Name
+	if rec, err := e.Catalog.Library(name); err == nil {
+		if rec.Dir != abs {
+			return nil, fmt.Errorf("a library named %q is already registered at %s", name, rec.Dir)
+		}
+	} else if errors.Is(err, catalog.ErrNotFound) {
+		if err := e.Catalog.AddLibrary(catalog.Library{Name: name, Dir: abs, Created: e.now()}); err != nil {
+			return nil, err
+		}
+	} else {
+		return nil, err
+	}
+	return lib, e.registerTapes(lib)
+}
+
+// ScanFound is what a scan found on one tape file.
+type ScanFound struct {
+	File      int    `json:"file"`
+	Kind      string `json:"kind"` // "data", "index", "unknown", "incomplete"
+	SavesetID int64  `json:"saveset_id,omitempty"`
+	Part      int    `json:"part,omitempty"`
+	Added     bool   `json:"added,omitempty"` // a catalog record was (re)built from it
+	Note      string `json:"note,omitempty"`
+}
+
+// Scan reads a tape and rebuilds the catalog records of the savesets whose
+// index it holds (Bacula's bscan): from the media alone.
+func (e *Env) Scan(barcode string) ([]ScanFound, error) {
+	lib, err := e.LibraryOfTape(barcode)
+	if err != nil {
+		return nil, err
+	}
+	t, err := lib.OpenTape(barcode)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	files, err := t.Files()
+	if err != nil {
+		return nil, err
+	}
+	var found []ScanFound
+	for _, fi := range files {
+		f := ScanFound{File: fi.Number}
+		if fi.Status != tape.FileComplete {
+			f.Kind = "incomplete"
+			f.Note = "an unfinished tape file (a job that did not complete); ignored"
+			found = append(found, f)
+			continue
+		}
+		if err := e.scanFile(t, fi, &f); err != nil {
+			f.Kind = "unknown"
+			f.Note = err.Error()
+		}
+		found = append(found, f)
+	}
+	return found, nil
+}
+
+func (e *Env) scanFile(t *tape.Tape, fi tape.FileInfo, f *ScanFound) error {
+	fr, err := t.Open(fi.Number)
+	if err != nil {
+		return err
+	}
+	defer fr.Close()
+	head := make([]byte, 8)
+	if _, err := io.ReadFull(fr, head); err != nil {
+		return fmt.Errorf("too short to be a saveset: %w", err)
+	}
+	if m := binary.LittleEndian.Uint32(head); m&0xFFFFFFF0 == 0x184D2A50 {
+		if _, err := fr.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		l, err := stream.ReadLabelFrame(fr)
+		if err != nil {
+			return err
+		}
+		f.Kind, f.SavesetID, f.Part = "data", int64(l.SavesetID), l.Part
+		return nil
+	}
+	if !bytes.HasPrefix(head, []byte("KURAIDX")) {
+		return errors.New("not a Kura saveset or index")
+	}
+	// An index: copy it to a temporary file and read its meta.
+	if _, err := fr.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(home.IndexDir(e.Home), "scan.*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if _, err := io.Copy(tmp, fr); err != nil {
+		return err
+	}
+	r, err := index.OpenFile(tmp.Name())
+	if err != nil {
+		return err
+	}
+	var meta savesetMeta
+	err = json.Unmarshal(r.Meta(), &meta)
+	r.Close()
+	if err != nil {
+		return fmt.Errorf("index meta: %w", err)
+	}
+	ss := meta.Saveset
+	f.Kind, f.SavesetID = "index", ss.ID
+	ss.IndexPart = catalog.Part{Barcode: t.Label().Barcode, File: fi.Number, Bytes: fi.Bytes}
+	ss.Status = "complete"
+	ss.JobID = 0
+	if _, err := e.Catalog.Saveset(ss.ID); err == nil {
+		f.Note = "already in the catalog"
+		return nil
+	}
+	if err := e.Catalog.CreateSaveset(&ss); err != nil {
+		return err
+	}
+	for _, p := range ss.Parts {
+		if _, err := e.Catalog.TapeLibrary(p.Barcode); errors.Is(err, catalog.ErrNotFound) {
+			f.Note = fmt.Sprintf("data also on tape %s, which this catalog does not know: register its library", p.Barcode)
+		}
+	}
+	dst := filepath.Join(home.IndexDir(e.Home), fmt.Sprintf("%d.idx", ss.ID))
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(dst, tmp); err != nil {
+		return err
+	}
+	f.Added = true
+	return nil
+}

@@ -1,0 +1,347 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/index"
+	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/span"
+	"github.com/kura-backup/kura/internal/stream"
+	"github.com/kura-backup/kura/internal/tape"
+)
+
+// Verify levels.
+const (
+	VerifyMedia  = "media"  // every block's checksum: is the media readable?
+	VerifyData   = "data"   // decode the stream, re-hash every file against the index
+	VerifySource = "source" // data, and compare with the files on disk now
+)
+
+// VerifyOptions say how deep to verify.
+type VerifyOptions struct {
+	Level  string  // media, data (default) or source
+	Sample float64 // percent of files to check at the data level; 0 or 100 = all
+}
+
+// Problem is one thing verify found wrong.
+type Problem struct {
+	Path    string `json:"path"`
+	Problem string `json:"problem"`
+}
+
+// VerifyResult is the outcome of a verify.
+type VerifyResult struct {
+	Figures  monitor.Figures `json:"figures"`
+	Level    string          `json:"level"`
+	Checked  int64           `json:"checked_files"`
+	Problems []Problem       `json:"problems"`
+	phase    catalog.Phase
+}
+
+// ErrVerify is returned (wrapped) when verify found damage or differences.
+var ErrVerify = errors.New("verify found problems")
+
+// Verify checks a saveset as its own job.
+func (e *Env) Verify(ctx context.Context, id int64, opts VerifyOptions) (*VerifyResult, error) {
+	ss, err := e.Catalog.Saveset(id)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return nil, fmt.Errorf("no saveset %d (see `kura savesets`)", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	job := &catalog.Job{Kind: "verify", State: "running", Client: ss.Client, Selection: ss.Selection,
+		SavesetID: ss.ID, Level: ss.Level, Started: e.now()}
+	if err := e.Catalog.CreateJob(job); err != nil {
+		return nil, err
+	}
+	res, verr := e.verifySaveset(ctx, ss, opts, job.ID)
+	job.Finished = e.now()
+	if res != nil {
+		job.Phases = []catalog.Phase{res.phase}
+		job.Files, job.SourceBytes, job.MediaBytes = res.phase.Files, res.phase.Bytes, res.phase.MediaBytes
+		job.AvgRate, job.PeakRate = res.phase.AvgRate, res.phase.PeakRate
+		for _, p := range res.Problems {
+			if len(job.Warnings) < maxWarnings {
+				job.Warnings = append(job.Warnings, p.Path+": "+p.Problem)
+			}
+			job.WarningCount++
+		}
+	}
+	job.State = "succeeded"
+	if verr != nil {
+		job.State, job.Error = "failed", verr.Error()
+	}
+	if err := e.Catalog.UpdateJob(job); err != nil && verr == nil {
+		verr = err
+	}
+	if res != nil {
+		res.Figures = jobFigures(job, ss)
+	}
+	return res, verr
+}
+
+// verifySaveset runs the verify phase; it is also the verify phase of a
+// backup job (--verify).
+func (e *Env) verifySaveset(ctx context.Context, ss *catalog.Saveset, opts VerifyOptions, jobID int64) (*VerifyResult, error) {
+	if opts.Level == "" {
+		opts.Level = VerifyData
+	}
+	if opts.Level != VerifyMedia && opts.Level != VerifyData && opts.Level != VerifySource {
+		return nil, fmt.Errorf("unknown verify level %q (media, data or source)", opts.Level)
+	}
+	if opts.Sample < 0 || opts.Sample > 100 {
+		return nil, fmt.Errorf("--sample must be between 0 and 100 percent")
+	}
+	phase := monitor.StartPhase(e.Clock, "verify")
+	e.emit(monitor.Event{Kind: monitor.PhaseStarted, JobID: jobID, Phase: "verify"})
+	v := &verifyRun{env: e, ctx: ctx, ss: ss, opts: opts, phase: phase}
+	var err error
+	if opts.Level == VerifyMedia {
+		err = v.media()
+	} else {
+		err = v.data()
+	}
+	phase.End()
+	e.emit(monitor.Event{Kind: monitor.PhaseEnded, JobID: jobID, Phase: "verify"})
+	res := &VerifyResult{Level: opts.Level, Checked: v.checked, Problems: v.problems, phase: phaseRecord(phase)}
+	if res.Problems == nil {
+		res.Problems = []Problem{}
+	}
+	if err != nil {
+		return res, err
+	}
+	if len(v.problems) > 0 {
+		return res, fmt.Errorf("saveset %d: %w: %d", ss.ID, ErrVerify, len(v.problems))
+	}
+	return res, nil
+}
+
+type verifyRun struct {
+	env      *Env
+	ctx      context.Context
+	ss       *catalog.Saveset
+	opts     VerifyOptions
+	phase    *monitor.Phase
+	checked  int64
+	problems []Problem
+}
+
+func (v *verifyRun) problem(path, msg string) {
+	v.problems = append(v.problems, Problem{Path: path, Problem: msg})
+}
+
+// media reads every block of every tape file of the saveset; each block's
+// CRC-32C is checked as it is read. A bad block is mapped to the files
+// whose data it holds.
+func (v *verifyRun) media() error {
+	open := v.env.tapeOpener()
+	parts := append(append([]catalog.Part{}, v.ss.Parts...), v.ss.IndexPart)
+	for i, p := range parts {
+		dev, err := open(p.Barcode)
+		if err != nil {
+			return err
+		}
+		fr, err := dev.Open(p.File)
+		if err != nil {
+			v.problem(fmt.Sprintf("tape %s file %d", p.Barcode, p.File), err.Error())
+			continue
+		}
+		buf := make([]byte, 1<<20)
+		var off int64
+		for {
+			if err := v.ctx.Err(); err != nil {
+				fr.Close()
+				return err
+			}
+			n, err := fr.Read(buf)
+			off += int64(n)
+			v.phase.Media.Add(int64(n))
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				v.problem(fmt.Sprintf("tape %s file %d", p.Barcode, p.File), err.Error())
+				if i < len(v.ss.Parts) {
+					v.affected(i, err)
+				}
+				break
+			}
+		}
+		fr.Close()
+		v.checked++
+	}
+	return nil
+}
+
+// affected names the files whose data lies in the damaged block of part i.
+func (v *verifyRun) affected(part int, err error) {
+	var ce *tape.CorruptError
+	if !errors.As(err, &ce) {
+		return
+	}
+	idx, ierr := v.env.openIndex(v.ss)
+	if ierr != nil {
+		return
+	}
+	defer idx.Close()
+	dev, derr := v.env.tapeOpener()(ce.Barcode)
+	if derr != nil {
+		return
+	}
+	bs := int64(dev.Label().BlockSize)
+	if fr, err := dev.Open(ce.File); err == nil {
+		bs = int64(fr.Info().BlockSize)
+		fr.Close()
+	}
+	lo, hi := ce.Block*bs, (ce.Block+1)*bs
+	var ranges [][2]int64
+	for _, f := range idx.Frames() {
+		if int(f.Part) == part && f.PartOffset < hi && f.PartOffset+int64(f.CSize) > lo {
+			ranges = append(ranges, [2]int64{f.Offset, f.Offset + int64(f.Size)})
+		}
+	}
+	v.filesIn(idx, ranges, "damaged block "+fmt.Sprint(ce.Block)+" on tape "+ce.Barcode)
+}
+
+// filesIn reports every own-data entry whose stream bytes overlap ranges.
+func (v *verifyRun) filesIn(idx *index.Reader, ranges [][2]int64, why string) {
+	if len(ranges) == 0 {
+		return
+	}
+	sort.Slice(ranges, func(i, j int) bool { return ranges[i][0] < ranges[j][0] })
+	it := idx.Iter()
+	for it.Next() {
+		e := it.Entry()
+		if e.Type != index.TypeFile || e.Flags&index.FlagUnchanged != 0 {
+			continue
+		}
+		// The entry occupies [Offset, Offset+header+Size+padding); the
+		// header is at most a few KiB: be generous rather than miss one.
+		start, end := e.Offset, e.Offset+e.Size+8192
+		for _, r := range ranges {
+			if start < r[1] && end > r[0] {
+				v.problem(e.Path, why)
+				break
+			}
+		}
+	}
+}
+
+func sampled(path string, pct float64) bool {
+	if pct <= 0 || pct >= 100 {
+		return true
+	}
+	h := fnv.New32a()
+	h.Write([]byte(path))
+	return float64(h.Sum32()%10000) < pct*100
+}
+
+// data decodes the saveset's stream and re-hashes every file it holds.
+func (v *verifyRun) data() error {
+	idx, err := v.env.openIndex(v.ss)
+	if err != nil {
+		return err
+	}
+	defer idx.Close()
+	frames := idx.Frames()
+	src := span.NewReader(v.env.tapeOpener(), fromCatalogParts(v.ss.Parts))
+	rd, err := stream.NewReader(src, frames, stream.ReaderOptions{OnFrame: func(_, c int) { v.phase.Media.Add(int64(c)) }})
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	it := idx.Iter()
+	for it.Next() {
+		if err := v.ctx.Err(); err != nil {
+			return err
+		}
+		e := *it.Entry()
+		if v.opts.Level == VerifySource {
+			v.compareSource(&e)
+		}
+		if e.Type != index.TypeFile || e.Flags&index.FlagUnchanged != 0 || !sampled(e.Path, v.opts.Sample) {
+			continue
+		}
+		v.checked++
+		v.phase.Files.Add(1)
+		if err := rd.SeekTo(e.Offset); err != nil {
+			v.problem(e.Path, "cannot read its data: "+err.Error())
+			continue
+		}
+		hdr, err := rd.Next()
+		if err != nil {
+			v.problem(e.Path, "cannot read its data: "+err.Error())
+			continue
+		}
+		if hdr.Path != e.Path || hdr.Size != e.Size {
+			v.problem(e.Path, fmt.Sprintf("the stream holds %q (%d bytes) where the index expects this file", hdr.Path, hdr.Size))
+			continue
+		}
+		h := stream.NewDigest()
+		n, err := io.Copy(h, rd)
+		v.phase.Source.Add(n)
+		if err != nil {
+			v.problem(e.Path, "cannot read its data: "+err.Error())
+			continue
+		}
+		if stream.SumDigest(h) != e.Digest {
+			v.problem(e.Path, "content does not match its digest")
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("reading the index: %w", err)
+	}
+	return nil
+}
+
+// compareSource compares an index entry with the file on disk now.
+func (v *verifyRun) compareSource(e *index.Entry) {
+	p := filepath.Join("/", e.Path)
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			v.problem(e.Path, "missing on disk")
+		} else {
+			v.problem(e.Path, "cannot check on disk: "+err.Error())
+		}
+		return
+	}
+	if e.Type != index.TypeFile {
+		return
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		v.problem(e.Path, "no longer a regular file on disk")
+		return
+	}
+	if st.Size != e.Size {
+		v.problem(e.Path, fmt.Sprintf("size differs on disk: %d bytes, backed up %d", st.Size, e.Size))
+		return
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		v.problem(e.Path, "cannot read on disk: "+err.Error())
+		return
+	}
+	defer f.Close()
+	h := stream.NewDigest()
+	if _, err := io.Copy(h, f); err != nil {
+		v.problem(e.Path, "cannot read on disk: "+err.Error())
+		return
+	}
+	if stream.SumDigest(h) != e.Digest {
+		v.problem(e.Path, "content differs on disk")
+	} else if st.Mtim.Nano() != e.MTime {
+		v.problem(e.Path, "modification time differs on disk (content is the same)")
+	}
+}
