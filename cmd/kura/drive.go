@@ -63,8 +63,8 @@ func newDriveCmd(g *globals) *cobra.Command {
 			tw := table(cmd.OutOrStdout())
 			fmt.Fprintln(tw, "DRIVE\tBLOCK SIZE\tBUFFER\tTAPE\tIN USE")
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s/%d\t%s\t%s\t%s\t%v\n", r.Library, r.Number, units.FormatSize(int64(r.BlockSize)),
-					units.FormatSize(int64(r.BufferSize)), dash(r.Barcode), r.Busy)
+				fmt.Fprintf(tw, "%s/%d\t%s\t%s\t%s\t%v\n", r.Library, r.Number, units.FormatKiB(int64(r.BlockSize)),
+					units.FormatKiB(int64(r.BufferSize)), dash(r.Barcode), r.Busy)
 			}
 			return tw.Flush()
 		},
@@ -125,7 +125,7 @@ from now on use them; readers adapt to whatever was written.`,
 			if err := lib.SetDrive(n, bs, buf); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Drive %s/%d: block %s, buffer %s\n", libName, n, units.FormatSize(int64(bs)), units.FormatSize(int64(buf)))
+			fmt.Fprintf(cmd.OutOrStdout(), "Drive %s/%d: block %s, buffer %s\n", libName, n, units.FormatKiB(int64(bs)), units.FormatKiB(int64(buf)))
 			return nil
 		},
 	}

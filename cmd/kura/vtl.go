@@ -69,7 +69,7 @@ the combination the seed found fastest and Kura's benchmarks confirm
 			}
 			c := lib.Config()
 			fmt.Fprintf(cmd.OutOrStdout(), "Library %s created in %s: %d slots, %d drives, %d mail slot(s), %s tapes, block %s, buffer %s\n",
-				c.Name, c.Dir, c.Slots, c.Drives, c.MailSlots, units.FormatSize(c.TapeSize), units.FormatSize(int64(c.BlockSize)), units.FormatSize(int64(c.BufferSize)))
+				c.Name, c.Dir, c.Slots, c.Drives, c.MailSlots, units.FormatSize(c.TapeSize), units.FormatKiB(int64(c.BlockSize)), units.FormatKiB(int64(c.BufferSize)))
 			return nil
 		},
 	}
@@ -128,7 +128,7 @@ the combination the seed found fastest and Kura's benchmarks confirm
 				}
 				c := r.Config
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", r.Name, c.Slots, c.Drives, r.Tapes, units.FormatSize(c.TapeSize),
-					units.FormatSize(int64(c.BlockSize)), units.FormatSize(int64(c.BufferSize)), r.Dir)
+					units.FormatKiB(int64(c.BlockSize)), units.FormatKiB(int64(c.BufferSize)), r.Dir)
 			}
 			return tw.Flush()
 		},
@@ -167,8 +167,8 @@ the combination the seed found fastest and Kura's benchmarks confirm
 				if d.Busy {
 					busy = "  (in use)"
 				}
-				fmt.Fprintf(out, "    drive %d  block %s  buffer %s  %s%s\n", d.Number, units.FormatSize(int64(d.BlockSize)),
-					units.FormatSize(int64(d.BufferSize)), orEmpty(d.Barcode, "empty"), busy)
+				fmt.Fprintf(out, "    drive %d  block %s  buffer %s  %s%s\n", d.Number, units.FormatKiB(int64(d.BlockSize)),
+					units.FormatKiB(int64(d.BufferSize)), orEmpty(d.Barcode, "empty"), busy)
 			}
 			fmt.Fprintln(out, "  Slots")
 			for _, s := range st.Slots {

@@ -329,6 +329,7 @@ func (r *restoreRun) restoreEntry(e *index.Entry) error {
 		}
 		r.dirs = append(r.dirs, *e)
 		r.files++
+		r.phase.Files.Add(1)
 		return nil
 	case index.TypeHardlink:
 		r.links = append(r.links, *e)
@@ -564,6 +565,7 @@ func (r *restoreRun) makeLink(l *index.Entry) error {
 		return err
 	}
 	r.files++
+	r.phase.Files.Add(1)
 	return nil
 }
 

@@ -167,6 +167,7 @@ func (v *verifyRun) media() error {
 			n, err := fr.Read(buf)
 			off += int64(n)
 			v.phase.Media.Add(int64(n))
+			v.phase.Source.Add(int64(n)) // at this level the checked bytes are the media
 			if err == io.EOF {
 				break
 			}

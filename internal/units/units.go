@@ -132,10 +132,20 @@ func FormatRate(bytesPerSecond float64) string {
 // NetVault's job monitor counts).
 func KBps(bytesPerSecond float64) float64 { return bytesPerSecond / 1024 }
 
+// FormatKiB formats a block or buffer size exactly, as the seeds write
+// them: "256 KiB", "8193 KiB", "1024 KiB"; sizes that are not whole KiB
+// fall back to bytes.
+func FormatKiB(n int64) string {
+	if n%1024 != 0 {
+		return fmt.Sprintf("%d B", n)
+	}
+	return fmt.Sprintf("%d KiB", n/1024)
+}
+
 // Ratio formats a compression ratio source:media as the seeds do: "5.26:1".
-// A media size of zero gives "-".
+// Without source or media bytes it gives "-".
 func Ratio(source, media int64) string {
-	if media <= 0 {
+	if media <= 0 || source <= 0 {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f:1", float64(source)/float64(media))
