@@ -258,10 +258,10 @@ func (c *Catalog) Savesets(f SavesetFilter) ([]*Saveset, error) {
 // --selection). ErrNotFound when there is none.
 func (c *Catalog) LastSaveset(client, selection string, levels []string, before time.Time) (*Saveset, error) {
 	f := SavesetFilter{
-		Clients:    []string{client},
-		Statuses:   []string{StatusComplete},
-		Levels:     levels,
-		Before:     before,
+		Clients:  []string{client},
+		Statuses: []string{StatusComplete},
+		Levels:   levels,
+		Before:   before,
 	}
 	if selection != "" {
 		f.Selections = []string{selection}
