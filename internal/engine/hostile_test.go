@@ -47,7 +47,9 @@ func craftSaveset(t *testing.T, env *engine.Env, entries []crafted) int64 {
 	ss := &catalog.Saveset{Level: "full", Status: "running", Selection: "hostile", Library: lib.Config().Name, Created: time.Now()}
 	must(t, env.Catalog.CreateSaveset(ss))
 	sw := span.NewWriter(tp, bc, func([]string) (tape.Device, string, error) { return nil, "", errors.New("no more tapes") },
-		func(int) []byte { return stream.LabelFrame(stream.Label{Format: "kura-saveset", Version: 1, SavesetID: uint64(ss.ID)}) }, "hostile")
+		func(int) []byte {
+			return stream.LabelFrame(stream.Label{Format: "kura-saveset", Version: 1, SavesetID: uint64(ss.ID)})
+		}, "hostile")
 	sw2, err := stream.NewWriter(sw, stream.Options{})
 	if err != nil {
 		t.Fatal(err)
