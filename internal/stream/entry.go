@@ -47,13 +47,17 @@ func tarHeader(e *index.Entry) (*tar.Header, error) {
 	if name == "" {
 		name = "."
 	}
+	// Whole-second mtimes and no forced pax: a plain ustar header (512
+	// bytes) whenever the entry fits one, pax only for long or non-ASCII
+	// names, big ids or sizes and xattrs. Forcing pax for nanosecond times
+	// cost 1 KiB more per file (10 % of a 10 KB file); Kura restores exact
+	// times from the index, and stock tar restores whole seconds.
 	h := &tar.Header{
-		Format:  tar.FormatPAX,
 		Name:    name,
 		Mode:    unixMode(e.Mode),
 		Uid:     int(e.UID),
 		Gid:     int(e.GID),
-		ModTime: time.Unix(0, e.MTime),
+		ModTime: time.Unix(floorDiv(e.MTime, 1e9), 0),
 	}
 	switch e.Type {
 	case index.TypeFile:
@@ -148,4 +152,13 @@ func dataSize(h *tar.Header) int64 {
 		return h.Size
 	}
 	return 0
+}
+
+// floorDiv divides rounding toward minus infinity (times before 1970).
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
 }

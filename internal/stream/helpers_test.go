@@ -218,6 +218,7 @@ func wantEntry(e index.Entry) index.Entry {
 		e.Rdev = 0
 	}
 	e.Flags, e.CTime, e.Inode, e.Dev, e.Source = 0, 0, 0, 0, 0
+	e.MTime = floorDiv(e.MTime, 1e9) * 1e9 // the stream keeps whole seconds; the index keeps the rest
 	if len(e.Xattrs) == 0 {
 		e.Xattrs = nil
 	}
