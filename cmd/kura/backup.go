@@ -13,6 +13,7 @@ import (
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/units"
+	"github.com/kura-backup/kura/internal/walk"
 )
 
 func init() { commands = append(commands, newBackupCmd) }
@@ -57,6 +58,16 @@ skipped or changed file is listed), 4 the --verify phase found problems.`,
 			if len(args) == 0 && o.Selection == "" {
 				return usageErrorf("give one or more paths to back up, or --selection NAME")
 			}
+			switch level {
+			case engine.LevelFull, engine.LevelIncr, engine.LevelDiff:
+			default:
+				return usageErrorf("--level: unknown level %q (full, incr or diff)", level)
+			}
+			for _, x := range o.Excludes {
+				if err := walk.ValidatePattern(x); err != nil {
+					return usageErrorf("--exclude: %v", err)
+				}
+			}
 			o.Paths, o.Level = args, level
 			env, err := openEnv(g)
 			if err != nil {
@@ -84,6 +95,7 @@ skipped or changed file is listed), 4 the --verify phase found problems.`,
 	f.StringVar(&o.Label, "label", "", "a note stored with the saveset")
 	f.IntVar(&o.Drive, "drive", 0, "drive number to use (default: any free drive)")
 	f.StringVar(&frameStr, "frame-size", "", "uncompressed bytes per stream frame (default 1MiB)")
+	f.IntVar(&o.Workers, "readers", 0, "files read in parallel ahead of the stream (default 4 per core)")
 	f.BoolVar(&asJSON, "json", false, "print the figures as JSON")
 	return cmd
 }

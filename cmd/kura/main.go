@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -67,12 +69,18 @@ func run(args []string) int {
 		return ee.Code
 	}
 	fmt.Fprintln(os.Stderr, "kura:", err)
+	// "kura frobnicate": cobra finds no such command before any of ours
+	// runs, and says so only in the error text.
+	if strings.HasPrefix(err.Error(), "unknown command ") {
+		return exitUsage
+	}
 	return exitFailure
 }
 
 // globals are the flags every command shares.
 type globals struct {
-	home string
+	home       string
+	cpuProfile string
 }
 
 func newRootCmd() *cobra.Command {
@@ -90,13 +98,53 @@ With no server configured, every verb works on the local home
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&g.home, "home", "", "Kura home folder (default $KURA_HOME or ~/.local/share/kura)")
+	root.PersistentFlags().StringVar(&g.cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for developers)")
+	_ = root.PersistentFlags().MarkHidden("cpuprofile")
+	var stopProfile func()
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if g.cpuProfile == "" {
+			return nil
+		}
+		f, err := os.Create(g.cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+		return nil
+	}
+	root.PersistentPostRun = func(*cobra.Command, []string) {
+		if stopProfile != nil {
+			stopProfile()
+		}
+	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{Code: exitUsage, Err: err}
 	})
 	for _, add := range commands {
 		root.AddCommand(add(g))
 	}
+	usageArgs(root)
 	return root
+}
+
+// usageArgs makes cobra's checks of the positional arguments (too many, too
+// few, a word that is not a subcommand) usage errors, exit 2, like bad
+// flags: cobra returns them as plain errors, which would exit 1.
+func usageArgs(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return &exitError{Code: exitUsage, Err: err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageArgs(sub)
+	}
 }
 
 // commands is filled by the init functions of the command files, one file

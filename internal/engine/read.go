@@ -86,7 +86,7 @@ func (b *backupRun) stream(strm *stream.Writer, idxw *index.Writer, base *baseIn
 
 	workers := b.opts.Workers
 	if workers <= 0 {
-		workers = max(4, 2*runtime.GOMAXPROCS(0))
+		workers = 4 * runtime.GOMAXPROCS(0)
 	}
 	ordered := make(chan *item, prefetchItems)
 	toRead := make(chan *item, prefetchItems)
