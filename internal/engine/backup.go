@@ -243,6 +243,9 @@ func (b *backupRun) run() error {
 	}
 
 	host, _ := os.Hostname()
+	if b.opts.FrameSize == 0 {
+		b.opts.FrameSize = stream.DefaultFrameSize
+	}
 	label := stream.Label{Format: "kura-saveset", Version: 1, SavesetID: uint64(b.ss.ID), JobID: uint64(b.job.ID),
 		Client: e.Client, Host: host, Selection: b.ss.Selection, Paths: b.paths, Level: b.ss.Level,
 		Base: uint64(b.ss.BaseID), Created: b.ss.Created, Codec: b.opts.Compress.String(), FrameSize: b.opts.FrameSize, Label: b.opts.Label}
@@ -407,6 +410,9 @@ func (b *backupRun) finish(runErr error) (*Result, error) {
 	job.Files = b.files
 	job.SourceBytes = ss.SourceBytes
 	job.MediaBytes = b.phase.Media.Total()
+	if ss.MediaBytes > 0 {
+		job.MediaBytes = ss.MediaBytes // everything on tape, part labels included
+	}
 	job.Tapes = b.tapes
 	job.Warnings = b.warnings
 	job.WarningCount = b.nwarn

@@ -85,6 +85,9 @@ func (e *Env) Recipe(id int64) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("saveset %d: %w", id, err)
 	}
+	if ss.Status != catalog.StatusComplete || ss.Expired {
+		return "", fmt.Errorf("saveset %d is %s: it cannot be restored", id, savesetState(ss))
+	}
 	var files []string
 	for _, p := range ss.Parts {
 		lib, err := e.LibraryOfTape(p.Barcode)
@@ -99,4 +102,11 @@ func (e *Env) Recipe(id int64) (string, error) {
 		t.Close()
 	}
 	return stream.Recipe(files), nil
+}
+
+func savesetState(ss *catalog.Saveset) string {
+	if ss.Expired {
+		return "expired"
+	}
+	return ss.Status
 }

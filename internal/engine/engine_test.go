@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -458,5 +459,159 @@ func TestBrowse(t *testing.T) {
 	})
 	if err != nil || len(versions) != 2 || versions[0] != id1 || versions[1] != id2 {
 		t.Fatalf("find = %v, %v", versions, err)
+	}
+}
+
+// flipByte damages one byte of a saveset's first data part on tape.
+func flipByte(t *testing.T, env *engine.Env, id int64, off int64) {
+	t.Helper()
+	ss, err := env.Catalog.Saveset(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib, err := env.LibraryOfTape(ss.Parts[0].Barcode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := lib.OpenTape(ss.Parts[0].Barcode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := tp.DataPath(ss.Parts[0].File)
+	tp.Close()
+	f, err := os.OpenFile(data, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x40
+	if _, err := f.WriteAt(b[:], off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRestoreGoesOnPastDamage(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	for i := range 10 {
+		must(t, os.WriteFile(filepath.Join(src, fmt.Sprintf("f%02d", i)), []byte(strings.Repeat(fmt.Sprint(i), 1<<20)), 0o644))
+	}
+	res := backup(t, env, engine.BackupOptions{Paths: []string{src}, Compress: compress.LevelNone})
+	id := res.Figures.SavesetID
+	flipByte(t, env, id, 2<<20+5000) // inside the third file
+	flipByte(t, env, id, 7<<20+5000) // inside the eighth
+
+	vr, err := env.Verify(context.Background(), id, engine.VerifyOptions{Level: engine.VerifyMedia})
+	if !errors.Is(err, engine.ErrVerify) {
+		t.Fatalf("media verify: %v", err)
+	}
+	bad := 0
+	for _, p := range vr.Problems {
+		if strings.HasPrefix(p.Path, "tape ") {
+			bad++
+		}
+	}
+	if bad != 2 {
+		t.Errorf("media verify found %d damaged blocks, want both: %+v", bad, vr.Problems)
+	}
+
+	to := t.TempDir()
+	rr, err := env.Restore(context.Background(), engine.RestoreOptions{SavesetID: id, To: to})
+	if err == nil || errors.Is(err, engine.ErrWarnings) {
+		t.Fatalf("restore over damaged media should fail at its end: %v", err)
+	}
+	// A damaged block costs every file whose frames touch it (a frame is
+	// decoded whole), and nothing else: each file is either restored byte
+	// for byte or named as lost, never left half-written.
+	lost := map[string]bool{}
+	for _, w := range rr.Warnings {
+		if strings.Contains(w, "NOT RESTORED") {
+			lost[filepath.Base(strings.SplitN(w, ":", 2)[0])] = true
+		}
+	}
+	if !lost["f02"] || !lost["f07"] || len(lost) > 6 {
+		t.Errorf("lost files %v: want f02 and f07 (the damaged ones) and at most their frame neighbours", lost)
+	}
+	restoredFiles, _ := os.ReadDir(restored(to, src))
+	if len(restoredFiles)+len(lost) != 10 {
+		t.Errorf("restored %d files and lost %d, want 10 in all", len(restoredFiles), len(lost))
+	}
+	for _, f := range restoredFiles {
+		if lost[f.Name()] {
+			t.Errorf("%s is named as lost but was left on disk", f.Name())
+		}
+		b, _ := os.ReadFile(filepath.Join(restored(to, src), f.Name()))
+		want := strings.Repeat(strings.TrimPrefix(f.Name(), "f0"), 1<<20)
+		if string(b) != want {
+			t.Errorf("%s restored with wrong content (%d bytes)", f.Name(), len(b))
+		}
+	}
+}
+
+func TestRestoreNamesExportedTapes(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(src, "a"), []byte("a"), 0o644))
+	res := backup(t, env, engine.BackupOptions{Paths: []string{src}})
+	bc := res.Figures.Tapes[0]
+	lib, err := env.LibraryOfTape(bc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, lib.Export(bc))
+	_, err = env.Restore(context.Background(), engine.RestoreOptions{SavesetID: res.Figures.SavesetID, To: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), bc) || !strings.Contains(err.Error(), "kura tape import") {
+		t.Fatalf("restore from an exported tape: %v; want the barcode and how to import it", err)
+	}
+	must(t, lib.Import(bc))
+	restore(t, env, engine.RestoreOptions{SavesetID: res.Figures.SavesetID, To: t.TempDir()})
+}
+
+func TestBarcodesStayUniqueAcrossLibraries(t *testing.T) {
+	env := newEnv(t)
+	if _, err := env.OpenLibrary(""); err != nil { // the default library: KUR001…
+		t.Fatal(err)
+	}
+	lib2, err := env.CreateLibrary(library.Config{Name: "offsite", Slots: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tapes, _ := lib2.Tapes()
+	for _, tp := range tapes {
+		if strings.HasPrefix(tp.Barcode, "KUR") {
+			t.Errorf("library offsite got barcode %s, already used by the default library", tp.Barcode)
+		}
+	}
+	if _, err := env.CreateLibrary(library.Config{Name: "third", BarcodePrefix: "KUR"}); err == nil {
+		t.Fatal("a second library with prefix KUR was accepted")
+	}
+}
+
+func TestDefaultLibraryComesBackAfterLostCatalog(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(src, "a"), []byte("a"), 0o644))
+	first := backup(t, env, engine.BackupOptions{Paths: []string{src}})
+	must(t, os.Remove(filepath.Join(env.Home, "catalog.db")))
+	env2, err := engine.Open(env.Home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env2.Close()
+	// A new backup works at once, on the same library, without reusing the tape file of the old one.
+	second := backup(t, env2, engine.BackupOptions{Paths: []string{src}})
+	if second.Figures.Tapes[0] != first.Figures.Tapes[0] {
+		t.Logf("second backup on %v, first on %v", second.Figures.Tapes, first.Figures.Tapes)
+	}
+	found, err := env2.Scan(first.Figures.Tapes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) < 2 {
+		t.Fatalf("scan found %+v", found)
 	}
 }

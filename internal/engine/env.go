@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/kura-backup/kura/internal/catalog"
@@ -89,6 +90,11 @@ func (e *Env) CreateLibrary(cfg library.Config) (*library.Library, error) {
 	if cfg.Dir == "" {
 		cfg.Dir = home.LibraryDir(e.Home, cfg.Name)
 	}
+	prefix, err := e.barcodePrefix(cfg.Name, cfg.BarcodePrefix)
+	if err != nil {
+		return nil, err
+	}
+	cfg.BarcodePrefix = prefix
 	abs, err := filepath.Abs(cfg.Dir)
 	if err != nil {
 		return nil, err
@@ -112,14 +118,73 @@ func (e *Env) registerTapes(lib *library.Library) error {
 	if err != nil {
 		return err
 	}
+	name := lib.Config().Name
 	for _, t := range tapes {
-		if _, err := e.Catalog.TapeLibrary(t.Barcode); errors.Is(err, catalog.ErrNotFound) {
-			if err := e.Catalog.AddTape(t.Barcode, lib.Config().Name); err != nil {
+		owner, err := e.Catalog.TapeLibrary(t.Barcode)
+		switch {
+		case errors.Is(err, catalog.ErrNotFound):
+			if err := e.Catalog.AddTape(t.Barcode, name); err != nil {
 				return err
 			}
+		case err != nil:
+			return err
+		case owner != name:
+			return fmt.Errorf("tape %s of library %s has the same barcode as a tape of library %s: barcodes must be unique", t.Barcode, name, owner)
 		}
 	}
 	return nil
+}
+
+// barcodePrefix picks the barcode prefix of a new library: the one asked
+// for, which no other library may use, or one derived from the name ("KUR"
+// for the default library), so that barcodes stay unique across libraries
+// as they are in a real tape vault.
+func (e *Env) barcodePrefix(name, asked string) (string, error) {
+	libs, err := e.Catalog.Libraries()
+	if err != nil {
+		return "", err
+	}
+	used := map[string]string{}
+	for _, rec := range libs {
+		if lib, err := library.Open(rec.Dir); err == nil {
+			used[lib.Config().BarcodePrefix] = rec.Name
+		}
+	}
+	if asked != "" {
+		if owner, ok := used[strings.ToUpper(asked)]; ok {
+			return "", fmt.Errorf("barcode prefix %s is used by library %s: choose another with --barcode-prefix", asked, owner)
+		}
+		return asked, nil
+	}
+	base := library.DefaultBarcodePrefix
+	if name != DefaultLibrary {
+		var b strings.Builder
+		for _, c := range strings.ToUpper(name) {
+			if (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') {
+				b.WriteRune(c)
+			}
+		}
+		base = b.String()
+		if len(base) > 3 {
+			base = base[:3]
+		}
+		if base == "" || base[0] >= '0' && base[0] <= '9' {
+			base = "V" + base
+		}
+	}
+	for i := 0; i < 100; i++ {
+		p := base
+		if i > 0 {
+			p = fmt.Sprintf("%s%c", base, 'A'+rune(i-1)%26)
+			if i > 26 {
+				p = fmt.Sprintf("%s%02d", base, i)
+			}
+		}
+		if _, ok := used[p]; !ok {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("no free barcode prefix for library %s: give one with --barcode-prefix", name)
 }
 
 // OpenLibrary opens a registered library by name. An empty name means the
@@ -131,6 +196,12 @@ func (e *Env) OpenLibrary(name string) (*library.Library, error) {
 	rec, err := e.Catalog.Library(name)
 	if errors.Is(err, catalog.ErrNotFound) {
 		if name == DefaultLibrary {
+			dir := home.LibraryDir(e.Home, DefaultLibrary)
+			if _, err := os.Stat(dir); err == nil {
+				// The home's own library survived a lost catalog: take it
+				// back (its savesets come back with `kura tape scan`).
+				return e.RegisterLibrary(dir)
+			}
 			return e.CreateLibrary(library.Config{Name: DefaultLibrary})
 		}
 		return nil, fmt.Errorf("no library named %q (see `kura vtl list`)", name)

@@ -12,9 +12,12 @@ import (
 )
 
 // liveSavesets returns the unexpired savesets that have data or an index
-// on a tape, or in a library when barcode is "".
+// on a tape, or in a library when barcode is "": complete ones (restorable)
+// and running ones (being written). Failed and incomplete savesets hold
+// nothing that can be restored.
 func (e *Env) liveSavesets(lib, barcode string) ([]*catalog.Saveset, error) {
-	sets, err := e.Catalog.Savesets(catalog.SavesetFilter{Library: lib, Barcode: barcode})
+	sets, err := e.Catalog.Savesets(catalog.SavesetFilter{Library: lib, Barcode: barcode,
+		Statuses: []string{catalog.StatusComplete, catalog.StatusRunning}})
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/index"
+	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/span"
 	"github.com/kura-backup/kura/internal/stream"
@@ -99,6 +101,9 @@ func (e *Env) Restore(ctx context.Context, opts RestoreOptions) (*Result, error)
 	}
 	defer root.Close()
 
+	if err := e.checkChain(ss, opts.Includes); err != nil {
+		return nil, err
+	}
 	start := e.now()
 	job := &catalog.Job{Kind: "restore", State: "running", Client: e.Client, Selection: ss.Selection,
 		SavesetID: ss.ID, Level: ss.Level, Started: start}
@@ -121,6 +126,9 @@ func (e *Env) Restore(ctx context.Context, opts RestoreOptions) (*Result, error)
 	job.PeakRate = r.phase.Source.Peak()
 	job.Warnings, job.WarningCount = r.warnings, r.nwarn
 	job.Tapes = r.tapes
+	if runErr == nil && r.failed > 0 {
+		runErr = fmt.Errorf("%d files could not be restored from damaged media (each is listed)", r.failed)
+	}
 	switch {
 	case runErr != nil:
 		job.State, job.Error = "failed", runErr.Error()
@@ -133,6 +141,9 @@ func (e *Env) Restore(ctx context.Context, opts RestoreOptions) (*Result, error)
 		runErr = err
 	}
 	res := &Result{Level: ss.Level, Warnings: r.warnings, Figures: jobFigures(job, ss)}
+	if r.skipped > 0 {
+		res.Note = fmt.Sprintf("%d existing files kept (--overwrite %s)", r.skipped, opts.Overwrite)
+	}
 	res.Figures.MediaBytes = r.phase.Media.Total()
 	res.Figures.CompressionRatio = units.Ratio(res.Figures.SourceBytes, res.Figures.MediaBytes)
 	e.emit(monitor.Event{Kind: monitor.JobEnded, JobID: job.ID, Message: job.State})
@@ -160,6 +171,8 @@ type restoreRun struct {
 	dirs     []index.Entry // directory metadata, applied last (deepest first)
 	links    []index.Entry // hard links, made once their targets exist
 	files    int64
+	failed   int64 // files lost to damaged media
+	skipped  int64 // existing files kept by the overwrite policy
 	warnings []string
 	nwarn    int64
 	tapes    []string
@@ -293,10 +306,15 @@ func (r *restoreRun) run() error {
 		}
 		r.env.tick(&r.ticker, r.job.ID, r.phase, e.Path)
 		if err := r.restoreEntry(&e); err != nil {
-			if errors.Is(err, errFatal) {
+			var de *damageError
+			switch {
+			case errors.Is(err, errFatal):
 				return err
+			case errors.As(err, &de):
+				r.notRestored(e.Path, de.err)
+			default:
+				r.warn(e.Path, err.Error())
 			}
-			r.warn(e.Path, err.Error())
 		}
 	}
 	if err := it.Err(); err != nil {
@@ -320,6 +338,17 @@ func (r *restoreRun) run() error {
 
 // errFatal marks errors that stop the whole restore (media, not one file).
 var errFatal = errors.New("restore stopped")
+
+// damageError is a file lost to damaged media: it is not restored, the
+// restore goes on, and the job fails at its end naming every such file.
+type damageError struct{ err error }
+
+func (d *damageError) Error() string { return d.err.Error() }
+
+func (r *restoreRun) notRestored(p string, err error) {
+	r.failed++
+	r.warn(p, "NOT RESTORED, damaged on media: "+err.Error())
+}
 
 func (r *restoreRun) restoreEntry(e *index.Entry) error {
 	switch e.Type {
@@ -418,9 +447,11 @@ func (r *restoreRun) mayWrite(base string, e *index.Entry) bool {
 	}
 	switch r.opts.Overwrite {
 	case OverwriteNever:
+		r.skipped++
 		return false
 	case OverwriteOlder:
 		if !fi.ModTime().Before(time.Unix(0, e.MTime)) {
+			r.skipped++
 			return false
 		}
 	}
@@ -450,29 +481,34 @@ func (r *restoreRun) restoreFile(base string, e *index.Entry) error {
 			f.Close()
 			return fmt.Errorf("%w: %w", errFatal, err)
 		}
-		if err := s.rd.SeekTo(e.Offset); err != nil {
+		// Damage on media costs the files it holds, not the restore: the
+		// partial file is removed, the file is named, and the next entry
+		// is read from the next good frame.
+		damaged := func(err error) error {
 			f.Close()
-			return fmt.Errorf("%w: saveset %d: %w", errFatal, src, err)
+			_ = r.curDirRoot.Remove(base)
+			return &damageError{err: err}
+		}
+		if err := s.rd.SeekTo(e.Offset); err != nil {
+			return damaged(fmt.Errorf("saveset %d: %w", src, err))
 		}
 		hdr, err := s.rd.Next()
 		if err != nil {
-			f.Close()
-			return fmt.Errorf("%w: saveset %d: %w", errFatal, src, err)
+			return damaged(fmt.Errorf("saveset %d: %w", src, err))
 		}
 		if hdr.Path != e.Path || hdr.Size != e.Size {
 			f.Close()
+			_ = r.curDirRoot.Remove(base)
 			return fmt.Errorf("%w: saveset %d: the stream holds %q at offset %d, the index says %q", errFatal, src, hdr.Path, e.Offset, e.Path)
 		}
 		h := stream.NewDigest()
 		n, err := io.Copy(io.MultiWriter(f, h), s.rd)
 		r.phase.Source.Add(n)
 		if err != nil {
-			f.Close()
-			return fmt.Errorf("%w: saveset %d: %w", errFatal, src, err)
+			return damaged(fmt.Errorf("saveset %d: %w", src, err))
 		}
 		if d := stream.SumDigest(h); d != e.Digest {
-			f.Close()
-			return fmt.Errorf("content does not match its digest: the restored file is damaged")
+			return damaged(errors.New("content does not match its digest"))
 		}
 	}
 	if err := r.applyFileMeta(f, e); err != nil {
@@ -582,4 +618,58 @@ func fileMode(m uint32) os.FileMode {
 		mode |= os.ModeSticky
 	}
 	return mode
+}
+
+// checkChain makes sure that every saveset a restore will read exists, is
+// complete, and that its tapes are online, before anything is written: an
+// exported tape is named with the command that brings it back.
+func (e *Env) checkChain(ss *catalog.Saveset, includes []string) error {
+	idx, err := e.openIndex(ss)
+	if err != nil {
+		return err
+	}
+	need := map[int64]bool{ss.ID: true}
+	it := idx.Iter()
+	for it.Next() {
+		en := it.Entry()
+		if en.Type == index.TypeFile && en.Flags&index.FlagUnchanged != 0 && included(en.Path, includes) {
+			need[int64(en.Source)] = true
+		}
+	}
+	err = it.Err()
+	idx.Close()
+	if err != nil {
+		return fmt.Errorf("reading the index of saveset %d: %w", ss.ID, err)
+	}
+	var offline []string
+	for id := range need {
+		s, err := e.Catalog.Saveset(id)
+		if err != nil {
+			return fmt.Errorf("saveset %d, which holds unchanged files of saveset %d: %w", id, ss.ID, err)
+		}
+		if s.Status != catalog.StatusComplete || s.Expired {
+			return fmt.Errorf("saveset %d, which holds unchanged files of saveset %d, is %s", id, ss.ID, savesetState(s))
+		}
+		for _, p := range s.Parts {
+			lib, err := e.LibraryOfTape(p.Barcode)
+			if err != nil {
+				return err
+			}
+			t, err := lib.OpenTape(p.Barcode)
+			if errors.Is(err, library.ErrExported) {
+				offline = appendUnique(offline, p.Barcode)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			t.Close()
+		}
+	}
+	if len(offline) > 0 {
+		sort.Strings(offline)
+		return fmt.Errorf("this restore needs tapes that are exported (offline): %s; bring them back with `kura tape import BARCODE`",
+			strings.Join(offline, ", "))
+	}
+	return nil
 }

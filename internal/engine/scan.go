@@ -49,7 +49,7 @@ type ScanFound struct {
 	File      int    `json:"file"`
 	Kind      string `json:"kind"` // "data", "index", "unknown", "incomplete"
 	SavesetID int64  `json:"saveset_id,omitempty"`
-	Part      int    `json:"part,omitempty"`
+	Part      int    `json:"part,omitempty"` // 1-based, as in the tape file's tag
 	Added     bool   `json:"added,omitempty"` // a catalog record was (re)built from it
 	Note      string `json:"note,omitempty"`
 }
@@ -106,7 +106,7 @@ func (e *Env) scanFile(t *tape.Tape, fi tape.FileInfo, f *ScanFound) error {
 		if err != nil {
 			return err
 		}
-		f.Kind, f.SavesetID, f.Part = "data", int64(l.SavesetID), l.Part
+		f.Kind, f.SavesetID, f.Part = "data", int64(l.SavesetID), l.Part+1
 		return nil
 	}
 	if !bytes.HasPrefix(head, []byte("KURAIDX")) {

@@ -60,8 +60,13 @@ func (e *Env) Verify(ctx context.Context, id int64, opts VerifyOptions) (*Verify
 	if err != nil {
 		return nil, err
 	}
+	level := opts.Level
+	if level == "" {
+		level = VerifyData
+	}
+	// A verify job's level is the verify level (media, data, source).
 	job := &catalog.Job{Kind: "verify", State: "running", Client: ss.Client, Selection: ss.Selection,
-		SavesetID: ss.ID, Level: ss.Level, Started: e.now()}
+		SavesetID: ss.ID, Level: level, Started: e.now()}
 	if err := e.Catalog.CreateJob(job); err != nil {
 		return nil, err
 	}
@@ -176,7 +181,18 @@ func (v *verifyRun) media() error {
 				if i < len(v.ss.Parts) {
 					v.affected(i, err)
 				}
-				break
+				// Go on after a bad block: every damaged block is found.
+				var ce *tape.CorruptError
+				if !errors.As(err, &ce) || ce.Block < 0 {
+					break
+				}
+				next := (ce.Block + 1) * int64(fr.Info().BlockSize)
+				if next >= fr.Info().Bytes {
+					break
+				}
+				if off, err = fr.Seek(next, io.SeekStart); err != nil {
+					break
+				}
 			}
 		}
 		fr.Close()

@@ -108,11 +108,14 @@ func thousands(n int64) string {
 	return b.String()
 }
 
-// duration formats seconds as "12m 05s", or "1h 02m 05s" from an hour up,
-// rounded to the second.
+// duration formats seconds as "4.27s" under a minute, "12m 05s", or
+// "1h 02m 05s" from an hour up, rounded to the second.
 func duration(sec float64) string {
 	if math.IsNaN(sec) || sec < 0 {
 		sec = 0
+	}
+	if sec < 60 {
+		return fmt.Sprintf("%.2fs", sec)
 	}
 	s := int64(math.Round(sec))
 	h, m := s/3600, s/60%60

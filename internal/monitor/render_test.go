@@ -113,7 +113,7 @@ func TestFormatHelpers(t *testing.T) {
 			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
 		}
 	}
-	for s, want := range map[float64]string{0: "0m 00s", 725: "12m 05s", 59.6: "1m 00s", 3725: "1h 02m 05s"} {
+	for s, want := range map[float64]string{0: "0.00s", 4.271: "4.27s", 59.6: "59.60s", 60: "1m 00s", 725: "12m 05s", 3725: "1h 02m 05s"} {
 		if got := duration(s); got != want {
 			t.Errorf("duration(%v) = %q, want %q", s, got, want)
 		}

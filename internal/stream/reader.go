@@ -297,7 +297,11 @@ func (p *framePipe) run(dec *zstd.Decoder, table []index.Frame, k int, maxFrame 
 			return
 		}
 		if err != nil {
-			if !errors.Is(err, ErrTruncated) && !errors.Is(err, ErrCorrupt) {
+			// A source that ends early is a truncated stream; any other
+			// failure of the source (a bad block on tape names itself)
+			// passes through as it is.
+			if !errors.Is(err, ErrTruncated) && !errors.Is(err, ErrCorrupt) &&
+				(errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) {
 				err = fmt.Errorf("%w: reading: %w", ErrTruncated, err)
 			}
 			fail(k, err)
