@@ -49,7 +49,7 @@ type ScanFound struct {
 	File      int    `json:"file"`
 	Kind      string `json:"kind"` // "data", "index", "unknown", "incomplete"
 	SavesetID int64  `json:"saveset_id,omitempty"`
-	Part      int    `json:"part,omitempty"` // 1-based, as in the tape file's tag
+	Part      int    `json:"part,omitempty"`  // 1-based, as in the tape file's tag
 	Added     bool   `json:"added,omitempty"` // a catalog record was (re)built from it
 	Note      string `json:"note,omitempty"`
 }
