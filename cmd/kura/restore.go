@@ -49,6 +49,11 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 				}
 				o.At = t
 			}
+			switch o.Overwrite {
+			case engine.OverwriteNever, engine.OverwriteOlder, engine.OverwriteAlways:
+			default:
+				return usageErrorf("--overwrite: unknown policy %q (never, older or always)", o.Overwrite)
+			}
 			if o.SavesetID == 0 && !o.Latest && o.At.IsZero() {
 				return usageErrorf("say which saveset to restore: an ID, --latest or --at TIME")
 			}

@@ -35,6 +35,11 @@ Exits 4 and names every affected file when something is wrong.`,
 			if err != nil {
 				return err
 			}
+			switch o.Level {
+			case engine.VerifyMedia, engine.VerifyData, engine.VerifySource:
+			default:
+				return usageErrorf("--level: unknown verify level %q (media, data or source)", o.Level)
+			}
 			env, err := openEnv(g)
 			if err != nil {
 				return err
