@@ -38,38 +38,39 @@ const (
 // Phase is one step of a job (scan, write data, write index, ...) and its
 // figures.
 type Phase struct {
-	Name       string `json:"name"`
-	Start, End time.Time
-	Files      int64
-	Bytes      int64
-	MediaBytes int64
-	AvgRate    float64 // bytes/s
-	PeakRate   float64 // highest 1-second rate, bytes/s
+	Name       string    `json:"name"`
+	Start      time.Time `json:"start"`
+	End        time.Time `json:"end"`
+	Files      int64     `json:"files"`
+	Bytes      int64     `json:"bytes"`
+	MediaBytes int64     `json:"media_bytes"`
+	AvgRate    float64   `json:"avg_rate"`  // bytes/s
+	PeakRate   float64   `json:"peak_rate"` // highest 1-second rate, bytes/s
 }
 
 // Job is one run of a backup, restore, verify, copy or scan, as the job
 // monitor shows it.
 type Job struct {
-	ID           int64
-	Kind         string // KindBackup, KindRestore, ...
-	State        string // StateQueued, StateRunning, ...
-	Client       string
-	Selection    string
-	SavesetID    int64
-	Level        string
-	Started      time.Time
-	Finished     time.Time
-	Files        int64
-	SourceBytes  int64
-	MediaBytes   int64
-	AvgRate      float64 // bytes/s
-	PeakRate     float64 // bytes/s
-	Tapes        []string
-	Phases       []Phase
-	Warnings     []string // at most MaxWarnings are stored: the first ones
-	WarningCount int64    // all warnings; stored as at least len(Warnings)
-	Error        string
-	Log          []string // at most MaxLogLines are stored: the last ones
+	ID           int64     `json:"id"`
+	Kind         string    `json:"kind"`  // KindBackup, KindRestore, ...
+	State        string    `json:"state"` // StateQueued, StateRunning, ...
+	Client       string    `json:"client"`
+	Selection    string    `json:"selection"`
+	SavesetID    int64     `json:"saveset_id"`
+	Level        string    `json:"level"`
+	Started      time.Time `json:"started"`
+	Finished     time.Time `json:"finished"`
+	Files        int64     `json:"files"`
+	SourceBytes  int64     `json:"source_bytes"`
+	MediaBytes   int64     `json:"media_bytes"`
+	AvgRate      float64   `json:"avg_rate"`  // bytes/s
+	PeakRate     float64   `json:"peak_rate"` // bytes/s
+	Tapes        []string  `json:"tapes"`
+	Phases       []Phase   `json:"phases"`
+	Warnings     []string  `json:"warnings"`      // at most MaxWarnings are stored: the first ones
+	WarningCount int64     `json:"warning_count"` // all warnings; stored as at least len(Warnings)
+	Error        string    `json:"error"`
+	Log          []string  `json:"log"` // at most MaxLogLines are stored: the last ones
 }
 
 func (j *Job) validate() error {

@@ -32,27 +32,27 @@ type Part struct {
 // Saveset is one backup of one selection of one client, written to one or
 // more tape files (Parts, in stream order) plus an index tape file.
 type Saveset struct {
-	ID           int64
-	JobID        int64
-	Client       string // "" is the local machine
-	Selection    string
-	Level        string // LevelFull, LevelIncr or LevelDiff
-	BaseID       int64  // the saveset this one is relative to; 0 for a full
-	Status       string // StatusRunning, StatusComplete, StatusIncomplete or StatusFailed
-	Created      time.Time
-	Finished     time.Time
-	Paths        []string
-	Label        string
-	Files        int64
-	SourceBytes  int64
-	MediaBytes   int64
-	Codec        string
-	Library      string
-	Parts        []Part
-	IndexPart    Part // the index tape file; Barcode "" while not written
-	IndexBytes   int64
-	IndexEntries int64
-	Expired      bool
+	ID           int64     `json:"id"`
+	JobID        int64     `json:"job_id"`
+	Client       string    `json:"client"` // "" is the local machine
+	Selection    string    `json:"selection"`
+	Level        string    `json:"level"`   // LevelFull, LevelIncr or LevelDiff
+	BaseID       int64     `json:"base_id"` // the saveset this one is relative to; 0 for a full
+	Status       string    `json:"status"`  // StatusRunning, StatusComplete, StatusIncomplete or StatusFailed
+	Created      time.Time `json:"created"`
+	Finished     time.Time `json:"finished"`
+	Paths        []string  `json:"paths"`
+	Label        string    `json:"label"`
+	Files        int64     `json:"files"`
+	SourceBytes  int64     `json:"source_bytes"`
+	MediaBytes   int64     `json:"media_bytes"`
+	Codec        string    `json:"codec"`
+	Library      string    `json:"library"`
+	Parts        []Part    `json:"parts"`
+	IndexPart    Part      `json:"index_part"` // the index tape file; Barcode "" while not written
+	IndexBytes   int64     `json:"index_bytes"`
+	IndexEntries int64     `json:"index_entries"`
+	Expired      bool      `json:"expired"`
 }
 
 func (s *Saveset) validate() error {
