@@ -15,6 +15,7 @@ import (
 
 	"github.com/kura-backup/kura/internal/compress"
 	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/library"
 )
 
@@ -613,5 +614,28 @@ func TestDefaultLibraryComesBackAfterLostCatalog(t *testing.T) {
 	}
 	if len(found) < 2 {
 		t.Fatalf("scan found %+v", found)
+	}
+}
+
+// A file whose size differs from what was read is reported the way GNU tar
+// does ("file changed as we read it"): files in /proc claim size 0 and
+// then deliver data, which makes the case deterministic.
+func TestFileChangedWhileReadIsAWarning(t *testing.T) {
+	env := newEnv(t)
+	res, err := env.Backup(context.Background(), engine.BackupOptions{Paths: []string{"/proc/self/status"}})
+	if !errors.Is(err, engine.ErrWarnings) {
+		t.Fatalf("err = %v, want completed with warnings", err)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "status: file changed as we read it") {
+		t.Fatalf("warnings %q", res.Warnings)
+	}
+	// The entry is in the index, flagged, so the gap is never silent.
+	var found bool
+	err = env.Find("status", func(m engine.Match) error {
+		found = found || m.Entry.Flags&index.FlagChanged != 0
+		return nil
+	})
+	if err != nil || !found {
+		t.Fatalf("the changed file is not flagged in the index (err %v)", err)
 	}
 }
