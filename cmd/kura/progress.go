@@ -5,6 +5,9 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/monitor"
@@ -23,12 +26,7 @@ func startProgress(env *engine.Env, enabled bool) (stop func()) {
 		if ev.Kind != monitor.Progress {
 			return
 		}
-		path := ev.Path
-		if len(path) > 40 {
-			path = "…" + path[len(path)-39:]
-		}
-		line := fmt.Sprintf("%s %s files  %s  %s  %s", ev.Phase, thousands(ev.Files), units.FormatSize(ev.Bytes),
-			units.FormatRate(ev.Rate), path)
+		line := progressLine(ev, terminalWidth())
 		mu.Lock()
 		fmt.Fprintf(os.Stderr, "\r\033[K%s", line)
 		shown = true
@@ -60,4 +58,50 @@ func thousands(n int64) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// progressLine draws one progress event: a bar with percentage and time
+// left when the phase's total is known, else the running figures.
+func progressLine(ev monitor.Event, width int) string {
+	figures := fmt.Sprintf("%s files  %s  %s", thousands(ev.Files), units.FormatSize(ev.Bytes), units.FormatRate(ev.Rate))
+	head := ev.Phase
+	if ev.Total > 0 {
+		frac := min(float64(ev.Bytes)/float64(ev.Total), 1)
+		const barWidth = 24
+		done := int(frac * barWidth)
+		bar := strings.Repeat("=", done) + strings.Repeat(" ", barWidth-done)
+		if done < barWidth {
+			bar = bar[:done] + ">" + bar[done+1:]
+		}
+		left := "?"
+		if ev.Rate > 0 && ev.Bytes < ev.Total {
+			left = (time.Duration(float64(ev.Total-ev.Bytes)/ev.Rate) * time.Second).Round(time.Second).String()
+		} else if ev.Bytes >= ev.Total {
+			left = "0s"
+		}
+		head = fmt.Sprintf("%s [%s] %3.0f%%  %s of %s  %s left", ev.Phase, bar, frac*100,
+			units.FormatSize(ev.Bytes), units.FormatSize(ev.Total), left)
+		figures = fmt.Sprintf("%s files  %s", thousands(ev.Files), units.FormatRate(ev.Rate))
+	}
+	line := head + "  " + figures
+	if room := width - len([]rune(line)) - 3; room > 10 && ev.Path != "" {
+		path := []rune(ev.Path)
+		if len(path) > room {
+			path = append([]rune("…"), path[len(path)-room+1:]...)
+		}
+		line += "  " + string(path)
+	}
+	if r := []rune(line); len(r) > width-1 && width > 20 {
+		line = string(r[:width-1])
+	}
+	return line
+}
+
+// terminalWidth is the width of the terminal on stderr, or 100.
+func terminalWidth() int {
+	ws, err := unix.IoctlGetWinsize(int(os.Stderr.Fd()), unix.TIOCGWINSZ)
+	if err != nil || ws.Col == 0 {
+		return 100
+	}
+	return int(ws.Col)
 }

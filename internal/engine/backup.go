@@ -173,6 +173,12 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 
 	b := &backupRun{env: e, ctx: ctx, opts: opts, job: job, ss: ss, base: base, lib: lib,
 		paths: paths, excludes: excludes, skip: skip, res: res}
+	if level == LevelFull {
+		// The last full of the same selection is a good guess of the size.
+		if last, err := e.Catalog.LastSaveset(e.Client, selKey, []string{LevelFull}, time.Time{}); err == nil {
+			b.ticker.total = last.SourceBytes
+		}
+	}
 	runErr := b.run()
 	return b.finish(runErr)
 }

@@ -334,8 +334,12 @@ func phaseRecord(p *monitor.Phase) catalog.Phase {
 		Bytes: p.Source.Total(), MediaBytes: p.Media.Total(), AvgRate: p.Source.Average(), PeakRate: p.Source.Peak()}
 }
 
-// progressTicker limits progress events to a few per second.
-type progressTicker struct{ last time.Time }
+// progressTicker limits progress events to a few per second; total is the
+// phase's expected source bytes (0 when unknown).
+type progressTicker struct {
+	last  time.Time
+	total int64
+}
 
 const progressEvery = 250 * time.Millisecond
 
@@ -346,5 +350,5 @@ func (e *Env) tick(t *progressTicker, jobID int64, p *monitor.Phase, path string
 	}
 	t.last = now
 	e.emit(monitor.Event{Kind: monitor.Progress, JobID: jobID, Phase: p.Name, Files: p.Files.Total(),
-		Bytes: p.Source.Total(), Path: path, Rate: p.Source.Average()})
+		Bytes: p.Source.Total(), Path: path, Rate: p.Source.Average(), Total: t.total})
 }

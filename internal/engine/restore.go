@@ -101,7 +101,8 @@ func (e *Env) Restore(ctx context.Context, opts RestoreOptions) (*Result, error)
 	}
 	defer root.Close()
 
-	if err := e.checkChain(ss, opts.Includes); err != nil {
+	total, err := e.checkChain(ss, opts.Includes)
+	if err != nil {
 		return nil, err
 	}
 	start := e.now()
@@ -113,6 +114,7 @@ func (e *Env) Restore(ctx context.Context, opts RestoreOptions) (*Result, error)
 	r := &restoreRun{env: e, ctx: ctx, opts: opts, ss: ss, job: job, root: root,
 		phase: monitor.StartPhase(e.Clock, "restore"), sources: map[int64]*sourceReader{},
 		asRoot: os.Geteuid() == 0}
+	r.ticker.total = total
 	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: job.ID, Message: fmt.Sprintf("restore of saveset %d to %s", ss.ID, to)})
 	runErr := r.run()
 	r.close()
@@ -623,37 +625,44 @@ func fileMode(m uint32) os.FileMode {
 // checkChain makes sure that every saveset a restore will read exists, is
 // complete, and that its tapes are online, before anything is written: an
 // exported tape is named with the command that brings it back.
-func (e *Env) checkChain(ss *catalog.Saveset, includes []string) error {
+//
+// It returns the bytes of file content the restore will write.
+func (e *Env) checkChain(ss *catalog.Saveset, includes []string) (int64, error) {
 	idx, err := e.openIndex(ss)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	var total int64
 	need := map[int64]bool{ss.ID: true}
 	it := idx.Iter()
 	for it.Next() {
 		en := it.Entry()
-		if en.Type == index.TypeFile && en.Flags&index.FlagUnchanged != 0 && included(en.Path, includes) {
+		if en.Type != index.TypeFile || !included(en.Path, includes) {
+			continue
+		}
+		total += en.Size
+		if en.Flags&index.FlagUnchanged != 0 {
 			need[int64(en.Source)] = true
 		}
 	}
 	err = it.Err()
 	idx.Close()
 	if err != nil {
-		return fmt.Errorf("reading the index of saveset %d: %w", ss.ID, err)
+		return 0, fmt.Errorf("reading the index of saveset %d: %w", ss.ID, err)
 	}
 	var offline []string
 	for id := range need {
 		s, err := e.Catalog.Saveset(id)
 		if err != nil {
-			return fmt.Errorf("saveset %d, which holds unchanged files of saveset %d: %w", id, ss.ID, err)
+			return 0, fmt.Errorf("saveset %d, which holds unchanged files of saveset %d: %w", id, ss.ID, err)
 		}
 		if s.Status != catalog.StatusComplete || s.Expired {
-			return fmt.Errorf("saveset %d, which holds unchanged files of saveset %d, is %s", id, ss.ID, savesetState(s))
+			return 0, fmt.Errorf("saveset %d, which holds unchanged files of saveset %d, is %s", id, ss.ID, savesetState(s))
 		}
 		for _, p := range s.Parts {
 			lib, err := e.LibraryOfTape(p.Barcode)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			t, err := lib.OpenTape(p.Barcode)
 			if errors.Is(err, library.ErrExported) {
@@ -661,15 +670,15 @@ func (e *Env) checkChain(ss *catalog.Saveset, includes []string) error {
 				continue
 			}
 			if err != nil {
-				return err
+				return 0, err
 			}
 			t.Close()
 		}
 	}
 	if len(offline) > 0 {
 		sort.Strings(offline)
-		return fmt.Errorf("this restore needs tapes that are exported (offline): %s; bring them back with `kura tape import BARCODE`",
+		return 0, fmt.Errorf("this restore needs tapes that are exported (offline): %s; bring them back with `kura tape import BARCODE`",
 			strings.Join(offline, ", "))
 	}
-	return nil
+	return total, nil
 }

@@ -31,6 +31,10 @@ type Event struct {
 	Bytes int64   `json:"bytes,omitempty"`
 	Path  string  `json:"path,omitempty"`
 	Rate  float64 `json:"rate,omitempty"`
+	// Total is the source bytes the phase expects, when known (a restore
+	// knows exactly; a full backup estimates from the last full of the
+	// same selection); 0 when unknown.
+	Total int64 `json:"total,omitempty"`
 
 	// Message is the warning text (warning), or the job's status
 	// (job_ended: succeeded, warnings, failed, canceled).
