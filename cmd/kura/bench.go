@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kura-backup/kura/internal/bench"
+)
+
+func init() { commands = append(commands, newBenchCmd) }
+
+func newBenchCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Generate the seed reports' data sets and measure Kura and its peers on them",
+		Long: `Reproduce the seed performance reports on this machine.
+
+  kura bench gen  writes the data sets (seed 000's test1, test2, test3 and
+                  seed 003's database dump), scaled, deterministic for a seed.
+  kura bench run  measures Kura on them (Table 5-1: block size × transfer
+                  buffer; backup, verify and restore phases) and, with
+                  --peers tar, GNU tar and tar | zstd on the same data and
+                  disk; writes report.md and results.json.`,
+	}
+	cmd.AddCommand(newBenchGenCmd(), newBenchRunCmd())
+	return cmd
+}
+
+func newBenchGenCmd() *cobra.Command {
+	var (
+		o    bench.GenOptions
+		sets string
+	)
+	cmd := &cobra.Command{
+		Use:   "gen --out DIR",
+		Short: "Generate the benchmark data sets",
+		Long: `Generate the seed data shapes into DIR/test1, DIR/test2, DIR/test3 and DIR/db,
+and a manifest (` + bench.ManifestName + `) that kura bench run reads.
+
+  test1  200 KiB average files, 490 per folder, WAV-like audio (zstd ≈1.1:1)
+  test2  10 KiB average files, 10,000 per folder, text (zstd ≈5.5:1)
+  test3  200 MiB files, 5 per folder, incompressible (video stand-in)
+  db     one plain-SQL dump of TPC-E-like tables (zstd ≈7:1)
+
+At --scale 1 the sets have the seeds' sizes (test1 98,000 files ≈ 20 GB,
+test2 1,000,000 files ≈ 10 GB, test3 50 files = 10 GiB, db 8.55 GB). Scaling
+shrinks the file count (rounded) and keeps the file sizes and files per
+folder; when fewer than one file would remain (test3 below 0.02) one file is
+made whose size is scaled instead, so a set's bytes always follow the scale.
+The db dump's size is scaled. The same --seed gives the same bytes; a set
+already made with the same seed and scale is kept.`,
+		Example: `  kura bench gen --out /data/bench --scale 0.005
+  kura bench gen --out /data/bench --scale 1 --sets test3,db --seed 7`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.Out == "" {
+				return usageErrorf("--out DIR is required")
+			}
+			var err error
+			if o.Sets, err = bench.ParseSets(sets); err != nil {
+				return usageErrorf("--sets: %v", err)
+			}
+			if o.Scale <= 0 || o.Scale > 100 {
+				return usageErrorf("--scale %g: want more than 0 and at most 100", o.Scale)
+			}
+			o.Log = cmd.ErrOrStderr()
+			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+			defer cancel()
+			m, err := bench.Generate(ctx, o)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			tw := table(out)
+			fmt.Fprintln(tw, "SET\tFOLDERS\tFILES\tBYTES\tAVG FILE\tZSTD RATIO (default/fastest)\tSECONDS")
+			for _, s := range m.Sets {
+				if !containsString(o.Sets, s.Name) {
+					continue
+				}
+				avg := int64(0)
+				if s.Files > 0 {
+					avg = s.Bytes / int64(s.Files)
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.2f:1 / %.2f:1\t%.1f\n", s.Name, s.Folders, s.Files, s.Bytes, avg, s.RatioDefault, s.RatioFastest, s.Seconds)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "Data in %s (seed %d, scale %g); manifest %s\n", o.Out, m.Seed, m.Scale, filepath.Join(o.Out, bench.ManifestName))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Out, "out", "", "folder to write the data sets into (required)")
+	f.Float64Var(&o.Scale, "scale", 1, "size relative to the seeds' data sets (1.0 = the seed sizes)")
+	f.StringVar(&sets, "sets", "test1,test2,test3,db", "which sets to make, comma-separated")
+	f.Uint64Var(&o.Seed, "seed", 1, "seed of the generator (same seed, same bytes)")
+	f.IntVar(&o.Workers, "workers", 2, "files written in parallel")
+	return cmd
+}
+
+func newBenchRunCmd() *cobra.Command {
+	var (
+		o           bench.RunOptions
+		sets, peers string
+	)
+	cmd := &cobra.Command{
+		Use:   "run --data DIR --out REPORTDIR",
+		Short: "Measure Kura (and peers) on the data sets; write report.md and results.json",
+		Long: `Measure on a folder made by kura bench gen, writing REPORTDIR/report.md and
+REPORTDIR/results.json (every run with its command line and configuration).
+
+  Table 5-1  kura backup of each set into a fresh library for each (block,
+             buffer) of (32 KiB, 257 KiB), (256 KiB, 8193 KiB), (1024 KiB,
+             32769 KiB): Average/Peak KB/s, time, compression ratio, max RSS
+  phases     backup, verify (data) and restore of each set, each timed
+  peers      --peers tar: tar -cf, tar -cf - | zstd -T0 and tar -xf on the
+             same data and disk, with Kura ÷ peer columns
+
+Every run is a separate process of this binary or the peer; as root the page
+cache is dropped before each one (restores then read the disk, not memory).
+Restore targets are deleted between runs, timed separately. Libraries,
+archives and restores go to --scratch (default REPORTDIR/scratch), which
+needs room for about twice the largest set. Progress lines go to stderr.
+
+Suites: quick (1 run per figure; use small data, e.g. gen --scale 0.005)
+and seed (3 runs per figure, medians).`,
+		Example: `  kura bench gen --out /data/bench --scale 0.005
+  kura bench run --data /data/bench --out /tmp/report --peers tar`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.Data == "" || o.Out == "" {
+				return usageErrorf("--data DIR and --out REPORTDIR are required")
+			}
+			if err := bench.ParseSuite(o.Suite); err != nil {
+				return usageErrorf("--suite: %v", err)
+			}
+			if sets != "" {
+				var err error
+				if o.Sets, err = bench.ParseSets(sets); err != nil {
+					return usageErrorf("--sets: %v", err)
+				}
+			}
+			for _, p := range strings.Split(peers, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					o.Peers = append(o.Peers, p)
+				}
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("finding the kura binary to run: %w", err)
+			}
+			o.Kura = exe
+			if err := os.MkdirAll(o.Out, 0o755); err != nil {
+				return err
+			}
+			o.Log = cmd.ErrOrStderr()
+			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+			defer cancel()
+			res, runErr := bench.RunSuite(ctx, o)
+			if res != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "Report: %s\nResults: %s (%d runs)\n",
+					filepath.Join(o.Out, "report.md"), filepath.Join(o.Out, "results.json"), len(res.Runs))
+			}
+			return runErr
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Data, "data", "", "data folder made by kura bench gen (required)")
+	f.StringVar(&o.Out, "out", "", "report folder (required)")
+	f.StringVar(&o.Scratch, "scratch", "", "folder for libraries, archives and restores (default REPORTDIR/scratch; same disk as the data for a fair comparison)")
+	f.StringVar(&o.Suite, "suite", "quick", "quick (1 run per figure) or seed (3 runs, medians)")
+	f.IntVar(&o.Repeats, "runs", 0, "runs per figure (default: the suite's)")
+	f.StringVar(&sets, "sets", "", "only these sets, comma-separated (default: every set in --data)")
+	f.StringVar(&peers, "peers", "", "peer tools to measure too: tar (tar -cf, tar | zstd -T0, tar -xf)")
+	f.StringVar(&o.Compress, "compress", "auto", "kura backup --compress level")
+	f.BoolVar(&o.NoDropCaches, "no-drop-caches", false, "do not drop the page cache before each run")
+	return cmd
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

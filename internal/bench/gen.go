@@ -1,0 +1,459 @@
+// Package bench is `kura bench`: it generates the seed reports' data sets
+// (gen) and measures Kura and its peers on them (run), writing report.md and
+// results.json.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// A SetSpec is one of the seed data shapes at scale 1.0.
+type SetSpec struct {
+	Name      string
+	Files     int   // files at scale 1.0
+	PerFolder int   // files per folder
+	AvgSize   int64 // average file size
+	Spread    float64
+	Ext       string
+	Content   string // what the content stands in for
+	kind      int
+}
+
+const (
+	kindWAV = iota
+	kindText
+	kindRandom
+	kindSQL
+)
+
+// Sets are the data shapes of seed 000 (test1-3) and seed 003 (db). Sizes
+// at scale 1.0 follow the seeds: test1 98,000 × 200 KiB ≈ 20 GB in 200
+// folders; test2 1,000,000 × 10 KiB ≈ 10 GB in 100 folders; test3 50 × 200
+// MiB ≈ 10 GB in 10 folders; db one 8.55 GB dump.
+var Sets = []SetSpec{
+	{Name: "test1", Files: 98000, PerFolder: 490, AvgSize: 200 << 10, Spread: 0.5, Ext: ".wav", Content: "16-bit stereo PCM WAV: tones and noise (≈1.1:1)", kind: kindWAV},
+	{Name: "test2", Files: 1000000, PerFolder: 10000, AvgSize: 10 << 10, Spread: 0.8, Ext: ".txt", Content: "English-like text (≈5.5:1)", kind: kindText},
+	{Name: "test3", Files: 50, PerFolder: 5, AvgSize: 200 << 20, Spread: 0, Ext: ".wmv", Content: "incompressible bytes (video stand-in)", kind: kindRandom},
+	{Name: "db", Files: 1, PerFolder: 1, AvgSize: 8550000000, Spread: 0, Ext: ".sql", Content: "plain-SQL dump of TPC-E-like tables (≈7:1)", kind: kindSQL},
+}
+
+// SetByName finds a set spec.
+func SetByName(name string) (SetSpec, bool) {
+	for _, s := range Sets {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return SetSpec{}, false
+}
+
+// FilePlan is one file to generate.
+type FilePlan struct {
+	Rel   string // path relative to the data folder, e.g. test1/d0001/f000001.wav
+	Index int
+	Size  int64
+}
+
+// Plan lists the files of a set at a scale. The file count is
+// round(Files × scale), keeping the per-folder count and the average size;
+// when fewer than one file would remain, one file is made whose size is
+// scaled instead (AvgSize × Files × scale, at least 1 KiB), so the set's
+// bytes always track the scale. The db set is one file whose size is
+// scaled.
+func (s SetSpec) Plan(seed uint64, scale float64) []FilePlan {
+	n, fixed := s.scaledCount(scale)
+	folders := (n + s.PerFolder - 1) / s.PerFolder
+	dw := len(fmt.Sprint(max(folders, 9)))
+	fw := len(fmt.Sprint(max(n, 99)))
+	out := make([]FilePlan, n)
+	for i := range n {
+		size := fixed
+		if size == 0 {
+			size = s.AvgSize
+			if s.Spread > 0 {
+				r := s.fileRand(seed, i)
+				size = int64(float64(s.AvgSize) * (1 - s.Spread + 2*s.Spread*r.Float64()))
+			}
+		}
+		var rel string
+		if s.kind == kindSQL {
+			rel = filepath.Join(s.Name, "dump"+s.Ext)
+		} else {
+			rel = filepath.Join(s.Name, fmt.Sprintf("d%0*d", dw, i/s.PerFolder+1), fmt.Sprintf("f%0*d%s", fw, i+1, s.Ext))
+		}
+		out[i] = FilePlan{Rel: rel, Index: i, Size: size}
+	}
+	return out
+}
+
+// scaledCount returns the file count at scale and, when the size of each
+// file is scaled instead, that size (else 0).
+func (s SetSpec) scaledCount(scale float64) (int, int64) {
+	f := float64(s.Files) * scale
+	if s.kind == kindSQL || f < 1 {
+		return 1, max(int64(float64(s.AvgSize)*f), 1024)
+	}
+	return int(math.Round(f)), 0
+}
+
+func (s SetSpec) fileRand(seed uint64, i int) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, uint64(s.kind+1)<<40|uint64(i)))
+}
+
+func (s SetSpec) source(t *tables, seed uint64, f FilePlan) source {
+	r := s.fileRand(seed, f.Index)
+	r.Float64() // the draw that chose the size
+	switch s.kind {
+	case kindWAV:
+		return newWavSource(t, r, f.Size)
+	case kindText:
+		return &textSource{t: t, r: r}
+	case kindSQL:
+		return &sqlSource{t: t, r: r, size: f.Size}
+	}
+	return randomSource{r: r}
+}
+
+// Manifest describes a generated data folder; gen writes it to
+// ManifestName and run reads it.
+type Manifest struct {
+	Generator string    `json:"generator"`
+	Seed      uint64    `json:"seed"`
+	Scale     float64   `json:"scale"`
+	Sets      []SetInfo `json:"sets"`
+}
+
+// SetInfo is what gen made of one set.
+type SetInfo struct {
+	Name         string  `json:"name"`
+	Content      string  `json:"content"`
+	Folders      int     `json:"folders"`
+	Files        int     `json:"files"`
+	Bytes        int64   `json:"bytes"`
+	SampleBytes  int64   `json:"sample_bytes"`
+	RatioDefault float64 `json:"zstd_ratio_default"` // klauspost SpeedDefault, 1 MiB frames
+	RatioFastest float64 `json:"zstd_ratio_fastest"`
+	Seed         uint64  `json:"seed"`
+	Scale        float64 `json:"scale"`
+	Seconds      float64 `json:"seconds"`
+}
+
+// ManifestName is the manifest's file name in the data folder.
+const ManifestName = "kura-bench-data.json"
+
+// generatorVersion changes whenever the generated bytes change.
+const generatorVersion = "kura bench gen v1"
+
+// GenOptions say what to generate.
+type GenOptions struct {
+	Out     string
+	Scale   float64
+	Sets    []string
+	Seed    uint64
+	Workers int // writers (default 2)
+	// SampleBytes is the size of the sample whose zstd ratio is measured
+	// (default 4 MiB).
+	SampleBytes int
+	Log         io.Writer // progress lines; nil = none
+}
+
+// ReadManifest reads a data folder's manifest.
+func ReadManifest(dir string) (*Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", ManifestName, err)
+	}
+	return &m, nil
+}
+
+// Generate writes the sets into o.Out, each in a folder of its name, and
+// the manifest. A set already there with the same generator, seed and scale
+// is kept; one made differently is removed and made again.
+func Generate(ctx context.Context, o GenOptions) (*Manifest, error) {
+	if o.Scale <= 0 || o.Scale > 100 {
+		return nil, fmt.Errorf("scale %g: want more than 0 and at most 100", o.Scale)
+	}
+	if len(o.Sets) == 0 {
+		for _, s := range Sets {
+			o.Sets = append(o.Sets, s.Name)
+		}
+	}
+	if o.Workers <= 0 {
+		o.Workers = 2
+	}
+	logf := func(format string, a ...any) {
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, format+"\n", a...)
+		}
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return nil, err
+	}
+	old, _ := ReadManifest(o.Out)
+	m := &Manifest{Generator: generatorVersion, Seed: o.Seed, Scale: o.Scale}
+	if old != nil && old.Generator == generatorVersion {
+		// Keep what is there for sets not asked for now.
+		for _, si := range old.Sets {
+			if !slices.Contains(o.Sets, si.Name) {
+				m.Sets = append(m.Sets, si)
+			}
+		}
+	}
+	t := newTables(o.Seed)
+	for _, name := range o.Sets {
+		spec, ok := SetByName(name)
+		if !ok {
+			return nil, fmt.Errorf("unknown set %q (want test1, test2, test3 or db)", name)
+		}
+		if old != nil && old.Generator == generatorVersion {
+			if i := slices.IndexFunc(old.Sets, func(s SetInfo) bool { return s.Name == name }); i >= 0 &&
+				old.Sets[i].Seed == o.Seed && old.Sets[i].Scale == o.Scale {
+				if _, err := os.Stat(filepath.Join(o.Out, name)); err == nil {
+					logf("%s: already generated (seed %d, scale %g): kept", name, o.Seed, o.Scale)
+					m.Sets = append(m.Sets, old.Sets[i])
+					continue
+				}
+			}
+		}
+		if err := os.RemoveAll(filepath.Join(o.Out, name)); err != nil {
+			return nil, err
+		}
+		si, err := generateSet(ctx, t, spec, o, logf)
+		if err != nil {
+			return nil, err
+		}
+		m.Sets = append(m.Sets, *si)
+	}
+	slices.SortFunc(m.Sets, func(a, b SetInfo) int { return setOrder(a.Name) - setOrder(b.Name) })
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(o.Out, ManifestName), append(b, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func setOrder(name string) int {
+	if i := slices.IndexFunc(Sets, func(s SetSpec) bool { return s.Name == name }); i >= 0 {
+		return i
+	}
+	return len(Sets)
+}
+
+// genTime is the modification time of every generated file and folder, so
+// that archives of the data are reproducible too.
+var genTime = time.Date(2005, 4, 1, 9, 0, 0, 0, time.UTC)
+
+func generateSet(ctx context.Context, t *tables, spec SetSpec, o GenOptions, logf func(string, ...any)) (*SetInfo, error) {
+	start := time.Now()
+	plan := spec.Plan(o.Seed, o.Scale)
+	si := &SetInfo{Name: spec.Name, Content: spec.Content, Files: len(plan), Seed: o.Seed, Scale: o.Scale}
+	dirs := map[string]bool{}
+	for _, f := range plan {
+		si.Bytes += f.Size
+		d := filepath.Dir(f.Rel)
+		if !dirs[d] {
+			dirs[d] = true
+			if err := os.MkdirAll(filepath.Join(o.Out, d), 0o755); err != nil {
+				return nil, err
+			}
+		}
+	}
+	si.Folders = len(dirs)
+	if spec.kind == kindSQL {
+		si.Folders = 0
+	}
+	logf("%s: %d files in %d folders, %s …", spec.Name, si.Files, si.Folders, formatBytes(si.Bytes))
+
+	var (
+		next    atomic.Int64
+		written atomic.Int64
+		wg      sync.WaitGroup
+		errOnce sync.Once
+		firstEr error
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for range o.Workers {
+		wg.Go(func() {
+			var buf, carry []byte
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(plan) || ctx.Err() != nil {
+					return
+				}
+				f := plan[i]
+				var err error
+				buf, err = writeFile(filepath.Join(o.Out, f.Rel), spec.source(t, o.Seed, f), f.Size, buf, &carry)
+				if err != nil {
+					errOnce.Do(func() { firstEr = err; cancel() })
+					return
+				}
+				written.Add(f.Size)
+			}
+		})
+	}
+	// Progress every few seconds while the workers run.
+	done := make(chan struct{})
+	go func() {
+		tk := time.NewTicker(5 * time.Second)
+		defer tk.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tk.C:
+				logf("%s: %s of %s written", spec.Name, formatBytes(written.Load()), formatBytes(si.Bytes))
+			}
+		}
+	}()
+	wg.Wait()
+	close(done)
+	if firstEr != nil {
+		return nil, firstEr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for d := range dirs {
+		_ = os.Chtimes(filepath.Join(o.Out, d), genTime, genTime)
+	}
+	if o.SampleBytes <= 0 {
+		o.SampleBytes = 4 << 20
+	}
+	sample, err := Sample(t, spec, o.Seed, o.Scale, o.SampleBytes)
+	if err != nil {
+		return nil, err
+	}
+	si.SampleBytes = int64(len(sample))
+	si.RatioDefault = ZstdRatio(sample, zstd.SpeedDefault)
+	si.RatioFastest = ZstdRatio(sample, zstd.SpeedFastest)
+	si.Seconds = time.Since(start).Seconds()
+	logf("%s: %d files, %s in %.1fs (%s/s); zstd sample of %s: %.2f:1 (default), %.2f:1 (fastest)",
+		spec.Name, si.Files, formatBytes(si.Bytes), si.Seconds, formatBytes(int64(float64(si.Bytes)/max(si.Seconds, 1e-3))),
+		formatBytes(si.SampleBytes), si.RatioDefault, si.RatioFastest)
+	return si, nil
+}
+
+// writeFile writes size bytes of src to path in 1 MiB chunks.
+func writeFile(path string, src source, size int64, buf []byte, carry *[]byte) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return buf, err
+	}
+	*carry = (*carry)[:0]
+	const chunk = 1 << 20
+	for left := size; left > 0; {
+		n := int(min(left, chunk))
+		buf = fill(src, buf[:0], n, carry)
+		if _, err := f.Write(buf); err != nil {
+			f.Close()
+			return buf, err
+		}
+		left -= int64(n)
+	}
+	if err := f.Close(); err != nil {
+		return buf, err
+	}
+	return buf, os.Chtimes(path, genTime, genTime)
+}
+
+// Sample returns the first limit bytes of a set's content, the files'
+// bytes one after the other (as in a backup stream), exactly as gen writes
+// them; for the db set, a dump of limit bytes generated like the real one
+// (every table in its share), so that the sample holds every table.
+func Sample(t *tables, spec SetSpec, seed uint64, scale float64, limit int) ([]byte, error) {
+	if t == nil {
+		t = newTables(seed)
+	}
+	var out, carry []byte
+	for _, f := range spec.Plan(seed, scale) {
+		if len(out) >= limit {
+			break
+		}
+		n := int(min(f.Size, int64(limit-len(out))))
+		if spec.kind == kindSQL {
+			// A dump of the sample's size has every table in its share.
+			f.Size = int64(n)
+		}
+		carry = carry[:0]
+		out = fill(spec.source(t, seed, f), out, n, &carry)
+	}
+	return out, nil
+}
+
+// ZstdRatio compresses data in independent 1 MiB frames (as Kura's stream
+// does) and returns original ÷ compressed.
+func ZstdRatio(data []byte, level zstd.EncoderLevel) float64 {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return 0
+	}
+	defer enc.Close()
+	var comp int
+	var dst []byte
+	for off := 0; off < len(data); off += 1 << 20 {
+		dst = enc.EncodeAll(data[off:min(off+1<<20, len(data))], dst[:0])
+		comp += len(dst)
+	}
+	if comp == 0 {
+		return 0
+	}
+	return float64(len(data)) / float64(comp)
+}
+
+// ParseSets reads a comma-separated list of set names.
+func ParseSets(s string) ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if _, ok := SetByName(p); !ok {
+			return nil, fmt.Errorf("unknown set %q (want test1, test2, test3 or db)", p)
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no sets given")
+	}
+	return out, nil
+}
+
+// formatBytes writes n in binary units with one decimal.
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, u := float64(n), 0
+	for v >= unit && u < 5 {
+		v /= unit
+		u++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, "KMGTPE"[u-1])
+}

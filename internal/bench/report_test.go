@@ -1,0 +1,143 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// fakeResults are a run of two sets with three repeats of one Table 5-1
+// cell, the phases, tar peers, a failed run and a note.
+func fakeResults() *Results {
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	res := &Results{
+		Version: 1, Suite: "seed", Repeats: 3, Started: start, Finished: start.Add(754 * time.Second), Compress: "auto",
+		Data: Data{Dir: "/data/bench", Seed: 1, Scale: 0.005, Sets: []SetInfo{
+			{Name: "test1", Content: "WAV", Folders: 1, Files: 490, Bytes: 100 << 20, SampleBytes: 4 << 20, RatioDefault: 1.11, RatioFastest: 1.06},
+			{Name: "test2", Content: "text | prose", Folders: 1, Files: 5000, Bytes: 50 << 20, SampleBytes: 4 << 20, RatioDefault: 5.65, RatioFastest: 4.84},
+		}},
+		Machine: Machine{CPU: "AMD EPYC", Cores: 2, MemoryB: 24 << 30, Kernel: "Linux 6.1.0", OS: "Debian GNU/Linux 12 (bookworm)",
+			DataDisk:   Disk{Path: "/data/bench", Source: "/dev/vda", FSType: "ext4", Options: "rw,relatime,discard", SizeB: 252 << 30, AvailB: 80 << 30},
+			ScratchDir: Disk{Path: "/data/report/scratch"}, Go: "go1.26.8", Kura: "devel", Root: true},
+		DropCaches: true,
+		Peers:      []Peer{{Name: "tar", Path: "/usr/bin/tar", Version: "tar (GNU tar) 1.34"}, {Name: "zstd", Path: "/usr/bin/zstd", Version: "Zstandard CLI v1.5.4"}},
+		Notes:      []string{"peer \"restic\" is not supported yet: not measured"},
+	}
+	add := func(r Run) {
+		r.setRates()
+		res.Runs = append(res.Runs, r)
+	}
+	for si, s := range res.Data.Sets {
+		for ci, c := range Combos {
+			reps := 1
+			if si == 0 && ci == 0 {
+				reps = 3
+			}
+			for rep := 1; rep <= reps; rep++ {
+				secs := 2.0 + float64(ci) + float64(si)*3 + float64(rep%3)*0.5 // 2.5, 3.0, 2.0 s: the median is rep 1
+				add(Run{Test: TestTable51, Set: s.Name, Tool: ToolKura, Phase: PhaseBackup, Rep: rep, Block: c.Block, Buffer: c.Buffer, Level: "auto",
+					Command: []string{"kura", "backup"}, Files: int64(s.Files), Bytes: s.Bytes, OutBytes: s.Bytes / int64(1+4*si),
+					Seconds: secs, JobSeconds: secs - 0.1, AvgKBps: float64(s.Bytes>>10) / (secs - 0.1), PeakKBps: float64(s.Bytes>>10) / (secs - 0.1) * 1.3,
+					Ratio: []string{"1.01:1", "5.02:1"}[si], MaxRSSKiB: int64(40000 + 10000*ci), Durable: true, ColdCache: true})
+			}
+		}
+		k := Run{Set: s.Name, Tool: ToolKura, Rep: 1, Block: DefaultCombo.Block, Buffer: DefaultCombo.Buffer, Files: int64(s.Files), Bytes: s.Bytes}
+		v := k
+		v.Test, v.Phase, v.Seconds, v.MaxRSSKiB, v.Level = TestPhases, PhaseVerify, 1.5, 30000, "data"
+		add(v)
+		r := k
+		r.Test, r.Phase, r.Seconds, r.MaxRSSKiB, r.SyncSeconds = TestPhases, PhaseRestore, 4.25+float64(si)*40, 28000, 0.3
+		add(r)
+		d := Run{Test: TestPhases, Set: s.Name, Tool: ToolKura, Phase: PhaseDelete, Rep: 1, Files: int64(s.Files), Seconds: float64(s.Files) / 1000}
+		d.FilesPerSec = float64(d.Files) / d.Seconds
+		res.Runs = append(res.Runs, d)
+
+		p := Run{Test: TestPeers, Set: s.Name, Rep: 1, Files: int64(s.Files), Bytes: s.Bytes}
+		tc := p
+		tc.Tool, tc.Phase, tc.Seconds, tc.OutBytes, tc.SyncSeconds, tc.MaxRSSKiB = ToolTar, PhaseBackup, 1.25, s.Bytes+s.Bytes/50, 0.8, 12000
+		add(tc)
+		tx := p
+		tx.Tool, tx.Phase, tx.Seconds, tx.SyncSeconds, tx.MaxRSSKiB = ToolTar, PhaseRestore, 3.5+float64(si)*70, 0.9, 12000
+		add(tx)
+		td := Run{Test: TestPeers, Set: s.Name, Tool: ToolTar, Phase: PhaseDelete, Rep: 1, Files: int64(s.Files), Seconds: 95}
+		res.Runs = append(res.Runs, td)
+		tz := p
+		tz.Tool, tz.Phase, tz.Seconds, tz.OutBytes, tz.SyncSeconds, tz.MaxRSSKiB = ToolTarZstd, PhaseBackup, 1.9, s.Bytes/int64(1+5*si), 0.2, 60000
+		add(tz)
+	}
+	res.Runs = append(res.Runs, Run{Test: TestTable51, Set: "test2", Tool: ToolKura, Phase: PhaseBackup, Rep: 2, Block: 32 << 10, Buffer: 257 << 10,
+		ExitCode: 1, Error: "kura: writing tape KUR001: no space left on device"})
+	return res
+}
+
+func TestWriteReportGolden(t *testing.T) {
+	var got bytes.Buffer
+	if err := WriteReport(&got, fakeResults()); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "report.golden.md")
+	if *update {
+		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Errorf("report differs from %s (go test -update rewrites it); got:\n%s", golden, got.String())
+	}
+}
+
+func TestMedianPicksTheMiddleRun(t *testing.T) {
+	res := &Results{Runs: []Run{{Set: "a", Seconds: 3, Rep: 1}, {Set: "a", Seconds: 1, Rep: 2}, {Set: "a", Seconds: 2, Rep: 3},
+		{Set: "a", Seconds: 0.1, Rep: 4, ExitCode: 1, Error: "failed"}}}
+	r, n, ok := res.Median(func(r Run) bool { return r.Set == "a" })
+	if !ok || n != 3 || r.Rep != 3 {
+		t.Errorf("Median = rep %d of %d (%v), want rep 3 of 3", r.Rep, n, ok)
+	}
+	if _, _, ok := res.Median(func(r Run) bool { return r.Set == "b" }); ok {
+		t.Error("Median found a run for an empty group")
+	}
+}
+
+func TestResultsJSONRoundTrip(t *testing.T) {
+	res := fakeResults()
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"command"`, `"block_size"`, `"buffer_size"`, `"max_rss_kib"`, `"mib_per_s"`, `"files_per_s"`, `"machine"`, `"drop_caches"`} {
+		if !strings.Contains(string(b), key) {
+			t.Errorf("results.json has no %s", key)
+		}
+	}
+	var back Results
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Runs) != len(res.Runs) || back.Machine.CPU != res.Machine.CPU {
+		t.Errorf("round trip lost data")
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	for in, want := range map[float64]string{0.421: "0.42 s", 12.34: "12.3 s", 245: "4 m 05 s", 7380: "2 h 03 m"} {
+		if got := duration(in); got != want {
+			t.Errorf("duration(%v) = %q, want %q", in, got, want)
+		}
+	}
+	for in, want := range map[int64]string{0: "0", 999: "999", 22806: "22,806", 1234567: "1,234,567", -1000: "-1,000"} {
+		if got := thousands(in); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,247 @@
+package bench
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Results is everything one `kura bench run` measured: results.json.
+type Results struct {
+	Version  int       `json:"version"`
+	Suite    string    `json:"suite"`
+	Repeats  int       `json:"repeats"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Data     Data      `json:"data"`
+	Machine  Machine   `json:"machine"`
+	// DropCaches says whether the page cache was dropped before every
+	// timed run; DropCachesNote says why not when it was not.
+	DropCaches     bool     `json:"drop_caches"`
+	DropCachesNote string   `json:"drop_caches_note,omitempty"`
+	Compress       string   `json:"compress"` // kura --compress level
+	Peers          []Peer   `json:"peers"`
+	Notes          []string `json:"notes"`
+	Runs           []Run    `json:"runs"`
+}
+
+// Data describes the data folder a run measured.
+type Data struct {
+	Dir   string    `json:"dir"`
+	Seed  uint64    `json:"seed"`
+	Scale float64   `json:"scale"`
+	Sets  []SetInfo `json:"sets"`
+}
+
+// Peer is a peer tool and whether it was found.
+type Peer struct {
+	Name    string `json:"name"`
+	Path    string `json:"path,omitempty"`
+	Version string `json:"version,omitempty"`
+	Missing bool   `json:"missing,omitempty"`
+}
+
+// Machine is what the runs ran on.
+type Machine struct {
+	CPU        string `json:"cpu"`
+	Cores      int    `json:"cores"`
+	MemoryB    int64  `json:"memory_bytes"`
+	Kernel     string `json:"kernel"`
+	OS         string `json:"os"`
+	DataDisk   Disk   `json:"data_disk"`
+	ScratchDir Disk   `json:"scratch_disk"`
+	Go         string `json:"go"`
+	Kura       string `json:"kura"` // module version or VCS revision
+	Root       bool   `json:"root"`
+}
+
+// Disk is a folder's file system.
+type Disk struct {
+	Path    string `json:"path"`
+	Source  string `json:"source"`
+	FSType  string `json:"fstype"`
+	Options string `json:"options"`
+	SizeB   int64  `json:"size_bytes"`
+	AvailB  int64  `json:"avail_bytes"`
+}
+
+// Tests of a run (the issue's letters).
+const (
+	TestTable51 = "5-1"    // (a) block × buffer
+	TestPhases  = "phases" // (e) backup, verify, restore
+	TestPeers   = "peers"  // (g) tar, tar | zstd
+)
+
+// Tools.
+const (
+	ToolKura    = "kura"
+	ToolTar     = "tar"
+	ToolTarZstd = "tar+zstd"
+)
+
+// Phases.
+const (
+	PhaseBackup  = "backup"
+	PhaseVerify  = "verify"
+	PhaseRestore = "restore"
+	PhaseDelete  = "delete" // removing a restore target; never in a rate
+)
+
+// Run is one measured command with its exact configuration.
+type Run struct {
+	Test    string   `json:"test"`
+	Set     string   `json:"set"`
+	Tool    string   `json:"tool"`
+	Phase   string   `json:"phase"`
+	Rep     int      `json:"rep"`
+	Command []string `json:"command"`
+	Block   int      `json:"block_size,omitempty"`
+	Buffer  int      `json:"buffer_size,omitempty"`
+	Level   string   `json:"level,omitempty"` // compression level asked for
+	// Files and Bytes are the data set's regular files and bytes (what was
+	// backed up or restored); OutBytes what landed on the target (tape
+	// media, .tar, .tar.zst), 0 when not measured.
+	Files    int64 `json:"files"`
+	Bytes    int64 `json:"bytes"`
+	OutBytes int64 `json:"out_bytes,omitempty"`
+	// Seconds is wall-clock time from starting the process to its exit.
+	Seconds     float64 `json:"seconds"`
+	MiBps       float64 `json:"mib_per_s"`
+	FilesPerSec float64 `json:"files_per_s"`
+	// SyncSeconds is the time of a `sync` right after a run that does not
+	// fsync (tar), measured separately and not in Seconds.
+	SyncSeconds float64 `json:"sync_seconds,omitempty"`
+	// Job figures reported by kura --json.
+	JobSeconds float64 `json:"job_seconds,omitempty"`
+	AvgKBps    float64 `json:"avg_kbps,omitempty"`
+	PeakKBps   float64 `json:"peak_kbps,omitempty"`
+	Ratio      string  `json:"compression_ratio,omitempty"`
+	JobID      int64   `json:"job_id,omitempty"`
+	SavesetID  int64   `json:"saveset_id,omitempty"`
+	// MaxRSSKiB is the peak resident memory of the process (of the larger
+	// process of a pipeline), from its rusage.
+	MaxRSSKiB   int64   `json:"max_rss_kib"`
+	UserSeconds float64 `json:"user_seconds"`
+	SysSeconds  float64 `json:"sys_seconds"`
+	ColdCache   bool    `json:"cold_cache"` // page cache dropped just before
+	Durable     bool    `json:"durable"`    // the tool fsyncs what it wrote
+	ExitCode    int     `json:"exit_code"`
+	Error       string  `json:"error,omitempty"`
+}
+
+// OK reports whether the run succeeded (exit 0, or 3: completed with
+// warnings).
+func (r Run) OK() bool { return r.Error == "" && (r.ExitCode == 0 || r.ExitCode == 3) }
+
+// setRates fills MiBps and FilesPerSec from Bytes, Files and Seconds.
+func (r *Run) setRates() {
+	if r.Seconds > 0 {
+		r.MiBps = float64(r.Bytes) / (1 << 20) / r.Seconds
+		r.FilesPerSec = float64(r.Files) / r.Seconds
+	}
+}
+
+// Median returns the run with the median wall-clock time among the
+// successful runs matching keep (the lower middle one for an even count),
+// and how many there were.
+func (res *Results) Median(keep func(Run) bool) (Run, int, bool) {
+	var rs []Run
+	for _, r := range res.Runs {
+		if keep(r) && r.OK() {
+			rs = append(rs, r)
+		}
+	}
+	if len(rs) == 0 {
+		return Run{}, 0, false
+	}
+	slices.SortStableFunc(rs, func(a, b Run) int {
+		switch {
+		case a.Seconds < b.Seconds:
+			return -1
+		case a.Seconds > b.Seconds:
+			return 1
+		}
+		return 0
+	})
+	return rs[(len(rs)-1)/2], len(rs), true
+}
+
+// DescribeMachine gathers the machine's description from /proc, findmnt
+// and df.
+func DescribeMachine(dataDir, scratchDir string) Machine {
+	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version(), Root: os.Geteuid() == 0}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "MemTotal:" {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				m.MemoryB = kb << 10
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = "Linux " + strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/etc/os-release"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "PRETTY_NAME="); ok {
+				m.OS = strings.Trim(v, `"`)
+			}
+		}
+	}
+	m.DataDisk = describeDisk(dataDir)
+	m.ScratchDir = describeDisk(scratchDir)
+	m.Kura = "devel"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			m.Kura = bi.Main.Version
+		}
+		var rev, dirty string
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					dirty = "+modified"
+				}
+			}
+		}
+		if rev != "" {
+			m.Kura += " " + rev[:min(12, len(rev))] + dirty
+		}
+	}
+	return m
+}
+
+func describeDisk(dir string) Disk {
+	d := Disk{Path: dir}
+	if out, err := exec.Command("findmnt", "-n", "-o", "SOURCE,FSTYPE,OPTIONS", "--target", dir).Output(); err == nil {
+		if f := strings.Fields(string(out)); len(f) >= 3 {
+			d.Source, d.FSType, d.Options = f[0], f[1], f[2]
+		}
+	}
+	if out, err := exec.Command("df", "-B1", "--output=size,avail", dir).Output(); err == nil {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if f := strings.Fields(lines[len(lines)-1]); len(f) == 2 {
+			d.SizeB, _ = strconv.ParseInt(f[0], 10, 64)
+			d.AvailB, _ = strconv.ParseInt(f[1], 10, 64)
+		}
+	}
+	return d
+}
