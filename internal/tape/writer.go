@@ -1,6 +1,8 @@
 package tape
 
 import (
+	"golang.org/x/sys/unix"
+
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -156,9 +158,11 @@ type fileWriter struct {
 	err   error // first error, sticky
 
 	// Drive goroutine side; read by the caller only after done is closed.
-	blocks   int64
-	table    []byte // checksum entries not yet written
-	tableCRC uint32
+	blocks    int64
+	table     []byte // checksum entries not yet written
+	tableCRC  uint32
+	flushedTo int64 // data offset up to which writeback was started
+	unflushed int64 // bytes written after flushedTo
 }
 
 var _ FileWriter = (*fileWriter)(nil)
@@ -195,6 +199,7 @@ func (w *fileWriter) writeBlock(buf []byte) error {
 	if err := writeFull(w.data, buf); err != nil {
 		return err
 	}
+	w.startWriteback(len(buf))
 	sum := crc32.Checksum(buf, castagnoli)
 	w.table = binary.LittleEndian.AppendUint32(w.table, sum)
 	w.tableCRC = crc32.Update(w.tableCRC, castagnoli, w.table[len(w.table)-4:])
@@ -203,6 +208,28 @@ func (w *fileWriter) writeBlock(buf []byte) error {
 		return w.flushTable()
 	}
 	return nil
+}
+
+// writebackChunk is how much data the drive lets pile up in the page cache
+// before it asks the kernel to start writing it out. Starting writeback
+// early overlaps the disk writes with the rest of the job, so the fsync
+// that ends a tape file has little left to do (a 1 GB tape file: fsync
+// waited ~1-2 s without it).
+const writebackChunk = 8 << 20
+
+// startWriteback asks the kernel, without waiting, to write out the data
+// written since the last call once a chunk has piled up. Files that are not
+// OS files (a test FS) are left alone.
+func (w *fileWriter) startWriteback(n int) {
+	w.unflushed += int64(n)
+	if w.unflushed < writebackChunk {
+		return
+	}
+	if f, ok := w.data.(interface{ Fd() uintptr }); ok {
+		_ = unix.SyncFileRange(int(f.Fd()), w.flushedTo, w.unflushed, unix.SYNC_FILE_RANGE_WRITE)
+	}
+	w.flushedTo += w.unflushed
+	w.unflushed = 0
 }
 
 func (w *fileWriter) flushTable() error {
