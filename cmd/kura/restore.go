@@ -80,6 +80,7 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 	f.StringVar(&o.To, "to", "", "restore into this folder (default: the original places)")
 	f.StringArrayVar(&o.Includes, "include", nil, "restore only this path (and what is below it) or glob; repeatable")
 	f.StringVar(&o.Overwrite, "overwrite", "always", "existing files: never, older (replace when older than the backup), always")
+	f.BoolVar(&o.Sync, "sync", false, "wait until the restored files are on disk before reporting success")
 	f.BoolVar(&asJSON, "json", false, "print the figures as JSON")
 	return cmd
 }

@@ -218,7 +218,15 @@ func (b *backupRun) warn(path, msg string) {
 
 func (b *backupRun) run() error {
 	e := b.env
-	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: b.job.ID, Message: fmt.Sprintf("backup (%s) of %s", b.ss.Level, strings.Join(b.paths, ", "))})
+	msg := fmt.Sprintf("backup (%s) of %s into saveset %d", b.ss.Level, strings.Join(b.paths, ", "), b.ss.ID)
+	if b.base != nil {
+		msg += fmt.Sprintf(", changes since saveset %d (%s of %s)", b.base.ID, b.base.Level, b.base.Created.Local().Format("2006-01-02 15:04:05"))
+	}
+	e.logf(b.job, "%s", msg)
+	if b.res.Note != "" {
+		e.logf(b.job, "%s", b.res.Note)
+	}
+	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: b.job.ID, Message: msg})
 	b.phase = monitor.StartPhase(e.Clock, "backup")
 	e.emit(monitor.Event{Kind: monitor.PhaseStarted, JobID: b.job.ID, Phase: "backup"})
 	defer b.phase.End()
@@ -235,6 +243,8 @@ func (b *backupRun) run() error {
 	cur := tape.Device(first)
 	curBarcode := barcode
 	b.tapes = append(b.tapes, barcode)
+	e.logf(b.job, "library %s, drive %d: tape %s (block %s)", b.lib.Config().Name, drv.Number(), barcode,
+		units.FormatKiB(int64(first.Label().BlockSize)))
 	next := func(exclude []string) (tape.Device, string, error) {
 		if err := b.lib.MarkFull(curBarcode); err != nil {
 			return nil, "", err
@@ -243,6 +253,7 @@ func (b *backupRun) run() error {
 		if err != nil {
 			return nil, "", err
 		}
+		e.logf(b.job, "tape %s reached its early-warning point: continuing on tape %s", curBarcode, bc)
 		cur, curBarcode = t, bc
 		b.tapes = append(b.tapes, bc)
 		return t, bc, nil
@@ -369,6 +380,11 @@ func (b *backupRun) run() error {
 		return fmt.Errorf("writing the index tape file: %w", err)
 	}
 	b.ss.IndexPart = catalog.Part{Barcode: curBarcode, File: info.Number, Bytes: info.Bytes}
+	for _, p := range b.ss.Parts {
+		e.logf(b.job, "data: tape %s, tape file %d, %s", p.Barcode, p.File, units.FormatSize(p.Bytes))
+	}
+	e.logf(b.job, "index: tape %s, tape file %d, %d entries, %s (%.1f bytes per entry)", curBarcode, info.Number,
+		b.ss.IndexEntries, units.FormatSize(size), float64(size)/float64(max(b.ss.IndexEntries, 1)))
 	if err := idxTmp.Close(); err != nil {
 		return err
 	}
@@ -402,6 +418,7 @@ func (b *backupRun) finish(runErr error) (*Result, error) {
 		ss.Status = "failed"
 		job.State = "failed"
 		job.Error = runErr.Error()
+		e.logf(job, "failed: %v", runErr)
 		if errors.Is(runErr, context.Canceled) {
 			job.State = "canceled"
 		}
@@ -440,6 +457,8 @@ func (b *backupRun) finish(runErr error) (*Result, error) {
 			runErr = verr
 		}
 	}
+	e.logf(job, "%s: %d files, %s read, %s on tape, %d warnings", statusText(job.State), job.Files,
+		units.FormatSize(job.SourceBytes), units.FormatSize(job.MediaBytes), job.WarningCount)
 	if err := e.Catalog.UpdateJob(job); err != nil && runErr == nil {
 		runErr = err
 	}

@@ -352,3 +352,9 @@ func (e *Env) tick(t *progressTicker, jobID int64, p *monitor.Phase, path string
 	e.emit(monitor.Event{Kind: monitor.Progress, JobID: jobID, Phase: p.Name, Files: p.Files.Total(),
 		Bytes: p.Source.Total(), Path: path, Rate: p.Source.Average(), Total: t.total})
 }
+
+// logf adds a timestamped line to a job's log (the tail `kura jobs show`
+// prints; the catalog keeps the last lines).
+func (e *Env) logf(job *catalog.Job, format string, args ...any) {
+	job.Log = append(job.Log, e.now().Local().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
+}

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -40,6 +42,7 @@ type RestoreOptions struct {
 	To        string    // target folder; "" = "/" (the original place)
 	Includes  []string  // paths or globs; empty = everything
 	Overwrite string    // never, older, always (default)
+	Sync      bool      // wait until the restored files are on disk (one syncfs at the end)
 }
 
 // ChooseSaveset finds the saveset a restore means.
@@ -115,13 +118,15 @@ func (e *Env) Restore(ctx context.Context, opts RestoreOptions) (*Result, error)
 		phase: monitor.StartPhase(e.Clock, "restore"), sources: map[int64]*sourceReader{},
 		asRoot: os.Geteuid() == 0}
 	r.ticker.total = total
-	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: job.ID, Message: fmt.Sprintf("restore of saveset %d to %s", ss.ID, to)})
+	msg := fmt.Sprintf("restore of saveset %d (%s of %s) to %s", ss.ID, ss.Level, ss.Created.Local().Format("2006-01-02 15:04:05"), to)
+	e.logf(job, "%s", msg)
+	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: job.ID, Message: msg})
 	runErr := r.run()
 	r.close()
 	r.phase.End()
 
 	job.Finished = e.now()
-	job.Files = r.files
+	job.Files = r.files.Load()
 	job.SourceBytes = r.phase.Source.Total()
 	job.Phases = []catalog.Phase{phaseRecord(r.phase)}
 	job.AvgRate = r.phase.Source.Average()
@@ -139,12 +144,21 @@ func (e *Env) Restore(ctx context.Context, opts RestoreOptions) (*Result, error)
 	default:
 		job.State = "succeeded"
 	}
+	for id := range r.sources {
+		if id != ss.ID {
+			e.logf(job, "read unchanged files from saveset %d", id)
+		}
+	}
+	if runErr != nil {
+		e.logf(job, "failed: %v", runErr)
+	}
+	e.logf(job, "%s: %d entries, %s written, %d warnings", statusText(job.State), job.Files, units.FormatSize(job.SourceBytes), job.WarningCount)
 	if err := e.Catalog.UpdateJob(job); err != nil && runErr == nil {
 		runErr = err
 	}
 	res := &Result{Level: ss.Level, Warnings: r.warnings, Figures: jobFigures(job, ss)}
-	if r.skipped > 0 {
-		res.Note = fmt.Sprintf("%d existing files kept (--overwrite %s)", r.skipped, opts.Overwrite)
+	if n := r.skipped.Load(); n > 0 {
+		res.Note = fmt.Sprintf("%d existing files kept (--overwrite %s)", n, opts.Overwrite)
 	}
 	res.Figures.MediaBytes = r.phase.Media.Total()
 	res.Figures.CompressionRatio = units.Ratio(res.Figures.SourceBytes, res.Figures.MediaBytes)
@@ -172,19 +186,23 @@ type restoreRun struct {
 	sources  map[int64]*sourceReader
 	dirs     []index.Entry // directory metadata, applied last (deepest first)
 	links    []index.Entry // hard links, made once their targets exist
-	files    int64
-	failed   int64 // files lost to damaged media
-	skipped  int64 // existing files kept by the overwrite policy
+	failed   int64         // files lost to damaged media
+	skipped  atomic.Int64  // existing files kept by the overwrite policy
 	warnings []string
 	nwarn    int64
 	tapes    []string
 
-	curDir     string
-	curDirRoot *os.Root
-	curDirFile *os.File
+	curDir string
+	cur    *dirHandle // the directory entries are being created in
+
+	mu    sync.Mutex // warnings and counters, shared with the file writers
+	files atomic.Int64
+	w     *fileWriters
 }
 
 func (r *restoreRun) warn(p, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.nwarn++
 	w := displayPath(p) + ": " + msg
 	if len(r.warnings) < maxWarnings {
@@ -244,10 +262,14 @@ func fromCatalogParts(parts []catalog.Part) []span.Part {
 }
 
 func (r *restoreRun) close() {
+	r.w.wait()
 	for _, s := range r.sources {
 		s.rd.Close()
 	}
-	r.setDir("")
+	if r.cur != nil {
+		r.cur.release()
+		r.cur = nil
+	}
 }
 
 // included reports whether a path is selected by the --include patterns: a
@@ -288,6 +310,7 @@ func safeName(p string) error {
 }
 
 func (r *restoreRun) run() error {
+	r.w = newFileWriters(r)
 	idx, err := r.env.openIndex(r.ss)
 	if err != nil {
 		return err
@@ -322,7 +345,7 @@ func (r *restoreRun) run() error {
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("reading the index of saveset %d: %w", r.ss.ID, err)
 	}
-	r.setDir("")
+	r.w.wait()
 	for i := range r.links {
 		l := &r.links[i]
 		if err := r.makeLink(l); err != nil {
@@ -335,8 +358,12 @@ func (r *restoreRun) run() error {
 			r.warn(d.Path, err.Error())
 		}
 	}
-	// A restore that says "completed" is on disk: one syncfs of the target
-	// file system, rather than an fsync per file.
+	if !r.opts.Sync {
+		// Like GNU tar, restic and Bareos, a restore leaves writing back to
+		// the kernel: the data is still safe on tape, and the restore can
+		// be run again. --sync waits until it is on disk.
+		return nil
+	}
 	f, err := r.root.Open(".")
 	if err != nil {
 		return err
@@ -369,8 +396,7 @@ func (r *restoreRun) restoreEntry(e *index.Entry) error {
 			return err
 		}
 		r.dirs = append(r.dirs, *e)
-		r.files++
-		r.phase.Files.Add(1)
+		r.counted()
 		return nil
 	case index.TypeHardlink:
 		r.links = append(r.links, *e)
@@ -381,76 +407,96 @@ func (r *restoreRun) restoreEntry(e *index.Entry) error {
 	if err := r.setDir(dir); err != nil {
 		return err
 	}
-	if !r.mayWrite(base, e) {
-		return nil
-	}
-	var err error
-	switch e.Type {
-	case index.TypeFile:
-		err = r.restoreFile(base, e)
-	case index.TypeSymlink:
-		err = r.curDirRoot.Symlink(e.Link, base)
-	case index.TypeFifo:
-		err = unix.Mkfifoat(int(r.curDirFile.Fd()), base, 0o600)
-	case index.TypeChar, index.TypeBlock:
-		mode := uint32(unix.S_IFCHR)
-		if e.Type == index.TypeBlock {
-			mode = unix.S_IFBLK
+	// Create first, and apply the overwrite policy only when something is
+	// in the way: restoring into an empty folder costs no extra lookup.
+	err := r.create(base, e)
+	if errors.Is(err, fs.ErrExist) {
+		if !r.mayWrite(base, e) {
+			return nil
 		}
-		err = unix.Mknodat(int(r.curDirFile.Fd()), base, mode|0o600, int(e.Rdev))
-	default:
-		return fmt.Errorf("unknown entry type %d; skipped", e.Type)
+		err = r.create(base, e)
+	}
+	if errors.Is(err, errQueued) {
+		return nil
 	}
 	if err != nil {
 		return err
 	}
-	r.files++
-	r.phase.Files.Add(1)
+	r.counted()
 	if e.Type != index.TypeFile {
 		return r.applyMeta(base, e, false)
 	}
 	return nil
 }
 
+// counted adds one restored entry.
+func (r *restoreRun) counted() {
+	r.files.Add(1)
+	r.phase.Files.Add(1)
+}
+
+// create makes one non-directory entry; fs.ErrExist when the name is taken.
+func (r *restoreRun) create(base string, e *index.Entry) error {
+	var err error
+	switch e.Type {
+	case index.TypeFile:
+		return r.restoreFile(base, e)
+	case index.TypeSymlink:
+		err = unix.Symlinkat(e.Link, r.cur.fd, base)
+	case index.TypeFifo:
+		err = unix.Mkfifoat(r.cur.fd, base, 0o600)
+	case index.TypeChar, index.TypeBlock:
+		mode := uint32(unix.S_IFCHR)
+		if e.Type == index.TypeBlock {
+			mode = unix.S_IFBLK
+		}
+		err = unix.Mknodat(r.cur.fd, base, mode|0o600, int(e.Rdev))
+	default:
+		return fmt.Errorf("unknown entry type %d; skipped", e.Type)
+	}
+	if errors.Is(err, unix.EEXIST) {
+		return fs.ErrExist
+	}
+	return err
+}
+
 // setDir makes dir (relative to the target) the current directory for
 // entry creation: created if needed, opened once through the root.
 func (r *restoreRun) setDir(dir string) error {
-	if dir == r.curDir && r.curDirRoot != nil {
+	if dir == r.curDir && r.cur != nil {
 		return nil
 	}
-	if r.curDirRoot != nil {
-		r.curDirFile.Close()
-		r.curDirRoot.Close()
-		r.curDirRoot, r.curDirFile = nil, nil
+	if r.cur != nil {
+		r.cur.release()
+		r.cur = nil
 	}
 	r.curDir = dir
-	if dir == "" && r.opts.To == "" {
-		dir = "."
-	}
 	if dir == "" {
 		dir = "."
 	}
 	if err := r.root.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	sub, err := r.root.OpenRoot(dir)
+	d, err := openDirHandle(r.root, dir)
 	if err != nil {
 		return err
 	}
-	f, err := sub.Open(".")
-	if err != nil {
-		sub.Close()
-		return err
-	}
-	r.curDirRoot, r.curDirFile = sub, f
+	r.cur = d
 	return nil
 }
 
 // mayWrite applies the overwrite policy to an existing entry and clears the
 // way for the new one.
 func (r *restoreRun) mayWrite(base string, e *index.Entry) bool {
-	fi, err := r.curDirRoot.Lstat(base)
-	if errors.Is(err, fs.ErrNotExist) {
+	return r.clearWay(r.cur.fd, base, e)
+}
+
+// clearWay is mayWrite for any directory: safe to call from the file
+// writers (it only uses the directory's descriptor).
+func (r *restoreRun) clearWay(dirfd int, base string, e *index.Entry) bool {
+	var st unix.Stat_t
+	err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if errors.Is(err, unix.ENOENT) {
 		return true
 	}
 	if err != nil {
@@ -459,19 +505,19 @@ func (r *restoreRun) mayWrite(base string, e *index.Entry) bool {
 	}
 	switch r.opts.Overwrite {
 	case OverwriteNever:
-		r.skipped++
+		r.skipped.Add(1)
 		return false
 	case OverwriteOlder:
-		if !fi.ModTime().Before(time.Unix(0, e.MTime)) {
-			r.skipped++
+		if st.Mtim.Nano() >= e.MTime {
+			r.skipped.Add(1)
 			return false
 		}
 	}
-	if fi.IsDir() {
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		r.warn(e.Path, "a directory is in the way; not restored")
 		return false
 	}
-	if err := r.curDirRoot.Remove(base); err != nil {
+	if err := unix.Unlinkat(dirfd, base, 0); err != nil {
 		r.warn(e.Path, "cannot replace existing file: "+err.Error())
 		return false
 	}
@@ -479,49 +525,41 @@ func (r *restoreRun) mayWrite(base string, e *index.Entry) bool {
 }
 
 func (r *restoreRun) restoreFile(base string, e *index.Entry) error {
-	f, err := r.curDirRoot.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
+	if e.Size <= smallFile {
+		// Read the content here (the stream is read in order), then let a
+		// writer create the file while the next one is decoded.
+		data, err := r.content(e)
+		if err != nil {
+			return err
+		}
+		r.w.add(&fileJob{dir: r.cur.acquire(), base: base, e: *e, data: data})
+		return errQueued
+	}
+	fd, err := createAt(r.cur.fd, base)
 	if err != nil {
 		return err
 	}
-	if e.Size > 0 {
-		src := int64(r.ss.ID)
-		if e.Flags&index.FlagUnchanged != 0 {
-			src = int64(e.Source)
-		}
-		s, err := r.source(src)
-		if err != nil {
-			f.Close()
-			return fmt.Errorf("%w: %w", errFatal, err)
-		}
-		// Damage on media costs the files it holds, not the restore: the
-		// partial file is removed, the file is named, and the next entry
-		// is read from the next good frame.
-		damaged := func(err error) error {
-			f.Close()
-			_ = r.curDirRoot.Remove(base)
-			return &damageError{err: err}
-		}
-		if err := s.rd.SeekTo(e.Offset); err != nil {
-			return damaged(fmt.Errorf("saveset %d: %w", src, err))
-		}
-		hdr, err := s.rd.Next()
-		if err != nil {
-			return damaged(fmt.Errorf("saveset %d: %w", src, err))
-		}
-		if hdr.Path != e.Path || hdr.Size != e.Size {
-			f.Close()
-			_ = r.curDirRoot.Remove(base)
-			return fmt.Errorf("%w: saveset %d: the stream holds %q at offset %d, the index says %q", errFatal, src, hdr.Path, e.Offset, e.Path)
-		}
-		h := stream.NewDigest()
-		n, err := io.Copy(io.MultiWriter(f, h), s.rd)
-		r.phase.Source.Add(n)
-		if err != nil {
-			return damaged(fmt.Errorf("saveset %d: %w", src, err))
-		}
-		if d := stream.SumDigest(h); d != e.Digest {
-			return damaged(errors.New("content does not match its digest"))
-		}
+	f := os.NewFile(uintptr(fd), e.Path)
+	// Damage on media costs the files it holds, not the restore: the
+	// partial file is removed, the file is named, and the next entry is
+	// read from the next good frame.
+	damaged := func(err error) error {
+		f.Close()
+		_ = unix.Unlinkat(r.cur.fd, base, 0)
+		return err
+	}
+	s, err := r.open(e)
+	if err != nil {
+		return damaged(err)
+	}
+	h := stream.NewDigest()
+	n, err := io.Copy(io.MultiWriter(f, h), s.rd)
+	r.phase.Source.Add(n)
+	if err != nil {
+		return damaged(&damageError{err: fmt.Errorf("saveset %d: %w", s.ss.ID, err)})
+	}
+	if d := stream.SumDigest(h); d != e.Digest {
+		return damaged(&damageError{err: errors.New("content does not match its digest")})
 	}
 	if err := r.applyFileMeta(f, e); err != nil {
 		f.Close()
@@ -530,23 +568,74 @@ func (r *restoreRun) restoreFile(base string, e *index.Entry) error {
 	return f.Close()
 }
 
+// errQueued: the file went to the writers, which count it.
+var errQueued = errors.New("queued")
+
+// createAt creates a file in a directory opened through the root. base is
+// one path component, so a plain openat relative to the directory stays
+// inside the target; O_NOFOLLOW|O_EXCL refuse a symlink or anything else
+// in the way (fs.ErrExist).
+func createAt(dirfd int, base string) (int, error) {
+	fd, err := unix.Openat(dirfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if errors.Is(err, unix.EEXIST) {
+		return -1, fs.ErrExist
+	}
+	if err != nil {
+		return -1, &fs.PathError{Op: "create", Path: base, Err: err}
+	}
+	return fd, nil
+}
+
+// open positions the saveset that holds e's content at e and checks that
+// the stream and the index agree.
+func (r *restoreRun) open(e *index.Entry) (*sourceReader, error) {
+	src := int64(r.ss.ID)
+	if e.Flags&index.FlagUnchanged != 0 {
+		src = int64(e.Source)
+	}
+	s, err := r.source(src)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errFatal, err)
+	}
+	if err := s.rd.SeekTo(e.Offset); err != nil {
+		return nil, &damageError{err: fmt.Errorf("saveset %d: %w", src, err)}
+	}
+	hdr, err := s.rd.Next()
+	if err != nil {
+		return nil, &damageError{err: fmt.Errorf("saveset %d: %w", src, err)}
+	}
+	if hdr.Path != e.Path || hdr.Size != e.Size {
+		return nil, fmt.Errorf("%w: saveset %d: the stream holds %q at offset %d, the index says %q", errFatal, src, hdr.Path, e.Offset, e.Path)
+	}
+	return s, nil
+}
+
+// content reads a small file's content and checks its digest.
+func (r *restoreRun) content(e *index.Entry) ([]byte, error) {
+	if e.Size == 0 {
+		return nil, nil
+	}
+	s, err := r.open(e)
+	if err != nil {
+		return nil, err
+	}
+	buf := r.w.buffer(e.Size)
+	if _, err := io.ReadFull(s.rd, buf); err != nil {
+		r.w.free(len(buf))
+		return nil, &damageError{err: fmt.Errorf("saveset %d: %w", s.ss.ID, err)}
+	}
+	r.phase.Source.Add(e.Size)
+	h := stream.NewDigest()
+	h.Write(buf)
+	if stream.SumDigest(h) != e.Digest {
+		r.w.free(len(buf))
+		return nil, &damageError{err: errors.New("content does not match its digest")}
+	}
+	return buf, nil
+}
+
 func (r *restoreRun) applyFileMeta(f *os.File, e *index.Entry) error {
-	fd := int(f.Fd())
-	for k, v := range e.Xattrs {
-		if err := unix.Fsetxattr(fd, k, []byte(v), 0); err != nil && !errors.Is(err, unix.ENOTSUP) {
-			r.warn(e.Path, fmt.Sprintf("xattr %s: %v", k, err))
-		}
-	}
-	if r.asRoot {
-		if err := f.Chown(int(e.UID), int(e.GID)); err != nil {
-			return err
-		}
-	}
-	if err := f.Chmod(fileMode(e.Mode)); err != nil {
-		return err
-	}
-	ts := []unix.Timespec{unix.NsecToTimespec(e.MTime), unix.NsecToTimespec(e.MTime)}
-	return unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH)
+	return setFileMeta(r, int(f.Fd()), e)
 }
 
 // applyMeta sets ownership, mode and times of a non-file entry, without
@@ -576,7 +665,7 @@ func (r *restoreRun) applyMeta(name string, e *index.Entry, isDir bool) error {
 		ts := []unix.Timespec{unix.NsecToTimespec(e.MTime), unix.NsecToTimespec(e.MTime)}
 		return unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH)
 	}
-	dirfd = int(r.curDirFile.Fd())
+	dirfd = r.cur.fd
 	if r.asRoot {
 		if err := unix.Fchownat(dirfd, name, int(e.UID), int(e.GID), unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return err
@@ -612,8 +701,7 @@ func (r *restoreRun) makeLink(l *index.Entry) error {
 	if err := r.root.Link(l.Link, l.Path); err != nil {
 		return err
 	}
-	r.files++
-	r.phase.Files.Add(1)
+	r.counted()
 	return nil
 }
 

@@ -70,8 +70,15 @@ func (e *Env) Verify(ctx context.Context, id int64, opts VerifyOptions) (*Verify
 	if err := e.Catalog.CreateJob(job); err != nil {
 		return nil, err
 	}
+	e.logf(job, "verify (%s) of saveset %d (%s of %s)", level, ss.ID, ss.Level, ss.Created.Local().Format("2006-01-02 15:04:05"))
 	res, verr := e.verifySaveset(ctx, ss, opts, job.ID)
 	job.Finished = e.now()
+	if res != nil {
+		e.logf(job, "%d checked, %d problems", res.Checked, len(res.Problems))
+	}
+	if verr != nil {
+		e.logf(job, "failed: %v", verr)
+	}
 	if res != nil {
 		job.Phases = []catalog.Phase{res.phase}
 		job.Files, job.SourceBytes, job.MediaBytes = res.phase.Files, res.phase.Bytes, res.phase.MediaBytes
