@@ -17,6 +17,7 @@ import (
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/library"
+	"golang.org/x/sys/unix"
 )
 
 func newEnv(t *testing.T) *engine.Env {
@@ -638,4 +639,104 @@ func TestFileChangedWhileReadIsAWarning(t *testing.T) {
 	if err != nil || !found {
 		t.Fatalf("the changed file is not flagged in the index (err %v)", err)
 	}
+}
+
+// Paths longer than the kernel takes by name (PATH_MAX) are backed up and
+// restored: the walker opens them relative to their directory.
+func TestPathsLongerThanPathMax(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	dir := src
+	for len(dir) < 4500 {
+		dir = filepath.Join(dir, strings.Repeat("d", 200))
+	}
+	must(t, mkdirAllLong(dir))
+	f, err := openLong(filepath.Join(dir, "deep.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("at the bottom")
+	f.Close()
+	res := backup(t, env, engine.BackupOptions{Paths: []string{src}})
+	if res.Figures.Warnings != 0 {
+		t.Fatalf("warnings %q", res.Warnings)
+	}
+	var found bool
+	err = env.Find("deep.txt", func(m engine.Match) error {
+		found = m.Entry.Size == int64(len("at the bottom"))
+		return nil
+	})
+	if err != nil || !found {
+		t.Fatalf("the deep file is not in the saveset with its content (err %v)", err)
+	}
+	to := t.TempDir()
+	restore(t, env, engine.RestoreOptions{SavesetID: res.Figures.SavesetID, To: to})
+	fd, err := unix.Open("/", unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := strings.Trim(filepath.Join(restored(to, dir), "deep.txt"), "/")
+	comps := strings.Split(p, "/")
+	for _, c := range comps[:len(comps)-1] {
+		nfd, err := unix.Openat(fd, c, unix.O_DIRECTORY, 0)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatalf("restored tree lacks %s: %v", c, err)
+		}
+		fd = nfd
+	}
+	buf := make([]byte, 100)
+	ffd, err := unix.Openat(fd, "deep.txt", unix.O_RDONLY, 0)
+	unix.Close(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := unix.Read(ffd, buf)
+	unix.Close(ffd)
+	if string(buf[:n]) != "at the bottom" {
+		t.Fatalf("restored content %q", buf[:n])
+	}
+}
+
+// mkdirAllLong and openLong work below PATH_MAX by walking with *at calls.
+func mkdirAllLong(p string) error {
+	fd, err := unix.Open("/", unix.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	for _, c := range strings.Split(strings.Trim(p, "/"), "/") {
+		if err := unix.Mkdirat(fd, c, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+			unix.Close(fd)
+			return err
+		}
+		nfd, err := unix.Openat(fd, c, unix.O_DIRECTORY, 0)
+		unix.Close(fd)
+		if err != nil {
+			return err
+		}
+		fd = nfd
+	}
+	return unix.Close(fd)
+}
+
+func openLong(p string) (*os.File, error) {
+	dir, base := filepath.Split(p)
+	fd, err := unix.Open("/", unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range strings.Split(strings.Trim(dir, "/"), "/") {
+		nfd, err := unix.Openat(fd, c, unix.O_DIRECTORY, 0)
+		unix.Close(fd)
+		if err != nil {
+			return nil, err
+		}
+		fd = nfd
+	}
+	ffd, err := unix.Openat(fd, base, unix.O_CREAT|unix.O_WRONLY, 0o644)
+	unix.Close(fd)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(ffd), p), nil
 }

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -113,6 +112,15 @@ func (b *backupRun) stream(strm *stream.Writer, idxw *index.Writer, base *baseIn
 					}
 				}
 				if e.Type == index.TypeFile && !it.unchanged {
+					if len(wi.Abs) >= unix.PathMax {
+						// Too long to open by name later: open it now,
+						// relative to its directory.
+						f, err := wi.Open()
+						if err != nil {
+							it.err = err
+						}
+						it.file = f
+					}
 					it.done = make(chan struct{})
 					select {
 					case toRead <- it:
@@ -195,51 +203,115 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// openNoAtime opens a file for reading without touching its access time
-// where the kernel allows it.
-func openNoAtime(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOATIME|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, syscall.EPERM) {
-		f, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+// openSource opens a file to back up without touching its access time where
+// the kernel allows it, as a raw descriptor (regular files gain nothing from
+// Go's poller, and registering each with it costs a system call).
+// O_NONBLOCK keeps a file replaced by a FIFO since the walk from blocking.
+func openSource(path string) (int, error) {
+	const flags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
+	for {
+		fd, err := unix.Open(path, flags|unix.O_NOATIME, 0)
+		if errors.Is(err, unix.EPERM) {
+			fd, err = unix.Open(path, flags, 0)
+		}
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return -1, &fs.PathError{Op: "open", Path: path, Err: err}
+		}
+		return fd, nil
 	}
-	return f, err
+}
+
+// readFull reads len(buf) bytes from fd or up to its end.
+func readFull(fd int, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return n, nil
 }
 
 func (b *backupRun) prefetch(it *item, budget chan struct{}) {
-	f, err := openNoAtime(it.Abs)
+	if it.err != nil {
+		return
+	}
+	if it.file != nil { // opened by the walker (a path too long to open by name)
+		b.prefetchFile(it, budget)
+		return
+	}
+	fd, err := openSource(it.Abs)
 	if err != nil {
 		it.err = err
 		return
 	}
 	// The file must still be the regular file the walker saw.
 	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		f.Close()
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
 		it.err = err
 		return
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		f.Close()
+		unix.Close(fd)
 		it.err = errors.New("no longer a regular file")
 		return
 	}
 	size := it.Entry.Size
 	if size > smallFile {
-		_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_SEQUENTIAL)
-		it.file = f
+		_ = unix.Fadvise(fd, 0, 0, unix.FADV_SEQUENTIAL)
+		it.file = os.NewFile(uintptr(fd), it.Abs)
 		return
 	}
-	defer f.Close()
+	defer unix.Close(fd)
 	it.tokens = int(size/4096) + 1
 	for range it.tokens {
 		budget <- struct{}{}
 	}
 	// Read one byte more than expected, to notice a file that grew.
 	buf := make([]byte, size+1)
+	n, err := readFull(fd, buf)
+	if err != nil {
+		it.err = &fs.PathError{Op: "read", Path: it.Abs, Err: err}
+		return
+	}
+	if int64(n) != size {
+		it.changed = true
+	}
+	it.data = buf[:min(int64(n), size)]
+	if err := unix.Fstat(fd, &st); err != nil || st.Size != it.Entry.Size || st.Mtim.Nano() != it.Entry.MTime {
+		it.changed = true
+	}
+}
+
+// prefetchFile reads a file the walker already opened.
+func (b *backupRun) prefetchFile(it *item, budget chan struct{}) {
+	size := it.Entry.Size
+	if size > smallFile {
+		return
+	}
+	f := it.file
+	it.file = nil
+	defer f.Close()
+	it.tokens = int(size/4096) + 1
+	for range it.tokens {
+		budget <- struct{}{}
+	}
+	buf := make([]byte, size+1)
 	n, err := io.ReadFull(f, buf)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		it.err = err
-		it.data = nil
 		return
 	}
 	if int64(n) != size {

@@ -192,8 +192,9 @@ type restoreRun struct {
 	nwarn    int64
 	tapes    []string
 
-	curDir string
-	cur    *dirHandle // the directory entries are being created in
+	curDir  string
+	cur     *dirHandle // the directory entries are being created in
+	copyBuf []byte
 
 	mu    sync.Mutex // warnings and counters, shared with the file writers
 	files atomic.Int64
@@ -553,7 +554,10 @@ func (r *restoreRun) restoreFile(base string, e *index.Entry) error {
 		return damaged(err)
 	}
 	h := stream.NewDigest()
-	n, err := io.Copy(io.MultiWriter(f, h), s.rd)
+	if r.copyBuf == nil {
+		r.copyBuf = make([]byte, 1<<20) // few, large writes for large files
+	}
+	n, err := io.CopyBuffer(io.MultiWriter(f, h), s.rd, r.copyBuf)
 	r.phase.Source.Add(n)
 	if err != nil {
 		return damaged(&damageError{err: fmt.Errorf("saveset %d: %w", s.ss.ID, err)})
