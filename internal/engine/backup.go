@@ -49,6 +49,7 @@ type BackupOptions struct {
 	Label     string
 	FrameSize int // 0 = the stream's default
 	Workers   int // parallel small-file readers; 0 = default
+	ReadAhead int // bytes of small files read ahead of the stream; 0 = 64 MiB
 }
 
 // Result is what a job reports at its end.

@@ -740,3 +740,30 @@ func openLong(p string) (*os.File, error) {
 	}
 	return os.NewFile(uintptr(ffd), p), nil
 }
+
+// More small files than the read-ahead budget holds must not stall the
+// backup: readers that run ahead may not starve the file the writer needs
+// next (a deadlock seen with 9,800 files of 200 KB).
+func TestReadAheadBudgetNeverDeadlocks(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	// 30 MiB in files of 256 KiB, a read-ahead budget of a few files, and
+	// a slow writer (high compression), so that the readers run far ahead.
+	rng := rand.New(rand.NewPCG(3, 3))
+	b := make([]byte, 256<<10)
+	for i := range 120 {
+		for j := range b {
+			b[j] = 'a' + byte(rng.IntN(16)) // compressible, and slow to compress
+		}
+		must(t, os.WriteFile(filepath.Join(src, fmt.Sprintf("f%03d", i)), b, 0o644))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := env.Backup(ctx, engine.BackupOptions{Paths: []string{src}, Compress: compress.LevelHigh, ReadAhead: 2 << 20})
+	if err != nil {
+		t.Fatalf("backup: %v", err)
+	}
+	if res.Figures.SourceBytes != 120*256<<10 {
+		t.Fatalf("source bytes %d", res.Figures.SourceBytes)
+	}
+}

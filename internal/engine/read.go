@@ -89,7 +89,12 @@ func (b *backupRun) stream(strm *stream.Writer, idxw *index.Writer, base *baseIn
 	}
 	ordered := make(chan *item, prefetchItems)
 	toRead := make(chan *item, prefetchItems)
-	budget := make(chan struct{}, prefetchBytes/4096) // one token per 4 KiB read ahead
+	readAhead := b.opts.ReadAhead
+	if readAhead <= 0 {
+		readAhead = prefetchBytes
+	}
+	readAhead = max(readAhead, 2*smallFile)       // room for the largest small file
+	budget := make(chan struct{}, readAhead/4096) // one token per 4 KiB read ahead
 	walkErr := make(chan error, 1)
 
 	// Walker: emits items in index order.
@@ -120,6 +125,20 @@ func (b *backupRun) stream(strm *stream.Writer, idxw *index.Writer, base *baseIn
 							it.err = err
 						}
 						it.file = f
+					}
+					// The read-ahead budget is taken here, in walk order,
+					// and given back by the writer in the same order: the
+					// next file the writer needs always has its share, so
+					// readers that ran ahead can never starve it.
+					if e.Size <= smallFile {
+						it.tokens = int(e.Size/4096) + 1
+						for range it.tokens {
+							select {
+							case budget <- struct{}{}:
+							case <-ctx.Done():
+								return ctx.Err()
+							}
+						}
 					}
 					it.done = make(chan struct{})
 					select {
@@ -275,10 +294,6 @@ func (b *backupRun) prefetch(it *item, budget chan struct{}) {
 		return
 	}
 	defer unix.Close(fd)
-	it.tokens = int(size/4096) + 1
-	for range it.tokens {
-		budget <- struct{}{}
-	}
 	// Read one byte more than expected, to notice a file that grew.
 	buf := make([]byte, size+1)
 	n, err := readFull(fd, buf)
@@ -304,10 +319,6 @@ func (b *backupRun) prefetchFile(it *item, budget chan struct{}) {
 	f := it.file
 	it.file = nil
 	defer f.Close()
-	it.tokens = int(size/4096) + 1
-	for range it.tokens {
-		budget <- struct{}{}
-	}
 	buf := make([]byte, size+1)
 	n, err := io.ReadFull(f, buf)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
