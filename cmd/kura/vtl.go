@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/units"
 )
@@ -228,5 +227,3 @@ func orEmpty(s, alt string) string {
 	}
 	return s
 }
-
-var _ = catalog.ErrNotFound

@@ -24,7 +24,21 @@ func (e *Env) List(id int64, dir string) ([]index.Entry, error) {
 	}
 	defer r.Close()
 	dir = strings.Trim(path.Clean("/"+dir), "/")
-	return r.List(dir)
+	entries, err := r.List(dir)
+	if err != nil || len(entries) > 0 || dir == "" {
+		return entries, err
+	}
+	// Nothing listed: an empty folder, or no such folder at all?
+	en, ok, err := r.Lookup(dir)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, fmt.Errorf("saveset %d holds no /%s", id, dir)
+	case en.Type != index.TypeDir:
+		return []index.Entry{en}, nil
+	}
+	return entries, nil
 }
 
 // Match is one version of a file found by Find.

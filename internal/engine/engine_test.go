@@ -454,6 +454,9 @@ func TestBrowse(t *testing.T) {
 	if strings.Join(names, ",") != "docs,notes.txt" {
 		t.Fatalf("ls = %v", names)
 	}
+	if _, err := env.List(id2, src+"/no-such-folder"); err == nil {
+		t.Error("listing a folder the saveset does not hold gave no error")
+	}
 	var versions []int64
 	err = env.Find("report.odt", func(m engine.Match) error {
 		versions = append(versions, m.SavesetID)

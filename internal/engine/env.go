@@ -15,7 +15,6 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -270,8 +269,6 @@ func fsyncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
-
-var _ = context.Background
 
 // openIndex opens a saveset's index: the cached file in the home, or the
 // index tape file (which is then cached again).

@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"io/fs"
@@ -222,5 +221,3 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
-
-var _ = bytes.Equal

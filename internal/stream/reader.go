@@ -255,6 +255,8 @@ type framePipe struct {
 	done   chan struct{}
 	rc     io.ReadCloser
 	cur    []byte
+	curBuf []byte      // the whole frame cur is a tail of
+	free   chan []byte // frame buffers the consumer is done with
 	err    error
 	sawEOF bool // the source ended cleanly and that was passed on as io.EOF
 }
@@ -267,6 +269,7 @@ type decoded struct {
 func newFramePipe(rc io.ReadCloser, dec *zstd.Decoder, table []index.Frame, k int, o ReaderOptions) *framePipe {
 	p := &framePipe{
 		ch:    make(chan decoded, o.ReadAhead),
+		free:  make(chan []byte, o.ReadAhead+2),
 		stopc: make(chan struct{}),
 		done:  make(chan struct{}),
 		rc:    rc,
@@ -319,7 +322,7 @@ func (p *framePipe) run(dec *zstd.Decoder, table []index.Frame, k int, maxFrame 
 		}
 		var dst []byte
 		if table != nil {
-			dst = make([]byte, 0, table[k].Size)
+			dst = p.buffer(int(table[k].Size))
 		}
 		data, err := dec.DecodeAll(f, dst)
 		if err != nil {
@@ -339,10 +342,32 @@ func (p *framePipe) run(dec *zstd.Decoder, table []index.Frame, k int, maxFrame 
 	}
 }
 
+// buffer returns an empty buffer for a decoded frame of n bytes, reusing
+// one the consumer is done with: allocating (and zeroing) a fresh 1 MiB
+// for every frame cost as much as decoding raw frames.
+func (p *framePipe) buffer(n int) []byte {
+	select {
+	case b := <-p.free:
+		if cap(b) >= n {
+			return b[:0]
+		}
+	default:
+	}
+	return make([]byte, 0, n)
+}
+
 func (p *framePipe) Read(b []byte) (int, error) {
 	for len(p.cur) == 0 {
 		if p.err != nil {
 			return 0, p.err
+		}
+		if p.curBuf != nil {
+			// Every byte of it was copied out: the decoder may reuse it.
+			select {
+			case p.free <- p.curBuf[:0]:
+			default:
+			}
+			p.curBuf = nil
 		}
 		d, ok := <-p.ch
 		switch {
@@ -351,7 +376,7 @@ func (p *framePipe) Read(b []byte) (int, error) {
 		case d.err != nil:
 			p.err = d.err
 		default:
-			p.cur = d.data
+			p.cur, p.curBuf = d.data, d.data
 		}
 	}
 	n := copy(b, p.cur)
