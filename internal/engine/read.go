@@ -415,8 +415,11 @@ func (b *backupRun) write(strm *stream.Writer, idxw *index.Writer, it *item, bud
 	if err := idxw.Add(e); err != nil {
 		return fmt.Errorf("index: %w", err)
 	}
-	b.files++
-	b.phase.Files.Add(1)
+	if !it.unchanged {
+		// The job counts what it backed up; the index lists the whole tree.
+		b.files++
+		b.phase.Files.Add(1)
+	}
 	b.env.tick(&b.ticker, b.job.ID, b.phase, e.Path)
 	return nil
 }
