@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kura-backup/kura/internal/monitor"
 )
@@ -21,5 +22,22 @@ func TestProgressLine(t *testing.T) {
 	ev.Total = 0
 	if got := progressLine(ev, 120); strings.Contains(got, "[") || !strings.Contains(got, "50.0 MiB") {
 		t.Errorf("without a total: %q", got)
+	}
+}
+
+func TestParseTimeCoversWhatWasWritten(t *testing.T) {
+	cases := map[string]time.Duration{"2026-11-30 15:04:05": time.Second, "2026-11-30 15:04": time.Minute, "2026-11-30": 24 * time.Hour}
+	for in, span := range cases {
+		got, err := parseTime(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start, _ := time.ParseInLocation("2006-01-02 15:04:05"[:len(in)], in, time.Local)
+		if want := start.Add(span - time.Nanosecond); !got.Equal(want) {
+			t.Errorf("parseTime(%q) = %v, want %v (the end of that %v)", in, got, want, span)
+		}
+	}
+	if _, err := parseTime("yesterday-ish"); err == nil {
+		t.Error("nonsense accepted")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -86,11 +87,22 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 }
 
 // parseTime accepts the usual ways to write a moment, in local time unless
-// a zone is given.
+// a zone is given. The moment is the end of what was written: "15:04"
+// means up to 15:04:59.999…, so a backup made during that minute counts as
+// made at it.
 func parseTime(s string) (time.Time, error) {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02T15:04:05", "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
-			return t, nil
+	for _, l := range []struct {
+		layout string
+		span   time.Duration
+	}{
+		{time.RFC3339Nano, time.Nanosecond}, {"2006-01-02 15:04:05", time.Second}, {"2006-01-02T15:04:05", time.Second},
+		{"2006-01-02 15:04", time.Minute}, {"2006-01-02", 24 * time.Hour},
+	} {
+		if t, err := time.ParseInLocation(l.layout, s, time.Local); err == nil {
+			if l.layout == time.RFC3339Nano && t.Nanosecond() == 0 && !strings.Contains(s, ".") {
+				l.span = time.Second
+			}
+			return t.Add(l.span - time.Nanosecond), nil
 		}
 	}
 	return time.Time{}, usageErrorf("cannot read time %q (use 2006-01-02 15:04:05 or RFC 3339)", s)
