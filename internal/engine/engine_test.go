@@ -770,3 +770,23 @@ func TestReadAheadBudgetNeverDeadlocks(t *testing.T) {
 		t.Fatalf("source bytes %d", res.Figures.SourceBytes)
 	}
 }
+
+func TestVerifySample(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	for i := range 200 {
+		must(t, os.WriteFile(filepath.Join(src, fmt.Sprintf("f%03d", i)), []byte(fmt.Sprint(i)), 0o644))
+	}
+	id := backup(t, env, engine.BackupOptions{Paths: []string{src}}).Figures.SavesetID
+	all, err := env.Verify(context.Background(), id, engine.VerifyOptions{})
+	if err != nil || all.Checked != 200 {
+		t.Fatalf("full verify checked %d files: %v", all.Checked, err)
+	}
+	some, err := env.Verify(context.Background(), id, engine.VerifyOptions{Sample: 10})
+	if err != nil || some.Checked < 5 || some.Checked > 40 {
+		t.Fatalf("a 10 %% sample checked %d of 200 files: %v", some.Checked, err)
+	}
+	if _, err := env.Verify(context.Background(), id, engine.VerifyOptions{Sample: 150}); err == nil {
+		t.Fatal("a sample of 150 % was accepted")
+	}
+}
