@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"strconv"
 
@@ -21,6 +22,8 @@ func jobError(err error) error {
 		return &exitError{Code: exitWarnings}
 	case errors.Is(err, engine.ErrVerify):
 		return &exitError{Code: exitVerify, Err: err}
+	case errors.Is(err, context.Canceled):
+		return &exitError{Code: exitFailure, Err: errors.New("interrupted: the job was canceled and its saveset marked failed; earlier savesets are untouched")}
 	}
 	return &exitError{Code: exitFailure, Err: err}
 }
