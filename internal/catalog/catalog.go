@@ -80,11 +80,28 @@ func Open(path string) (*Catalog, error) {
 		return nil, fmt.Errorf("catalog: opening %s: %w", path, err)
 	}
 	c := &Catalog{db: db}
-	if err := c.migrate(); err != nil {
+	// Openers racing on a new file can get SQLITE_BUSY straight away while
+	// one of them switches it to WAL (SQLite does not wait for that lock);
+	// the condition is transient, so try again for up to BusyTimeout.
+	deadline := time.Now().Add(BusyTimeout)
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		err = c.migrate()
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(wait)
+	}
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("catalog: opening %s: %w", path, err)
 	}
 	return c, nil
+}
+
+// isBusy reports whether err is SQLite's "database is locked".
+func isBusy(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
 }
 
 // Close closes the catalog. Calls after Close fail.

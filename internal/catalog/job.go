@@ -71,6 +71,9 @@ type Job struct {
 	WarningCount int64     `json:"warning_count"` // all warnings; stored as at least len(Warnings)
 	Error        string    `json:"error"`
 	Log          []string  `json:"log"` // at most MaxLogLines are stored: the last ones
+	// Owner names the lock file the running process holds (in the home's
+	// run/ folder): a running job whose lock is free has lost its process.
+	Owner string `json:"owner,omitempty"`
 }
 
 func (j *Job) validate() error {
@@ -88,7 +91,7 @@ func (j *Job) validate() error {
 }
 
 const jobColumns = `kind, state, client, selection, saveset_id, level, started, finished, files, source_bytes,
-	media_bytes, avg_rate, peak_rate, tapes, phases, warnings, warning_count, error, log`
+	media_bytes, avg_rate, peak_rate, tapes, phases, warnings, warning_count, error, log, owner`
 
 func jobArgs(j *Job) ([]any, error) {
 	warnings := j.Warnings
@@ -119,7 +122,7 @@ func jobArgs(j *Job) ([]any, error) {
 	}
 	return []any{j.Kind, j.State, j.Client, j.Selection, j.SavesetID, j.Level, toDB(j.Started), toDB(j.Finished),
 		j.Files, j.SourceBytes, j.MediaBytes, j.AvgRate, j.PeakRate, enc[0], enc[1], enc[2], count, j.Error,
-		enc[3]}, nil
+		enc[3], j.Owner}, nil
 }
 
 func scanJob(row interface{ Scan(...any) error }) (*Job, error) {
@@ -130,7 +133,7 @@ func scanJob(row interface{ Scan(...any) error }) (*Job, error) {
 	)
 	err := row.Scan(&j.ID, &j.Kind, &j.State, &j.Client, &j.Selection, &j.SavesetID, &j.Level, &started,
 		&finished, &j.Files, &j.SourceBytes, &j.MediaBytes, &j.AvgRate, &j.PeakRate, &tapes, &phases,
-		&warnings, &j.WarningCount, &j.Error, &logTxt)
+		&warnings, &j.WarningCount, &j.Error, &logTxt, &j.Owner)
 	if err != nil {
 		return nil, err
 	}

@@ -85,4 +85,8 @@ var migrations = [][]string{
 		)`,
 		`CREATE INDEX jobs_state ON jobs (state)`,
 	},
+	// 2: the lock that tells a running job from one whose process died.
+	{
+		`ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT ''`,
+	},
 }
