@@ -158,9 +158,11 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 
 	start := e.now()
 	job := &catalog.Job{Kind: "backup", State: "running", Client: e.Client, Selection: selKey, Level: level, Started: start}
-	if err := e.Catalog.CreateJob(job); err != nil {
+	lock, err := e.startJob(job)
+	if err != nil {
 		return nil, err
 	}
+	defer lock.release()
 	ss := &catalog.Saveset{JobID: job.ID, Client: e.Client, Selection: selKey, Level: level, Status: "running",
 		Created: start, Paths: paths, Label: opts.Label, Codec: opts.Compress.String(), Library: libCfg.Name}
 	if base != nil {

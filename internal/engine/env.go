@@ -61,7 +61,12 @@ func Open(homeDir string) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the catalog in %s: %w", homeDir, err)
 	}
-	return &Env{Home: homeDir, Catalog: cat, Clock: monitor.SystemClock{}, Events: monitor.Nop{}}, nil
+	e := &Env{Home: homeDir, Catalog: cat, Clock: monitor.SystemClock{}, Events: monitor.Nop{}}
+	if _, err := e.ReapDeadJobs(); err != nil {
+		cat.Close()
+		return nil, fmt.Errorf("checking for jobs whose process died: %w", err)
+	}
+	return e, nil
 }
 
 // Close closes the catalog.

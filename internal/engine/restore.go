@@ -111,9 +111,11 @@ func (e *Env) Restore(ctx context.Context, opts RestoreOptions) (*Result, error)
 	start := e.now()
 	job := &catalog.Job{Kind: "restore", State: "running", Client: e.Client, Selection: ss.Selection,
 		SavesetID: ss.ID, Level: ss.Level, Started: start}
-	if err := e.Catalog.CreateJob(job); err != nil {
+	lock, err := e.startJob(job)
+	if err != nil {
 		return nil, err
 	}
+	defer lock.release()
 	r := &restoreRun{env: e, ctx: ctx, opts: opts, ss: ss, job: job, root: root,
 		phase: monitor.StartPhase(e.Clock, "restore"), sources: map[int64]*sourceReader{},
 		asRoot: os.Geteuid() == 0}

@@ -67,9 +67,11 @@ func (e *Env) Verify(ctx context.Context, id int64, opts VerifyOptions) (*Verify
 	// A verify job's level is the verify level (media, data, source).
 	job := &catalog.Job{Kind: "verify", State: "running", Client: ss.Client, Selection: ss.Selection,
 		SavesetID: ss.ID, Level: level, Started: e.now()}
-	if err := e.Catalog.CreateJob(job); err != nil {
+	lock, err := e.startJob(job)
+	if err != nil {
 		return nil, err
 	}
+	defer lock.release()
 	e.logf(job, "verify (%s) of saveset %d (%s of %s)", level, ss.ID, ss.Level, ss.Created.Local().Format("2006-01-02 15:04:05"))
 	res, verr := e.verifySaveset(ctx, ss, opts, job.ID)
 	job.Finished = e.now()
