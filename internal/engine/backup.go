@@ -361,7 +361,7 @@ func (b *backupRun) run() error {
 	// The index tape file follows the data, on the tape in the drive (or the
 	// next one if it does not fit before early warning).
 	dev := cur
-	if fw, ok := dev.(interface{ Remaining() int64 }); ok && fw.Remaining() < size {
+	if l := dev.Label(); l.EarlyWarning-dev.Used() < size {
 		if dev, _, err = next(nil); err != nil {
 			return err
 		}

@@ -790,3 +790,51 @@ func TestVerifySample(t *testing.T) {
 		t.Fatal("a sample of 150 % was accepted")
 	}
 }
+
+// When the data ends close to a tape's early-warning point, the index tape
+// file goes to the next tape rather than past the point.
+func TestIndexMovesToNextTapeAtEarlyWarning(t *testing.T) {
+	env := newEnv(t)
+	const ew = 24 << 20 // 32 MiB tapes, early warning 8 MiB before the end
+	if _, err := env.CreateLibrary(library.Config{Name: "tiny", TapeSize: 32 << 20, EarlyWarningMargin: 8 << 20, Slots: 3}); err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	// 8,000 one-byte files: 8,192,000 bytes of stream and an index of
+	// over 30 KB; one big file brings the data to ~15 KB before early
+	// warning, so the index does not fit there.
+	const small = 8000
+	for i := range small {
+		must(t, os.WriteFile(filepath.Join(src, fmt.Sprintf("small-%04d", i)), []byte{byte(i)}, 0o644))
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	b := make([]byte, ew-small*1024-10_000-15_000)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	must(t, os.WriteFile(filepath.Join(src, "big"), b, 0o644))
+	res := backup(t, env, engine.BackupOptions{Paths: []string{src}, Library: "tiny", Compress: compress.LevelNone})
+	ss, err := env.Catalog.Saveset(res.Figures.SavesetID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss.Parts) != 1 || ss.IndexBytes < 30_000 {
+		t.Fatalf("set-up: %d data parts, index of %d bytes; want 1 part and an index over 30 KB", len(ss.Parts), ss.IndexBytes)
+	}
+	lib, _ := env.OpenLibrary("tiny")
+	for _, bc := range res.Figures.Tapes {
+		tp, err := lib.OpenTape(bc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tp.Used() > tp.Label().EarlyWarning {
+			t.Errorf("tape %s holds %d bytes, past its early-warning point %d", bc, tp.Used(), tp.Label().EarlyWarning)
+		}
+		tp.Close()
+	}
+	if ss.IndexPart.Barcode == ss.Parts[0].Barcode {
+		t.Errorf("the index went on %s with the data, past early warning", ss.IndexPart.Barcode)
+	}
+	to := t.TempDir()
+	restore(t, env, engine.RestoreOptions{SavesetID: ss.ID, To: to})
+}
