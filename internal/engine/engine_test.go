@@ -350,27 +350,7 @@ func TestVerifyFindsDamage(t *testing.T) {
 	}
 
 	// Flip a byte in the middle of the data on tape.
-	ss, _ := env.Catalog.Saveset(id)
-	lib, err := env.LibraryOfTape(ss.Parts[0].Barcode)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp, err := lib.OpenTape(ss.Parts[0].Barcode)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := tp.DataPath(ss.Parts[0].File)
-	tp.Close()
-	f, err := os.OpenFile(data, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b [1]byte
-	off := int64(3_000_000)
-	f.ReadAt(b[:], off)
-	b[0] ^= 0x40
-	f.WriteAt(b[:], off)
-	f.Close()
+	flipByte(t, env, id, 3_000_000)
 	for _, level := range []string{engine.VerifyMedia, engine.VerifyData} {
 		vr, err := env.Verify(context.Background(), id, engine.VerifyOptions{Level: level})
 		if !errors.Is(err, engine.ErrVerify) {
