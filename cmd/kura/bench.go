@@ -25,8 +25,8 @@ func newBenchCmd(g *globals) *cobra.Command {
                   seed 003's database dump), scaled, deterministic for a seed.
   kura bench run  measures Kura on them (Table 5-1: block size × transfer
                   buffer; backup, verify and restore phases) and, with
-                  --peers tar, GNU tar and tar | zstd on the same data and
-                  disk; writes report.md and results.json.`,
+                  --peers tar,restic, GNU tar, tar | zstd and restic on the
+                  same data and disk; writes report.md and results.json.`,
 	}
 	cmd.AddCommand(newBenchGenCmd(), newBenchRunCmd())
 	return cmd
@@ -121,7 +121,10 @@ REPORTDIR/results.json (every run with its command line and configuration).
              32769 KiB): Average/Peak KB/s, time, compression ratio, max RSS
   phases     backup, verify (data) and restore of each set, each timed
   peers      --peers tar: tar -cf, tar -cf - | zstd -T0 and tar -xf on the
-             same data and disk, with Kura ÷ peer columns
+             same data and disk, with Kura ÷ peer columns; --peers restic:
+             restic backup (--compression auto from restic 0.14) into a
+             fresh repository on --scratch, and restic restore (a missing
+             restic is installed with apt-get when running as root)
 
 Every run is a separate process of this binary or the peer; as root the page
 cache is dropped before each one (restores then read the disk, not memory).
@@ -132,7 +135,7 @@ needs room for about twice the largest set. Progress lines go to stderr.
 Suites: quick (1 run per figure; use small data, e.g. gen --scale 0.005)
 and seed (3 runs per figure, medians).`,
 		Example: `  kura bench gen --out /data/bench --scale 0.005
-  kura bench run --data /data/bench --out /tmp/report --peers tar`,
+  kura bench run --data /data/bench --out /tmp/report --peers tar,restic`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Data == "" || o.Out == "" {
@@ -178,7 +181,7 @@ and seed (3 runs per figure, medians).`,
 	f.StringVar(&o.Suite, "suite", "quick", "quick (1 run per figure) or seed (3 runs, medians)")
 	f.IntVar(&o.Repeats, "runs", 0, "runs per figure (default: the suite's)")
 	f.StringVar(&sets, "sets", "", "only these sets, comma-separated (default: every set in --data)")
-	f.StringVar(&peers, "peers", "", "peer tools to measure too: tar (tar -cf, tar | zstd -T0, tar -xf)")
+	f.StringVar(&peers, "peers", "", "peer tools to measure too, comma-separated: tar (tar -cf, tar | zstd -T0, tar -xf), restic (restic backup, restic restore)")
 	f.StringVar(&o.Compress, "compress", "auto", "kura backup --compress level")
 	f.BoolVar(&o.NoDropCaches, "no-drop-caches", false, "do not drop the page cache before each run")
 	return cmd

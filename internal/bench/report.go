@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -52,7 +53,7 @@ func WriteReport(w io.Writer, res *Results) error {
 		}
 	}
 	if len(peers) == 0 {
-		peers = []string{"none asked for (`--peers tar`)"}
+		peers = []string{"none asked for (`--peers tar,restic`)"}
 	}
 	p("| Peers | %s |", strings.Join(peers, "; "))
 	p("")
@@ -67,6 +68,9 @@ func WriteReport(w io.Writer, res *Results) error {
 	}
 	p("- Every run is a separate process (Kura runs as `kura --json` subprocesses, like the peers); times are wall-clock from start to exit unless marked *job*, which is Kura's own Job Monitor time.")
 	p("- Durability: a Kura backup fsyncs its tape files, index and catalog before it reports success (*fsync*). GNU tar never fsyncs (*no fsync*). Neither `kura restore` nor `tar -xf` fsyncs the files it restores. After every run that does not fsync, a `sync` is timed separately (*sync after*) and not included in its time.")
+	if slices.ContainsFunc(res.Peers, func(pe Peer) bool { return pe.Name == ToolRestic && !pe.Missing }) {
+		p("- The restic peer backs up into a fresh repository on the scratch disk (`restic init` first, not timed) and fsyncs the repository files it writes (*fsync*); `restic restore` does not fsync the files it restores. The restic output is the repository's size.")
+	}
 	p("- Deleting restore targets is timed separately and is never part of a rate (on a disk mounted with `discard` deletes cost about 1 ms per file).")
 	p("- Units: KB/s as in the Job Monitor (1 KB = 1024 bytes); MiB/s = 2^20 bytes per second of the data set's bytes; files/s of its regular files.")
 	p("")
@@ -237,10 +241,14 @@ func writePeers(p func(string, ...any), res *Results, sets []string) {
 			{ToolKura, fmt.Sprintf("`kura backup --compress %s`", res.Compress)},
 			{ToolTar, "`tar -cf`"},
 			{ToolTarZstd, "`tar -cf - \\| zstd -T0`"},
+			{ToolRestic, "`restic backup`"},
 		} {
 			r, ok := median(s, t.tool, PhaseBackup)
 			if !ok {
 				continue
+			}
+			if t.tool == ToolRestic && r.Level == "auto" {
+				t.label = "`restic backup --compression auto`"
 			}
 			rate, size := "—", "—"
 			if t.tool != ToolKura && kok {
@@ -262,7 +270,7 @@ func writePeers(p func(string, ...any), res *Results, sets []string) {
 	p("|---|---|---:|---:|---:|---:|---:|---:|---|---:|")
 	for _, s := range sets {
 		k, kok := median(s, ToolKura, PhaseRestore)
-		for _, t := range []struct{ tool, label string }{{ToolKura, "`kura restore`"}, {ToolTar, "`tar -xf`"}} {
+		for _, t := range []struct{ tool, label string }{{ToolKura, "`kura restore`"}, {ToolTar, "`tar -xf`"}, {ToolRestic, "`restic restore`"}} {
 			r, ok := median(s, t.tool, PhaseRestore)
 			if !ok {
 				continue

@@ -14,7 +14,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // fakeResults are a run of two sets with three repeats of one Table 5-1
-// cell, the phases, tar peers, a failed run and a note.
+// cell, the phases, tar and restic peers, a failed run and a note.
 func fakeResults() *Results {
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	res := &Results{
@@ -27,8 +27,9 @@ func fakeResults() *Results {
 			DataDisk:   Disk{Path: "/data/bench", Source: "/dev/vda", FSType: "ext4", Options: "rw,relatime,discard", SizeB: 252 << 30, AvailB: 80 << 30},
 			ScratchDir: Disk{Path: "/data/report/scratch"}, Go: "go1.26.8", Kura: "devel", Root: true},
 		DropCaches: true,
-		Peers:      []Peer{{Name: "tar", Path: "/usr/bin/tar", Version: "tar (GNU tar) 1.34"}, {Name: "zstd", Path: "/usr/bin/zstd", Version: "Zstandard CLI v1.5.4"}},
-		Notes:      []string{"peer \"restic\" is not supported yet: not measured"},
+		Peers: []Peer{{Name: "tar", Path: "/usr/bin/tar", Version: "tar (GNU tar) 1.34"}, {Name: "zstd", Path: "/usr/bin/zstd", Version: "Zstandard CLI v1.5.4"},
+			{Name: "restic", Path: "/usr/bin/restic", Version: "restic 0.14.0 compiled with go1.19.8 on linux/amd64"}},
+		Notes: []string{"peer \"borg\" is not supported yet: not measured"},
 	}
 	add := func(r Run) {
 		r.setRates()
@@ -71,6 +72,13 @@ func fakeResults() *Results {
 		tz := p
 		tz.Tool, tz.Phase, tz.Seconds, tz.OutBytes, tz.SyncSeconds, tz.MaxRSSKiB = ToolTarZstd, PhaseBackup, 1.9, s.Bytes/int64(1+5*si), 0.2, 60000
 		add(tz)
+		rb := p
+		rb.Tool, rb.Phase, rb.Level, rb.Durable, rb.Seconds, rb.OutBytes, rb.MaxRSSKiB = ToolRestic, PhaseBackup, "auto", true, 3.1, s.Bytes/int64(1+3*si), 150000
+		add(rb)
+		rr := p
+		rr.Tool, rr.Phase, rr.Seconds, rr.SyncSeconds, rr.MaxRSSKiB = ToolRestic, PhaseRestore, 2.75+float64(si)*20, 0.7, 90000
+		add(rr)
+		res.Runs = append(res.Runs, Run{Test: TestPeers, Set: s.Name, Tool: ToolRestic, Phase: PhaseDelete, Rep: 1, Files: int64(s.Files), Seconds: 90})
 	}
 	res.Runs = append(res.Runs, Run{Test: TestTable51, Set: "test2", Tool: ToolKura, Phase: PhaseBackup, Rep: 2, Block: 32 << 10, Buffer: 257 << 10,
 		ExitCode: 1, Error: "kura: writing tape KUR001: no space left on device"})

@@ -75,7 +75,7 @@ type Disk struct {
 const (
 	TestTable51 = "5-1"    // (a) block × buffer
 	TestPhases  = "phases" // (e) backup, verify, restore
-	TestPeers   = "peers"  // (g) tar, tar | zstd
+	TestPeers   = "peers"  // (g) tar, tar | zstd, restic
 )
 
 // Tools.
@@ -83,6 +83,7 @@ const (
 	ToolKura    = "kura"
 	ToolTar     = "tar"
 	ToolTarZstd = "tar+zstd"
+	ToolRestic  = "restic"
 )
 
 // Phases.
@@ -106,7 +107,7 @@ type Run struct {
 	Level   string   `json:"level,omitempty"` // compression level asked for
 	// Files and Bytes are the data set's regular files and bytes (what was
 	// backed up or restored); OutBytes what landed on the target (tape
-	// media, .tar, .tar.zst), 0 when not measured.
+	// media, .tar, .tar.zst, restic repository), 0 when not measured.
 	Files    int64 `json:"files"`
 	Bytes    int64 `json:"bytes"`
 	OutBytes int64 `json:"out_bytes,omitempty"`

@@ -42,7 +42,7 @@ type RunOptions struct {
 	Suite    string   // quick or seed
 	Repeats  int      // 0 = the suite's
 	Sets     []string // nil = every set in the data folder
-	Peers    []string // peer tools: tar
+	Peers    []string // peer tools: tar, restic
 	Compress string   // kura --compress (default auto)
 	Kura     string   // the kura binary (os.Executable())
 	// NoDropCaches keeps the page cache (by default it is dropped before
@@ -131,7 +131,7 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 	if len(res.Data.Sets) == 0 {
 		return nil, fmt.Errorf("no data sets to measure in %s", o.Data)
 	}
-	rn.findPeers()
+	rn.findPeers(ctx)
 	rn.checkDropCaches()
 
 	// Steps, for the progress lines.
@@ -139,6 +139,9 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 	for _, p := range res.Peers {
 		if p.Name == "tar" && !p.Missing {
 			perSet += 4 * o.Repeats // tar -cf, tar -xf, delete, tar | zstd
+		}
+		if p.Name == ToolRestic && !p.Missing {
+			perSet += 3 * o.Repeats // restic backup, restore, delete
 		}
 	}
 	rn.steps = perSet * len(res.Data.Sets)
@@ -196,11 +199,13 @@ func (rn *runner) logf(format string, a ...any) {
 	fmt.Fprintf(rn.o.Log, "bench: "+format+"\n", a...)
 }
 
-func (rn *runner) findPeers() {
+func (rn *runner) findPeers(ctx context.Context) {
 	for _, name := range rn.o.Peers {
 		switch name {
 		case "tar":
 			rn.res.Peers = append(rn.res.Peers, lookPeer("tar", "--version"), lookPeer("zstd", "--version"))
+		case ToolRestic:
+			rn.res.Peers = append(rn.res.Peers, rn.findRestic(ctx))
 		default:
 			rn.res.Peers = append(rn.res.Peers, Peer{Name: name, Missing: true})
 			rn.res.Notes = append(rn.res.Notes, fmt.Sprintf("peer %q is not supported yet: not measured", name))
@@ -284,6 +289,14 @@ func (rn *runner) measureSet(ctx context.Context, si SetInfo) {
 				return
 			}
 			rn.tarCycle(ctx, si, rep)
+		}
+	}
+	if rn.havePeer(ToolRestic) {
+		for rep := 1; rep <= rn.o.Repeats; rep++ {
+			if ctx.Err() != nil {
+				return
+			}
+			rn.resticCycle(ctx, si, rep)
 		}
 	}
 }
