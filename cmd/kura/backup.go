@@ -69,20 +69,17 @@ skipped or changed file is listed), 4 the --verify phase found problems.`,
 				}
 			}
 			o.Paths, o.Level = args, level
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			stop := startProgress(env, !asJSON)
-			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
-			defer cancel()
-			res, err := env.Backup(ctx, o)
-			stop()
-			if res != nil {
-				printResult(cmd, res, asJSON)
-			}
-			return jobError(err)
+			return withEnv(g, func(env *engine.Env) error {
+				stop := startProgress(env, !asJSON)
+				ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+				defer cancel()
+				res, err := env.Backup(ctx, o)
+				stop()
+				if res != nil {
+					printResult(cmd, res, asJSON)
+				}
+				return jobError(err)
+			})
 		},
 	}
 	f := cmd.Flags()

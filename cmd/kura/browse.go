@@ -30,29 +30,26 @@ func newLsCmd(g *globals) *cobra.Command {
 			if len(args) == 2 {
 				dir = args[1]
 			}
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			entries, err := env.List(id, dir)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				out := []entryJSON{}
-				for i := range entries {
-					out = append(out, toEntryJSON(&entries[i]))
+			return withEnv(g, func(env *engine.Env) error {
+				entries, err := env.List(id, dir)
+				if err != nil {
+					return err
 				}
-				return printJSON(cmd.OutOrStdout(), out)
-			}
-			tw := table(cmd.OutOrStdout())
-			for i := range entries {
-				e := &entries[i]
-				fmt.Fprintf(tw, "%s\t%d/%d\t%s\t%s\t%s\n", modeString(e), e.UID, e.GID, sizeOf(e),
-					time.Unix(0, e.MTime).Local().Format("2006-01-02 15:04"), nameOf(e))
-			}
-			return tw.Flush()
+				if asJSON {
+					out := []entryJSON{}
+					for i := range entries {
+						out = append(out, toEntryJSON(&entries[i]))
+					}
+					return printJSON(cmd.OutOrStdout(), out)
+				}
+				tw := table(cmd.OutOrStdout())
+				for i := range entries {
+					e := &entries[i]
+					fmt.Fprintf(tw, "%s\t%d/%d\t%s\t%s\t%s\n", modeString(e), e.UID, e.GID, sizeOf(e),
+						time.Unix(0, e.MTime).Local().Format("2006-01-02 15:04"), nameOf(e))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
@@ -69,36 +66,33 @@ matched against the whole path and the base name; otherwise it matches any
 path that contains it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			out := cmd.OutOrStdout()
-			var all []map[string]any
-			tw := table(out)
-			if !asJSON {
-				fmt.Fprintln(tw, "SAVESET\tCREATED\tLEVEL\tSIZE\tMODIFIED\tPATH")
-			}
-			err = env.Find(args[0], func(m engine.Match) error {
+			return withEnv(g, func(env *engine.Env) error {
+				out := cmd.OutOrStdout()
+				var all []map[string]any
+				tw := table(out)
+				if !asJSON {
+					fmt.Fprintln(tw, "SAVESET\tCREATED\tLEVEL\tSIZE\tMODIFIED\tPATH")
+				}
+				err := env.Find(args[0], func(m engine.Match) error {
+					if asJSON {
+						all = append(all, map[string]any{"saveset_id": m.SavesetID, "created": m.Created, "level": m.Level, "entry": toEntryJSON(&m.Entry)})
+						return nil
+					}
+					_, err := fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t/%s\n", m.SavesetID, m.Created, m.Level, sizeOf(&m.Entry),
+						time.Unix(0, m.Entry.MTime).Local().Format("2006-01-02 15:04"), m.Entry.Path)
+					return err
+				})
+				if err != nil {
+					return err
+				}
 				if asJSON {
-					all = append(all, map[string]any{"saveset_id": m.SavesetID, "created": m.Created, "level": m.Level, "entry": toEntryJSON(&m.Entry)})
-					return nil
+					if all == nil {
+						all = []map[string]any{}
+					}
+					return printJSON(out, all)
 				}
-				_, err := fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t/%s\n", m.SavesetID, m.Created, m.Level, sizeOf(&m.Entry),
-					time.Unix(0, m.Entry.MTime).Local().Format("2006-01-02 15:04"), m.Entry.Path)
-				return err
+				return tw.Flush()
 			})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if all == nil {
-					all = []map[string]any{}
-				}
-				return printJSON(out, all)
-			}
-			return tw.Flush()
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/units"
 )
@@ -27,46 +28,43 @@ func newDriveCmd(g *globals) *cobra.Command {
 		Short: "List drives: block size, buffer memory, loaded tape, in use",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			libs, err := env.Catalog.Libraries()
-			if err != nil {
-				return err
-			}
-			type row struct {
-				Library string `json:"library"`
-				library.DriveStatus
-			}
-			rows := []row{}
-			for _, rec := range libs {
-				if vtl != "" && rec.Name != vtl {
-					continue
-				}
-				lib, err := library.Open(rec.Dir)
-				if err != nil {
-					return fmt.Errorf("library %s: %w", rec.Name, err)
-				}
-				ds, err := lib.Drives()
+			return withEnv(g, func(env *engine.Env) error {
+				libs, err := env.Catalog.Libraries()
 				if err != nil {
 					return err
 				}
-				for _, d := range ds {
-					rows = append(rows, row{Library: rec.Name, DriveStatus: d})
+				type row struct {
+					Library string `json:"library"`
+					library.DriveStatus
 				}
-			}
-			if listJSON {
-				return printJSON(cmd.OutOrStdout(), rows)
-			}
-			tw := table(cmd.OutOrStdout())
-			fmt.Fprintln(tw, "DRIVE\tBLOCK SIZE\tBUFFER\tTAPE\tIN USE")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%s/%d\t%s\t%s\t%s\t%v\n", r.Library, r.Number, units.FormatKiB(int64(r.BlockSize)),
-					units.FormatKiB(int64(r.BufferSize)), dash(r.Barcode), r.Busy)
-			}
-			return tw.Flush()
+				rows := []row{}
+				for _, rec := range libs {
+					if vtl != "" && rec.Name != vtl {
+						continue
+					}
+					lib, err := library.Open(rec.Dir)
+					if err != nil {
+						return fmt.Errorf("library %s: %w", rec.Name, err)
+					}
+					ds, err := lib.Drives()
+					if err != nil {
+						return err
+					}
+					for _, d := range ds {
+						rows = append(rows, row{Library: rec.Name, DriveStatus: d})
+					}
+				}
+				if listJSON {
+					return printJSON(cmd.OutOrStdout(), rows)
+				}
+				tw := table(cmd.OutOrStdout())
+				fmt.Fprintln(tw, "DRIVE\tBLOCK SIZE\tBUFFER\tTAPE\tIN USE")
+				for _, r := range rows {
+					fmt.Fprintf(tw, "%s/%d\t%s\t%s\t%s\t%v\n", r.Library, r.Number, units.FormatKiB(int64(r.BlockSize)),
+						units.FormatKiB(int64(r.BufferSize)), dash(r.Barcode), r.Busy)
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	list.Flags().StringVar(&vtl, "vtl", "", "only this library")
@@ -91,42 +89,39 @@ from now on use them; readers adapt to whatever was written.`,
 			if blockSize == "" && bufSize == "" {
 				return usageErrorf("give --block-size and/or --buffer")
 			}
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			lib, err := env.OpenLibrary(libName)
-			if err != nil {
-				return err
-			}
-			ds, err := lib.Drives()
-			if err != nil {
-				return err
-			}
-			if n > len(ds) {
-				return fmt.Errorf("library %s has %d drives", libName, len(ds))
-			}
-			bs, buf := ds[n-1].BlockSize, ds[n-1].BufferSize
-			if blockSize != "" {
-				v, err := units.ParseSize(blockSize)
+			return withEnv(g, func(env *engine.Env) error {
+				lib, err := env.OpenLibrary(libName)
 				if err != nil {
-					return usageErrorf("--block-size: %v", err)
+					return err
 				}
-				bs = int(v)
-			}
-			if bufSize != "" {
-				v, err := units.ParseSize(bufSize)
+				ds, err := lib.Drives()
 				if err != nil {
-					return usageErrorf("--buffer: %v", err)
+					return err
 				}
-				buf = int(v)
-			}
-			if err := lib.SetDrive(n, bs, buf); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Drive %s/%d: block %s, buffer %s\n", libName, n, units.FormatKiB(int64(bs)), units.FormatKiB(int64(buf)))
-			return nil
+				if n > len(ds) {
+					return fmt.Errorf("library %s has %d drives", libName, len(ds))
+				}
+				bs, buf := ds[n-1].BlockSize, ds[n-1].BufferSize
+				if blockSize != "" {
+					v, err := units.ParseSize(blockSize)
+					if err != nil {
+						return usageErrorf("--block-size: %v", err)
+					}
+					bs = int(v)
+				}
+				if bufSize != "" {
+					v, err := units.ParseSize(bufSize)
+					if err != nil {
+						return usageErrorf("--buffer: %v", err)
+					}
+					buf = int(v)
+				}
+				if err := lib.SetDrive(n, bs, buf); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Drive %s/%d: block %s, buffer %s\n", libName, n, units.FormatKiB(int64(bs)), units.FormatKiB(int64(buf)))
+				return nil
+			})
 		},
 	}
 	set.Flags().StringVar(&blockSize, "block-size", "", "media block size, e.g. 256KiB")

@@ -13,6 +13,16 @@ func openEnv(g *globals) (*engine.Env, error) {
 	return engine.Open(g.home)
 }
 
+// withEnv opens the local home for one command and closes it after fn.
+func withEnv(g *globals, fn func(env *engine.Env) error) error {
+	env, err := openEnv(g)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	return fn(env)
+}
+
 // jobError maps an engine error to the documented exit codes.
 func jobError(err error) error {
 	switch {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/units"
 )
 
@@ -27,30 +28,27 @@ func newJobsCmd(g *globals) *cobra.Command {
 		Short: "List jobs, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			jobs, err := env.Catalog.Jobs(limit)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if jobs == nil {
-					jobs = []*catalog.Job{}
+			return withEnv(g, func(env *engine.Env) error {
+				jobs, err := env.Catalog.Jobs(limit)
+				if err != nil {
+					return err
 				}
-				return printJSON(cmd.OutOrStdout(), jobs)
-			}
-			tw := table(cmd.OutOrStdout())
-			fmt.Fprintln(tw, "JOB\tKIND\tLEVEL\tSTATE\tSAVESET\tSTARTED\tELAPSED\tFILES\tSOURCE\tAVG KB/s\tPEAK KB/s\tWARNINGS")
-			for _, j := range jobs {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", j.ID, j.Kind, dash(j.Level), j.State,
-					idOrDash(j.SavesetID), j.Started.Local().Format("2006-01-02 15:04:05"), elapsed(j.Started, j.Finished),
-					thousands(j.Files), units.FormatSize(j.SourceBytes), thousands(int64(j.AvgRate/1024)),
-					thousands(int64(j.PeakRate/1024)), j.WarningCount)
-			}
-			return tw.Flush()
+				if asJSON {
+					if jobs == nil {
+						jobs = []*catalog.Job{}
+					}
+					return printJSON(cmd.OutOrStdout(), jobs)
+				}
+				tw := table(cmd.OutOrStdout())
+				fmt.Fprintln(tw, "JOB\tKIND\tLEVEL\tSTATE\tSAVESET\tSTARTED\tELAPSED\tFILES\tSOURCE\tAVG KB/s\tPEAK KB/s\tWARNINGS")
+				for _, j := range jobs {
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", j.ID, j.Kind, dash(j.Level), j.State,
+						idOrDash(j.SavesetID), j.Started.Local().Format("2006-01-02 15:04:05"), elapsed(j.Started, j.Finished),
+						thousands(j.Files), units.FormatSize(j.SourceBytes), thousands(int64(j.AvgRate/1024)),
+						thousands(int64(j.PeakRate/1024)), j.WarningCount)
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	list.Flags().IntVar(&limit, "limit", 50, "show at most this many jobs")
@@ -66,54 +64,51 @@ func newJobsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			j, err := env.Catalog.Job(id)
-			if err != nil {
-				return fmt.Errorf("job %d: %w", id, err)
-			}
-			if showJSON {
-				return printJSON(cmd.OutOrStdout(), j)
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "Job %d  %s %s  %s\n", j.ID, j.Kind, j.Level, j.State)
-			if j.SavesetID != 0 {
-				fmt.Fprintf(out, "  Saveset      %d (%s)\n", j.SavesetID, j.Selection)
-			}
-			fmt.Fprintf(out, "  Started      %s\n", j.Started.Local().Format("2006-01-02 15:04:05"))
-			if !j.Finished.IsZero() {
-				fmt.Fprintf(out, "  Finished     %s (%s)\n", j.Finished.Local().Format("2006-01-02 15:04:05"), elapsed(j.Started, j.Finished))
-			}
-			fmt.Fprintf(out, "  Files        %s\n", thousands(j.Files))
-			fmt.Fprintf(out, "  Source       %s\n", units.FormatSize(j.SourceBytes))
-			fmt.Fprintf(out, "  Media        %s   ratio %s\n", units.FormatSize(j.MediaBytes), units.Ratio(j.SourceBytes, j.MediaBytes))
-			fmt.Fprintf(out, "  Average      %s KB/s   Peak %s KB/s\n", thousands(int64(j.AvgRate/1024)), thousands(int64(j.PeakRate/1024)))
-			if len(j.Tapes) > 0 {
-				fmt.Fprintf(out, "  Tapes        %s\n", strings.Join(j.Tapes, ", "))
-			}
-			for _, p := range j.Phases {
-				fmt.Fprintf(out, "  Phase %-7s %s files, %s in %s: avg %s KB/s, peak %s KB/s\n", p.Name, thousands(p.Files),
-					units.FormatSize(p.Bytes), elapsed(p.Start, p.End), thousands(int64(p.AvgRate/1024)), thousands(int64(p.PeakRate/1024)))
-			}
-			if j.Error != "" {
-				fmt.Fprintf(out, "  Error        %s\n", j.Error)
-			}
-			if j.WarningCount > 0 {
-				fmt.Fprintf(out, "  Warnings     %d\n", j.WarningCount)
-				for _, w := range j.Warnings {
-					fmt.Fprintf(out, "    %s\n", w)
+			return withEnv(g, func(env *engine.Env) error {
+				j, err := env.Catalog.Job(id)
+				if err != nil {
+					return fmt.Errorf("job %d: %w", id, err)
 				}
-			}
-			if len(j.Log) > 0 {
-				fmt.Fprintln(out, "  Log")
-				for _, l := range j.Log {
-					fmt.Fprintf(out, "    %s\n", l)
+				if showJSON {
+					return printJSON(cmd.OutOrStdout(), j)
 				}
-			}
-			return nil
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "Job %d  %s %s  %s\n", j.ID, j.Kind, j.Level, j.State)
+				if j.SavesetID != 0 {
+					fmt.Fprintf(out, "  Saveset      %d (%s)\n", j.SavesetID, j.Selection)
+				}
+				fmt.Fprintf(out, "  Started      %s\n", j.Started.Local().Format("2006-01-02 15:04:05"))
+				if !j.Finished.IsZero() {
+					fmt.Fprintf(out, "  Finished     %s (%s)\n", j.Finished.Local().Format("2006-01-02 15:04:05"), elapsed(j.Started, j.Finished))
+				}
+				fmt.Fprintf(out, "  Files        %s\n", thousands(j.Files))
+				fmt.Fprintf(out, "  Source       %s\n", units.FormatSize(j.SourceBytes))
+				fmt.Fprintf(out, "  Media        %s   ratio %s\n", units.FormatSize(j.MediaBytes), units.Ratio(j.SourceBytes, j.MediaBytes))
+				fmt.Fprintf(out, "  Average      %s KB/s   Peak %s KB/s\n", thousands(int64(j.AvgRate/1024)), thousands(int64(j.PeakRate/1024)))
+				if len(j.Tapes) > 0 {
+					fmt.Fprintf(out, "  Tapes        %s\n", strings.Join(j.Tapes, ", "))
+				}
+				for _, p := range j.Phases {
+					fmt.Fprintf(out, "  Phase %-7s %s files, %s in %s: avg %s KB/s, peak %s KB/s\n", p.Name, thousands(p.Files),
+						units.FormatSize(p.Bytes), elapsed(p.Start, p.End), thousands(int64(p.AvgRate/1024)), thousands(int64(p.PeakRate/1024)))
+				}
+				if j.Error != "" {
+					fmt.Fprintf(out, "  Error        %s\n", j.Error)
+				}
+				if j.WarningCount > 0 {
+					fmt.Fprintf(out, "  Warnings     %d\n", j.WarningCount)
+					for _, w := range j.Warnings {
+						fmt.Fprintf(out, "    %s\n", w)
+					}
+				}
+				if len(j.Log) > 0 {
+					fmt.Fprintln(out, "  Log")
+					for _, l := range j.Log {
+						fmt.Fprintf(out, "    %s\n", l)
+					}
+				}
+				return nil
+			})
 		},
 	}
 	show.Flags().BoolVar(&showJSON, "json", false, "print as JSON")

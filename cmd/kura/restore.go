@@ -58,20 +58,17 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 			if o.SavesetID == 0 && !o.Latest && o.At.IsZero() {
 				return usageErrorf("say which saveset to restore: an ID, --latest or --at TIME")
 			}
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			stop := startProgress(env, !asJSON)
-			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
-			defer cancel()
-			res, err := env.Restore(ctx, o)
-			stop()
-			if res != nil {
-				printResult(cmd, res, asJSON)
-			}
-			return jobError(err)
+			return withEnv(g, func(env *engine.Env) error {
+				stop := startProgress(env, !asJSON)
+				ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+				defer cancel()
+				res, err := env.Restore(ctx, o)
+				stop()
+				if res != nil {
+					printResult(cmd, res, asJSON)
+				}
+				return jobError(err)
+			})
 		},
 	}
 	f := cmd.Flags()

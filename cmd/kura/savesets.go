@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/units"
 )
 
@@ -23,39 +24,36 @@ func newSavesetsCmd(g *globals) *cobra.Command {
 		Short: "List savesets: what was backed up, when, at which level, on which tapes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			if selection != "" {
-				f.Selections = []string{selection}
-			}
-			if st != "" {
-				f.Statuses = []string{st}
-			}
-			sets, err := env.Catalog.Savesets(f)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if sets == nil {
-					sets = []*catalog.Saveset{}
+			return withEnv(g, func(env *engine.Env) error {
+				if selection != "" {
+					f.Selections = []string{selection}
 				}
-				return printJSON(cmd.OutOrStdout(), sets)
-			}
-			tw := table(cmd.OutOrStdout())
-			fmt.Fprintln(tw, "ID\tCREATED\tLEVEL\tBASE\tSTATUS\tFILES\tSOURCE\tMEDIA\tRATIO\tTAPES\tSELECTION")
-			for _, s := range sets {
-				var tapes []string
-				for _, p := range s.Parts {
-					tapes = append(tapes, fmt.Sprintf("%s:%d", p.Barcode, p.File))
+				if st != "" {
+					f.Statuses = []string{st}
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Created.Local().Format("2006-01-02 15:04:05"),
-					s.Level, idOrDash(s.BaseID), s.Status, thousands(s.Files), units.FormatSize(s.SourceBytes),
-					units.FormatSize(s.MediaBytes), units.Ratio(s.SourceBytes, s.MediaBytes), strings.Join(tapes, ","), s.Selection)
-			}
-			return tw.Flush()
+				sets, err := env.Catalog.Savesets(f)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					if sets == nil {
+						sets = []*catalog.Saveset{}
+					}
+					return printJSON(cmd.OutOrStdout(), sets)
+				}
+				tw := table(cmd.OutOrStdout())
+				fmt.Fprintln(tw, "ID\tCREATED\tLEVEL\tBASE\tSTATUS\tFILES\tSOURCE\tMEDIA\tRATIO\tTAPES\tSELECTION")
+				for _, s := range sets {
+					var tapes []string
+					for _, p := range s.Parts {
+						tapes = append(tapes, fmt.Sprintf("%s:%d", p.Barcode, p.File))
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Created.Local().Format("2006-01-02 15:04:05"),
+						s.Level, idOrDash(s.BaseID), s.Status, thousands(s.Files), units.FormatSize(s.SourceBytes),
+						units.FormatSize(s.MediaBytes), units.Ratio(s.SourceBytes, s.MediaBytes), strings.Join(tapes, ","), s.Selection)
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().StringVar(&selection, "selection", "", "only savesets of this selection")
@@ -83,17 +81,14 @@ an incremental, run the recipes of its chain from the full backup on.`,
 			if err != nil {
 				return err
 			}
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			r, err := env.Recipe(id)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), r)
-			return nil
+			return withEnv(g, func(env *engine.Env) error {
+				r, err := env.Recipe(id)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), r)
+				return nil
+			})
 		},
 	}
 	cmd.AddCommand(recipe)

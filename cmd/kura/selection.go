@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/walk"
 )
 
@@ -38,17 +39,14 @@ func newSelectionCmd(g *globals) *cobra.Command {
 				}
 				paths = append(paths, abs)
 			}
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			err = env.Catalog.CreateSelection(catalog.Selection{Name: args[0], Client: env.Client, Paths: paths, Excludes: excludes, Created: time.Now()})
-			if err != nil {
-				return fmt.Errorf("selection %q: %w", args[0], err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Selection %s: %s\n", args[0], strings.Join(paths, " "))
-			return nil
+			return withEnv(g, func(env *engine.Env) error {
+				err := env.Catalog.CreateSelection(catalog.Selection{Name: args[0], Client: env.Client, Paths: paths, Excludes: excludes, Created: time.Now()})
+				if err != nil {
+					return fmt.Errorf("selection %q: %w", args[0], err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Selection %s: %s\n", args[0], strings.Join(paths, " "))
+				return nil
+			})
 		},
 	}
 	create.Flags().StringArrayVar(&excludes, "exclude", nil, "skip paths matching this glob; repeatable")
@@ -59,24 +57,21 @@ func newSelectionCmd(g *globals) *cobra.Command {
 		Short: "List selection sets",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			sels, err := env.Catalog.Selections(env.Client)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), selectionsJSON(sels))
-			}
-			tw := table(cmd.OutOrStdout())
-			fmt.Fprintln(tw, "NAME\tPATHS\tEXCLUDES")
-			for _, s := range sels {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, strings.Join(s.Paths, " "), strings.Join(s.Excludes, " "))
-			}
-			return tw.Flush()
+			return withEnv(g, func(env *engine.Env) error {
+				sels, err := env.Catalog.Selections(env.Client)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), selectionsJSON(sels))
+				}
+				tw := table(cmd.OutOrStdout())
+				fmt.Fprintln(tw, "NAME\tPATHS\tEXCLUDES")
+				for _, s := range sels {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, strings.Join(s.Paths, " "), strings.Join(s.Excludes, " "))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
@@ -87,27 +82,24 @@ func newSelectionCmd(g *globals) *cobra.Command {
 		Short: "Show a selection set",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			s, err := env.Catalog.Selection(env.Client, args[0])
-			if err != nil {
-				return fmt.Errorf("selection %q: %w", args[0], err)
-			}
-			if showJSON {
-				return printJSON(cmd.OutOrStdout(), selectionsJSON([]catalog.Selection{s})[0])
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "Selection %s (created %s)\n", s.Name, s.Created.Local().Format("2006-01-02 15:04"))
-			for _, p := range s.Paths {
-				fmt.Fprintf(out, "  + %s\n", p)
-			}
-			for _, x := range s.Excludes {
-				fmt.Fprintf(out, "  - %s\n", x)
-			}
-			return nil
+			return withEnv(g, func(env *engine.Env) error {
+				s, err := env.Catalog.Selection(env.Client, args[0])
+				if err != nil {
+					return fmt.Errorf("selection %q: %w", args[0], err)
+				}
+				if showJSON {
+					return printJSON(cmd.OutOrStdout(), selectionsJSON([]catalog.Selection{s})[0])
+				}
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "Selection %s (created %s)\n", s.Name, s.Created.Local().Format("2006-01-02 15:04"))
+				for _, p := range s.Paths {
+					fmt.Fprintf(out, "  + %s\n", p)
+				}
+				for _, x := range s.Excludes {
+					fmt.Fprintf(out, "  - %s\n", x)
+				}
+				return nil
+			})
 		},
 	}
 	show.Flags().BoolVar(&showJSON, "json", false, "print as JSON")
@@ -117,15 +109,12 @@ func newSelectionCmd(g *globals) *cobra.Command {
 		Short: "Delete a selection set (its savesets stay)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			if err := env.Catalog.RemoveSelection(env.Client, args[0]); err != nil {
-				return fmt.Errorf("selection %q: %w", args[0], err)
-			}
-			return nil
+			return withEnv(g, func(env *engine.Env) error {
+				if err := env.Catalog.RemoveSelection(env.Client, args[0]); err != nil {
+					return fmt.Errorf("selection %q: %w", args[0], err)
+				}
+				return nil
+			})
 		},
 	}
 	cmd.AddCommand(create, list, show, rm)

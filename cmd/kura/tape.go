@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/tape"
 	"github.com/kura-backup/kura/internal/units"
 )
@@ -26,36 +27,33 @@ func newTapeCmd(g *globals) *cobra.Command {
 		Short: "List tapes: barcode, location, state, used/capacity, tape files, savesets",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			if _, err := env.OpenLibrary(vtl); err != nil && vtl == "" {
-				return err
-			}
-			tapes, err := env.Tapes(vtl)
-			if err != nil {
-				return err
-			}
-			if listJSON {
-				return printJSON(cmd.OutOrStdout(), tapes)
-			}
-			tw := table(cmd.OutOrStdout())
-			fmt.Fprintln(tw, "BARCODE\tLIBRARY\tLOCATION\tSTATE\tUSED\tCAPACITY\tFILES\tSAVESETS")
-			for _, t := range tapes {
-				var ids []string
-				for _, id := range t.Savesets {
-					ids = append(ids, fmt.Sprint(id))
+			return withEnv(g, func(env *engine.Env) error {
+				if _, err := env.OpenLibrary(vtl); err != nil && vtl == "" {
+					return err
 				}
-				state := string(t.State)
-				if t.Error != "" {
-					state += " (" + t.Error + ")"
+				tapes, err := env.Tapes(vtl)
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", t.Barcode, t.Library, t.Location, state,
-					units.FormatSize(t.Used), units.FormatSize(t.Capacity), t.Files, dash(strings.Join(ids, ",")))
-			}
-			return tw.Flush()
+				if listJSON {
+					return printJSON(cmd.OutOrStdout(), tapes)
+				}
+				tw := table(cmd.OutOrStdout())
+				fmt.Fprintln(tw, "BARCODE\tLIBRARY\tLOCATION\tSTATE\tUSED\tCAPACITY\tFILES\tSAVESETS")
+				for _, t := range tapes {
+					var ids []string
+					for _, id := range t.Savesets {
+						ids = append(ids, fmt.Sprint(id))
+					}
+					state := string(t.State)
+					if t.Error != "" {
+						state += " (" + t.Error + ")"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", t.Barcode, t.Library, t.Location, state,
+						units.FormatSize(t.Used), units.FormatSize(t.Capacity), t.Files, dash(strings.Join(ids, ",")))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	list.Flags().StringVar(&vtl, "vtl", "", "only this library")
@@ -67,31 +65,28 @@ func newTapeCmd(g *globals) *cobra.Command {
 		Short: "Draw a tape's layout: label, tape files, blocks, checksums, filemarks, end of data",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			lib, err := env.LibraryOfTape(args[0])
-			if err != nil {
-				return err
-			}
-			t, err := lib.OpenTape(args[0])
-			if err != nil {
-				return err
-			}
-			defer t.Close()
-			if showJSON {
-				files, err := t.Files()
+			return withEnv(g, func(env *engine.Env) error {
+				lib, err := env.LibraryOfTape(args[0])
 				if err != nil {
 					return err
 				}
-				if files == nil {
-					files = []tape.FileInfo{}
+				t, err := lib.OpenTape(args[0])
+				if err != nil {
+					return err
 				}
-				return printJSON(cmd.OutOrStdout(), map[string]any{"label": t.Label(), "files": files, "used": t.Used()})
-			}
-			return tape.Describe(cmd.OutOrStdout(), t)
+				defer t.Close()
+				if showJSON {
+					files, err := t.Files()
+					if err != nil {
+						return err
+					}
+					if files == nil {
+						files = []tape.FileInfo{}
+					}
+					return printJSON(cmd.OutOrStdout(), map[string]any{"label": t.Label(), "files": files, "used": t.Used()})
+				}
+				return tape.Describe(cmd.OutOrStdout(), t)
+			})
 		},
 	}
 	show.Flags().BoolVar(&showJSON, "json", false, "print as JSON")
@@ -105,17 +100,14 @@ func newTapeCmd(g *globals) *cobra.Command {
 			if count <= 0 {
 				return usageErrorf("--count must be at least 1")
 			}
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			codes, err := env.AddTapes(vtl, count)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Added %s\n", strings.Join(codes, ", "))
-			return nil
+			return withEnv(g, func(env *engine.Env) error {
+				codes, err := env.AddTapes(vtl, count)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Added %s\n", strings.Join(codes, ", "))
+				return nil
+			})
 		},
 	}
 	add.Flags().StringVar(&vtl, "vtl", "", "library (default: the default library)")
@@ -164,21 +156,18 @@ func newTapeCmd(g *globals) *cobra.Command {
 		Short: "Relabel a tape; its data is gone (refused while it holds unexpired savesets, unless --force)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			ids, err := env.EraseTape(args[0], force)
-			if err != nil {
-				return err
-			}
-			msg := "Tape " + args[0] + " erased."
-			if len(ids) > 0 {
-				msg += fmt.Sprintf(" Savesets %v expired.", ids)
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), msg)
-			return nil
+			return withEnv(g, func(env *engine.Env) error {
+				ids, err := env.EraseTape(args[0], force)
+				if err != nil {
+					return err
+				}
+				msg := "Tape " + args[0] + " erased."
+				if len(ids) > 0 {
+					msg += fmt.Sprintf(" Savesets %v expired.", ids)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), msg)
+				return nil
+			})
 		},
 	}
 	erase.Flags().BoolVar(&force, "force", false, "erase even if unexpired savesets are on it (they are expired)")
@@ -193,37 +182,34 @@ holds (like Bacula's bscan). After losing the catalog: register the library
 folder (--dir, or "kura vtl register DIR"), then scan each tape.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			if scanDir != "" {
-				if _, err := env.RegisterLibrary(scanDir); err != nil {
+			return withEnv(g, func(env *engine.Env) error {
+				if scanDir != "" {
+					if _, err := env.RegisterLibrary(scanDir); err != nil {
+						return err
+					}
+				}
+				found, err := env.Scan(args[0])
+				if err != nil {
 					return err
 				}
-			}
-			found, err := env.Scan(args[0])
-			if err != nil {
-				return err
-			}
-			if scanJSON {
-				return printJSON(cmd.OutOrStdout(), found)
-			}
-			tw := table(cmd.OutOrStdout())
-			fmt.Fprintln(tw, "FILE\tKIND\tSAVESET\tPART\tCATALOG\tNOTE")
-			added := 0
-			for _, f := range found {
-				cat := "-"
-				if f.Added {
-					cat = "rebuilt"
-					added++
+				if scanJSON {
+					return printJSON(cmd.OutOrStdout(), found)
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", f.File, f.Kind, idOrDash(f.SavesetID), f.Part, cat, f.Note)
-			}
-			tw.Flush()
-			fmt.Fprintf(cmd.OutOrStdout(), "%d saveset records rebuilt from tape %s.\n", added, args[0])
-			return nil
+				tw := table(cmd.OutOrStdout())
+				fmt.Fprintln(tw, "FILE\tKIND\tSAVESET\tPART\tCATALOG\tNOTE")
+				added := 0
+				for _, f := range found {
+					cat := "-"
+					if f.Added {
+						cat = "rebuilt"
+						added++
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", f.File, f.Kind, idOrDash(f.SavesetID), f.Part, cat, f.Note)
+				}
+				tw.Flush()
+				fmt.Fprintf(cmd.OutOrStdout(), "%d saveset records rebuilt from tape %s.\n", added, args[0])
+				return nil
+			})
 		},
 	}
 	scan.Flags().StringVar(&scanDir, "dir", "", "register the library in this folder first")

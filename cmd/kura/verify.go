@@ -40,38 +40,35 @@ Exits 4 and names every affected file when something is wrong.`,
 			default:
 				return usageErrorf("--level: unknown verify level %q (media, data or source)", o.Level)
 			}
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			stop := startProgress(env, !asJSON)
-			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
-			defer cancel()
-			res, err := env.Verify(ctx, id, o)
-			stop()
-			if res != nil {
-				out := cmd.OutOrStdout()
-				if asJSON {
-					m := jsonFigures(res.Figures, nil, "")
-					m["level"] = res.Level
-					m["checked_files"] = res.Checked
-					m["problems"] = res.Problems
-					delete(m, "warning_list")
-					_ = printJSON(out, m)
-				} else {
-					for _, p := range res.Problems {
-						fmt.Fprintf(out, "PROBLEM %s: %s\n", p.Path, p.Problem)
-					}
-					monitor.Render(out, res.Figures)
-					if len(res.Problems) == 0 {
-						fmt.Fprintf(out, "Verify (%s) of saveset %d: %d files checked, no problems.\n", res.Level, id, res.Checked)
+			return withEnv(g, func(env *engine.Env) error {
+				stop := startProgress(env, !asJSON)
+				ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+				defer cancel()
+				res, err := env.Verify(ctx, id, o)
+				stop()
+				if res != nil {
+					out := cmd.OutOrStdout()
+					if asJSON {
+						m := jsonFigures(res.Figures, nil, "")
+						m["level"] = res.Level
+						m["checked_files"] = res.Checked
+						m["problems"] = res.Problems
+						delete(m, "warning_list")
+						_ = printJSON(out, m)
 					} else {
-						fmt.Fprintf(out, "Verify (%s) of saveset %d: %d problems.\n", res.Level, id, len(res.Problems))
+						for _, p := range res.Problems {
+							fmt.Fprintf(out, "PROBLEM %s: %s\n", p.Path, p.Problem)
+						}
+						monitor.Render(out, res.Figures)
+						if len(res.Problems) == 0 {
+							fmt.Fprintf(out, "Verify (%s) of saveset %d: %d files checked, no problems.\n", res.Level, id, res.Checked)
+						} else {
+							fmt.Fprintf(out, "Verify (%s) of saveset %d: %d problems.\n", res.Level, id, len(res.Problems))
+						}
 					}
 				}
-			}
-			return jobError(err)
+				return jobError(err)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&o.Level, "level", "data", "media, data or source")

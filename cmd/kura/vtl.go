@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/units"
 )
@@ -57,19 +58,16 @@ the combination the seed found fastest and Kura's benchmarks confirm
 				}
 				cfg.BufferSize = int(n)
 			}
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			lib, err := env.CreateLibrary(cfg)
-			if err != nil {
-				return err
-			}
-			c := lib.Config()
-			fmt.Fprintf(cmd.OutOrStdout(), "Library %s created in %s: %d slots, %d drives, %d mail slot(s), %s tapes, block %s, buffer %s\n",
-				c.Name, c.Dir, c.Slots, c.Drives, c.MailSlots, units.FormatSize(c.TapeSize), units.FormatKiB(int64(c.BlockSize)), units.FormatKiB(int64(c.BufferSize)))
-			return nil
+			return withEnv(g, func(env *engine.Env) error {
+				lib, err := env.CreateLibrary(cfg)
+				if err != nil {
+					return err
+				}
+				c := lib.Config()
+				fmt.Fprintf(cmd.OutOrStdout(), "Library %s created in %s: %d slots, %d drives, %d mail slot(s), %s tapes, block %s, buffer %s\n",
+					c.Name, c.Dir, c.Slots, c.Drives, c.MailSlots, units.FormatSize(c.TapeSize), units.FormatKiB(int64(c.BlockSize)), units.FormatKiB(int64(c.BufferSize)))
+				return nil
+			})
 		},
 	}
 	f := create.Flags()
@@ -87,49 +85,46 @@ the combination the seed found fastest and Kura's benchmarks confirm
 		Short: "List libraries",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			libs, err := env.Catalog.Libraries()
-			if err != nil {
-				return err
-			}
-			type row struct {
-				Name   string         `json:"name"`
-				Dir    string         `json:"dir"`
-				Config library.Config `json:"config"`
-				Tapes  int            `json:"tapes"`
-				Error  string         `json:"error,omitempty"`
-			}
-			rows := []row{}
-			for _, rec := range libs {
-				r := row{Name: rec.Name, Dir: rec.Dir}
-				if lib, err := library.Open(rec.Dir); err != nil {
-					r.Error = err.Error()
-				} else {
-					r.Config = lib.Config()
-					t, _ := lib.Tapes()
-					r.Tapes = len(t)
+			return withEnv(g, func(env *engine.Env) error {
+				libs, err := env.Catalog.Libraries()
+				if err != nil {
+					return err
 				}
-				rows = append(rows, r)
-			}
-			if listJSON {
-				return printJSON(cmd.OutOrStdout(), rows)
-			}
-			tw := table(cmd.OutOrStdout())
-			fmt.Fprintln(tw, "NAME\tSLOTS\tDRIVES\tTAPES\tTAPE SIZE\tBLOCK\tBUFFER\tDIR")
-			for _, r := range rows {
-				if r.Error != "" {
-					fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t%s (error: %s)\n", r.Name, r.Dir, r.Error)
-					continue
+				type row struct {
+					Name   string         `json:"name"`
+					Dir    string         `json:"dir"`
+					Config library.Config `json:"config"`
+					Tapes  int            `json:"tapes"`
+					Error  string         `json:"error,omitempty"`
 				}
-				c := r.Config
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", r.Name, c.Slots, c.Drives, r.Tapes, units.FormatSize(c.TapeSize),
-					units.FormatKiB(int64(c.BlockSize)), units.FormatKiB(int64(c.BufferSize)), r.Dir)
-			}
-			return tw.Flush()
+				rows := []row{}
+				for _, rec := range libs {
+					r := row{Name: rec.Name, Dir: rec.Dir}
+					if lib, err := library.Open(rec.Dir); err != nil {
+						r.Error = err.Error()
+					} else {
+						r.Config = lib.Config()
+						t, _ := lib.Tapes()
+						r.Tapes = len(t)
+					}
+					rows = append(rows, r)
+				}
+				if listJSON {
+					return printJSON(cmd.OutOrStdout(), rows)
+				}
+				tw := table(cmd.OutOrStdout())
+				fmt.Fprintln(tw, "NAME\tSLOTS\tDRIVES\tTAPES\tTAPE SIZE\tBLOCK\tBUFFER\tDIR")
+				for _, r := range rows {
+					if r.Error != "" {
+						fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t%s (error: %s)\n", r.Name, r.Dir, r.Error)
+						continue
+					}
+					c := r.Config
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", r.Name, c.Slots, c.Drives, r.Tapes, units.FormatSize(c.TapeSize),
+						units.FormatKiB(int64(c.BlockSize)), units.FormatKiB(int64(c.BufferSize)), r.Dir)
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	list.Flags().BoolVar(&listJSON, "json", false, "print as JSON")
@@ -140,48 +135,45 @@ the combination the seed found fastest and Kura's benchmarks confirm
 		Short: "Show a library: slots, drives, mail slots and what they hold",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			lib, err := env.OpenLibrary(args[0])
-			if err != nil {
-				return err
-			}
-			st, err := lib.Status()
-			if err != nil {
-				return err
-			}
-			if showJSON {
-				return printJSON(cmd.OutOrStdout(), map[string]any{"config": lib.Config(), "dir": lib.Config().Dir, "status": st})
-			}
-			c := lib.Config()
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "Library %s  (%s)\n", c.Name, c.Dir)
-			fmt.Fprintf(out, "  tape size %s, early warning %s before the end\n", units.FormatSize(c.TapeSize), units.FormatSize(c.EarlyWarningMargin))
-			fmt.Fprintln(out, "  Drives")
-			for _, d := range st.Drives {
-				busy := ""
-				if d.Busy {
-					busy = "  (in use)"
+			return withEnv(g, func(env *engine.Env) error {
+				lib, err := env.OpenLibrary(args[0])
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(out, "    drive %d  block %s  buffer %s  %s%s\n", d.Number, units.FormatKiB(int64(d.BlockSize)),
-					units.FormatKiB(int64(d.BufferSize)), orEmpty(d.Barcode, "empty"), busy)
-			}
-			fmt.Fprintln(out, "  Slots")
-			for _, s := range st.Slots {
-				what := orEmpty(s.Barcode, "empty")
-				if s.Barcode == "" && s.Reserved != "" {
-					what = "(" + s.Reserved + " is in a drive)"
+				st, err := lib.Status()
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(out, "    slot %-3d %s\n", s.Number, what)
-			}
-			fmt.Fprintln(out, "  Mail slots")
-			for _, s := range st.MailSlots {
-				fmt.Fprintf(out, "    mail %-3d %s\n", s.Number, orEmpty(s.Barcode, "empty"))
-			}
-			return nil
+				if showJSON {
+					return printJSON(cmd.OutOrStdout(), map[string]any{"config": lib.Config(), "dir": lib.Config().Dir, "status": st})
+				}
+				c := lib.Config()
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "Library %s  (%s)\n", c.Name, c.Dir)
+				fmt.Fprintf(out, "  tape size %s, early warning %s before the end\n", units.FormatSize(c.TapeSize), units.FormatSize(c.EarlyWarningMargin))
+				fmt.Fprintln(out, "  Drives")
+				for _, d := range st.Drives {
+					busy := ""
+					if d.Busy {
+						busy = "  (in use)"
+					}
+					fmt.Fprintf(out, "    drive %d  block %s  buffer %s  %s%s\n", d.Number, units.FormatKiB(int64(d.BlockSize)),
+						units.FormatKiB(int64(d.BufferSize)), orEmpty(d.Barcode, "empty"), busy)
+				}
+				fmt.Fprintln(out, "  Slots")
+				for _, s := range st.Slots {
+					what := orEmpty(s.Barcode, "empty")
+					if s.Barcode == "" && s.Reserved != "" {
+						what = "(" + s.Reserved + " is in a drive)"
+					}
+					fmt.Fprintf(out, "    slot %-3d %s\n", s.Number, what)
+				}
+				fmt.Fprintln(out, "  Mail slots")
+				for _, s := range st.MailSlots {
+					fmt.Fprintf(out, "    mail %-3d %s\n", s.Number, orEmpty(s.Barcode, "empty"))
+				}
+				return nil
+			})
 		},
 	}
 	show.Flags().BoolVar(&showJSON, "json", false, "print as JSON")
@@ -191,12 +183,9 @@ the combination the seed found fastest and Kura's benchmarks confirm
 		Short: "Delete a library and its tapes (refused while it holds unexpired savesets)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			return env.RemoveLibrary(args[0])
+			return withEnv(g, func(env *engine.Env) error {
+				return env.RemoveLibrary(args[0])
+			})
 		},
 	}
 	add := &cobra.Command{
@@ -204,17 +193,14 @@ the combination the seed found fastest and Kura's benchmarks confirm
 		Short: "Register an existing library folder in this catalog (e.g. after losing the catalog)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, err := openEnv(g)
-			if err != nil {
-				return err
-			}
-			defer env.Close()
-			lib, err := env.RegisterLibrary(args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Library %s registered; run `kura tape scan BARCODE` to rebuild its savesets.\n", lib.Config().Name)
-			return nil
+			return withEnv(g, func(env *engine.Env) error {
+				lib, err := env.RegisterLibrary(args[0])
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Library %s registered; run `kura tape scan BARCODE` to rebuild its savesets.\n", lib.Config().Name)
+				return nil
+			})
 		},
 	}
 	cmd.AddCommand(create, list, show, rm, add)
