@@ -44,8 +44,8 @@ func newJobsCmd(g *globals) *cobra.Command {
 				for _, j := range jobs {
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", j.ID, j.Kind, dash(j.Level), j.State,
 						idOrDash(j.SavesetID), j.Started.Local().Format("2006-01-02 15:04:05"), elapsed(j.Started, j.Finished),
-						thousands(j.Files), units.FormatSize(j.SourceBytes), thousands(int64(j.AvgRate/1024)),
-						thousands(int64(j.PeakRate/1024)), j.WarningCount)
+						units.Thousands(j.Files), units.FormatSize(j.SourceBytes), units.Thousands(int64(j.AvgRate/1024)),
+						units.Thousands(int64(j.PeakRate/1024)), j.WarningCount)
 				}
 				return tw.Flush()
 			})
@@ -81,16 +81,16 @@ func newJobsCmd(g *globals) *cobra.Command {
 				if !j.Finished.IsZero() {
 					fmt.Fprintf(out, "  Finished     %s (%s)\n", j.Finished.Local().Format("2006-01-02 15:04:05"), elapsed(j.Started, j.Finished))
 				}
-				fmt.Fprintf(out, "  Files        %s\n", thousands(j.Files))
+				fmt.Fprintf(out, "  Files        %s\n", units.Thousands(j.Files))
 				fmt.Fprintf(out, "  Source       %s\n", units.FormatSize(j.SourceBytes))
 				fmt.Fprintf(out, "  Media        %s   ratio %s\n", units.FormatSize(j.MediaBytes), units.Ratio(j.SourceBytes, j.MediaBytes))
-				fmt.Fprintf(out, "  Average      %s KB/s   Peak %s KB/s\n", thousands(int64(j.AvgRate/1024)), thousands(int64(j.PeakRate/1024)))
+				fmt.Fprintf(out, "  Average      %s KB/s   Peak %s KB/s\n", units.Thousands(int64(j.AvgRate/1024)), units.Thousands(int64(j.PeakRate/1024)))
 				if len(j.Tapes) > 0 {
 					fmt.Fprintf(out, "  Tapes        %s\n", strings.Join(j.Tapes, ", "))
 				}
 				for _, p := range j.Phases {
-					fmt.Fprintf(out, "  Phase %-7s %s files, %s in %s: avg %s KB/s, peak %s KB/s\n", p.Name, thousands(p.Files),
-						units.FormatSize(p.Bytes), elapsed(p.Start, p.End), thousands(int64(p.AvgRate/1024)), thousands(int64(p.PeakRate/1024)))
+					fmt.Fprintf(out, "  Phase %-7s %s files, %s in %s: avg %s KB/s, peak %s KB/s\n", p.Name, units.Thousands(p.Files),
+						units.FormatSize(p.Bytes), elapsed(p.Start, p.End), units.Thousands(int64(p.AvgRate/1024)), units.Thousands(int64(p.PeakRate/1024)))
 				}
 				if j.Error != "" {
 					fmt.Fprintf(out, "  Error        %s\n", j.Error)

@@ -49,7 +49,7 @@ func newSavesetsCmd(g *globals) *cobra.Command {
 						tapes = append(tapes, fmt.Sprintf("%s:%d", p.Barcode, p.File))
 					}
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Created.Local().Format("2006-01-02 15:04:05"),
-						s.Level, idOrDash(s.BaseID), s.Status, thousands(s.Files), units.FormatSize(s.SourceBytes),
+						s.Level, idOrDash(s.BaseID), s.Status, units.Thousands(s.Files), units.FormatSize(s.SourceBytes),
 						units.FormatSize(s.MediaBytes), units.Ratio(s.SourceBytes, s.MediaBytes), strings.Join(tapes, ","), s.Selection)
 				}
 				return tw.Flush()

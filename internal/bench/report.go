@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kura-backup/kura/internal/units"
 )
 
 // WriteReport writes report.md: the tables in the seeds' layout, the
@@ -85,7 +87,7 @@ func WriteReport(w io.Writer, res *Results) error {
 		if s.Files > 0 {
 			avg = s.Bytes / int64(s.Files)
 		}
-		p("| %s | %s | %s | %s | %s | %s | %.2f:1 / %.2f:1 |", s.Name, cell(s.Content), thousands(int64(s.Folders)), thousands(int64(s.Files)),
+		p("| %s | %s | %s | %s | %s | %s | %.2f:1 / %.2f:1 |", s.Name, cell(s.Content), units.Thousands(int64(s.Folders)), units.Thousands(int64(s.Files)),
 			formatBytes(s.Bytes), formatBytes(avg), s.RatioDefault, s.RatioFastest)
 	}
 	p("")
@@ -121,7 +123,7 @@ func WriteReport(w io.Writer, res *Results) error {
 		p("")
 	}
 	table51(func(r Run) string {
-		return thousands(int64(math.Round(r.AvgKBps))) + " / " + thousands(int64(math.Round(r.PeakKBps)))
+		return units.Thousands(int64(math.Round(r.AvgKBps))) + " / " + units.Thousands(int64(math.Round(r.PeakKBps)))
 	})
 	p("Time (*job* time, wall-clock in brackets) and compression ratio:")
 	p("")
@@ -159,7 +161,7 @@ func WriteReport(w io.Writer, res *Results) error {
 		}
 		del := "—"
 		if r, ok := get(TestPhases, PhaseDelete); ok {
-			del = fmt.Sprintf("%s · %s files/s", duration(r.Seconds), thousands(int64(math.Round(r.FilesPerSec))))
+			del = fmt.Sprintf("%s · %s files/s", duration(r.Seconds), units.Thousands(int64(math.Round(r.FilesPerSec))))
 		}
 		p("| %s | %s | %s | %s |", s, strings.Join(cells, " | "), del, strings.Join(mem, " / "))
 	}
@@ -260,7 +262,7 @@ func writePeers(p func(string, ...any), res *Results, sets []string) {
 				comp = fmt.Sprintf("%.2f:1", float64(r.Bytes)/float64(r.OutBytes))
 			}
 			p("| %s | %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s | %s |", s, t.label, duration(r.Seconds), r.MiBps,
-				thousands(int64(math.Round(r.FilesPerSec))), formatBytes(r.OutBytes), comp, rate, size, syncAfter(r), rss(r.MaxRSSKiB), durability(r))
+				units.Thousands(int64(math.Round(r.FilesPerSec))), formatBytes(r.OutBytes), comp, rate, size, syncAfter(r), rss(r.MaxRSSKiB), durability(r))
 		}
 	}
 	p("")
@@ -284,7 +286,7 @@ func writePeers(p func(string, ...any), res *Results, sets []string) {
 				del = duration(d.Seconds)
 			}
 			p("| %s | %s | %s | %.1f | %s | %s | %s | %s | %s | %s |", s, t.label, duration(r.Seconds), r.MiBps,
-				thousands(int64(math.Round(r.FilesPerSec))), rate, syncAfter(r), rss(r.MaxRSSKiB), durability(r), del)
+				units.Thousands(int64(math.Round(r.FilesPerSec))), rate, syncAfter(r), rss(r.MaxRSSKiB), durability(r), del)
 		}
 	}
 	p("")
@@ -334,23 +336,6 @@ func duration(s float64) string {
 	}
 	t := int64(math.Round(s / 60))
 	return fmt.Sprintf("%d h %02d m", t/60, t%60)
-}
-
-func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }
 
 // cell makes text safe inside a Markdown table cell.

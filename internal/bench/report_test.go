@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kura-backup/kura/internal/units"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -144,7 +146,7 @@ func TestFormatting(t *testing.T) {
 		}
 	}
 	for in, want := range map[int64]string{0: "0", 999: "999", 22806: "22,806", 1234567: "1,234,567", -1000: "-1,000"} {
-		if got := thousands(in); got != want {
+		if got := units.Thousands(in); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", in, got, want)
 		}
 	}

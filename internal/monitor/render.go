@@ -38,14 +38,14 @@ func Render(w io.Writer, f Figures) {
 	b.WriteString("   " + statusText(f.Status) + "\n")
 
 	fmt.Fprintf(&b, "Files %s   Source %s   Media %s   Ratio %s\n",
-		thousands(f.Files), units.FormatSize(f.SourceBytes), units.FormatSize(f.MediaBytes), ratioText(f.CompressionRatio))
+		units.Thousands(f.Files), units.FormatSize(f.SourceBytes), units.FormatSize(f.MediaBytes), ratioText(f.CompressionRatio))
 
 	fmt.Fprintf(&b, "Average %s KB/s   Peak %s KB/s   Elapsed %s",
 		kbps(f.AvgKBps), kbps(f.PeakKBps), duration(f.ElapsedSeconds))
 	if len(f.Tapes) > 0 {
 		b.WriteString("   Tapes " + strings.Join(f.Tapes, ", "))
 	}
-	b.WriteString("   Warnings " + thousands(f.Warnings) + "\n")
+	b.WriteString("   Warnings " + units.Thousands(f.Warnings) + "\n")
 	io.WriteString(w, b.String())
 
 	if len(f.Phases) == 0 {
@@ -54,7 +54,7 @@ func Render(w io.Writer, f Figures) {
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
 	for _, p := range f.Phases {
 		fmt.Fprintf(tw, "  %s\tFiles %s\tSource %s\tMedia %s\tElapsed %s\tAverage %s KB/s\tPeak %s KB/s\n",
-			p.Name, thousands(p.Files), units.FormatSize(p.SourceBytes), units.FormatSize(p.MediaBytes),
+			p.Name, units.Thousands(p.Files), units.FormatSize(p.SourceBytes), units.FormatSize(p.MediaBytes),
 			duration(p.ElapsedSeconds), kbps(p.AvgKBps), kbps(p.PeakKBps))
 	}
 	tw.Flush()
@@ -85,27 +85,7 @@ func kbps(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "-"
 	}
-	return thousands(int64(math.Round(v)))
-}
-
-// thousands formats n with comma separators: 105005 → "105,005".
-func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
-	}
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
+	return units.Thousands(int64(math.Round(v)))
 }
 
 // duration formats seconds as "4.27s" under a minute, "12m 05s", or

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/kura-backup/kura/internal/units"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -109,7 +111,7 @@ func TestFiguresJSONGolden(t *testing.T) {
 
 func TestFormatHelpers(t *testing.T) {
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 105005: "105,005", -1234567: "-1,234,567"} {
-		if got := thousands(n); got != want {
+		if got := units.Thousands(n); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
 		}
 	}

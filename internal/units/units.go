@@ -158,3 +158,22 @@ func RatioValue(source, media int64) float64 {
 	}
 	return float64(source) / float64(media)
 }
+
+// Thousands formats n with comma separators, as the seeds' tables do:
+// 105005 → "105,005".
+func Thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
