@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/tape"
 	"github.com/kura-backup/kura/internal/units"
 )
@@ -113,43 +114,27 @@ func newTapeCmd(g *globals) *cobra.Command {
 	add.Flags().StringVar(&vtl, "vtl", "", "library (default: the default library)")
 	add.Flags().IntVar(&count, "count", 1, "how many tapes")
 
-	simple := func(use, short string, fn func(g *globals, barcode string) (string, error)) *cobra.Command {
+	// move runs one library move on the tape's library and says where it went.
+	move := func(use, short, done string, op func(lib *library.Library, barcode string) error) *cobra.Command {
 		return &cobra.Command{
 			Use: use + " BARCODE", Short: short, Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				msg, err := fn(g, args[0])
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), msg)
-				return nil
+				return withEnv(g, func(env *engine.Env) error {
+					lib, err := env.LibraryOfTape(args[0])
+					if err != nil {
+						return err
+					}
+					if err := op(lib, args[0]); err != nil {
+						return err
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "Tape %s %s.\n", args[0], done)
+					return nil
+				})
 			},
 		}
 	}
-	export := simple("export", "Move a tape to the mail slot: it goes offline", func(g *globals, bc string) (string, error) {
-		env, err := openEnv(g)
-		if err != nil {
-			return "", err
-		}
-		defer env.Close()
-		lib, err := env.LibraryOfTape(bc)
-		if err != nil {
-			return "", err
-		}
-		return "Tape " + bc + " is in the mail slot (offline).", lib.Export(bc)
-	})
-	imp := simple("import", "Move a tape from the mail slot back into a free slot", func(g *globals, bc string) (string, error) {
-		env, err := openEnv(g)
-		if err != nil {
-			return "", err
-		}
-		defer env.Close()
-		lib, err := env.LibraryOfTape(bc)
-		if err != nil {
-			return "", err
-		}
-		return "Tape " + bc + " is back in a slot.", lib.Import(bc)
-	})
+	export := move("export", "Move a tape to the mail slot: it goes offline", "is in the mail slot (offline)", (*library.Library).Export)
+	imp := move("import", "Move a tape from the mail slot back into a free slot", "is back in a slot", (*library.Library).Import)
 	var force bool
 	erase := &cobra.Command{
 		Use:   "erase BARCODE",
