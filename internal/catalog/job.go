@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -74,6 +75,15 @@ type Job struct {
 	// Owner names the lock file the running process holds (in the home's
 	// run/ folder): a running job whose lock is free has lost its process.
 	Owner string `json:"owner,omitempty"`
+	// Request is the job order as JSON: what the server needs to start the
+	// job, or start it again. Empty for jobs run directly by the CLI.
+	Request json.RawMessage `json:"request,omitempty"`
+	// Reason says why a queued or waiting job has not started ("waiting for
+	// a drive", ...).
+	Reason string `json:"reason,omitempty"`
+	// ParentID is, for one stream of a job split into streams, the job it
+	// belongs to; 0 for a job that is not a stream.
+	ParentID int64 `json:"parent_id,omitempty"`
 }
 
 func (j *Job) validate() error {
@@ -83,15 +93,26 @@ func (j *Job) validate() error {
 	if !oneOf(j.Kind, KindBackup, KindRestore, KindVerify, KindCopy, KindScan) {
 		return fmt.Errorf("catalog: job kind %q: %w", j.Kind, ErrInvalid)
 	}
-	if !oneOf(j.State, StateQueued, StateWaiting, StateRunning, StateSucceeded, StateWarnings,
-		StateFailed, StateCanceled, StateInterrupted) {
+	if !validJobState(j.State) {
 		return fmt.Errorf("catalog: job state %q: %w", j.State, ErrInvalid)
+	}
+	if len(j.Request) > 0 && !json.Valid(j.Request) {
+		return fmt.Errorf("catalog: job %d: request is not valid JSON: %w", j.ID, ErrInvalid)
+	}
+	if j.ParentID < 0 || (j.ParentID != 0 && j.ParentID == j.ID) {
+		return fmt.Errorf("catalog: job %d: parent job %d: %w", j.ID, j.ParentID, ErrInvalid)
 	}
 	return nil
 }
 
+func validJobState(s string) bool {
+	return oneOf(s, StateQueued, StateWaiting, StateRunning, StateSucceeded, StateWarnings,
+		StateFailed, StateCanceled, StateInterrupted)
+}
+
 const jobColumns = `kind, state, client, selection, saveset_id, level, started, finished, files, source_bytes,
-	media_bytes, avg_rate, peak_rate, tapes, phases, warnings, warning_count, error, log, owner`
+	media_bytes, avg_rate, peak_rate, tapes, phases, warnings, warning_count, error, log, owner,
+	request, reason, parent_id`
 
 func jobArgs(j *Job) ([]any, error) {
 	warnings := j.Warnings
@@ -122,7 +143,7 @@ func jobArgs(j *Job) ([]any, error) {
 	}
 	return []any{j.Kind, j.State, j.Client, j.Selection, j.SavesetID, j.Level, toDB(j.Started), toDB(j.Finished),
 		j.Files, j.SourceBytes, j.MediaBytes, j.AvgRate, j.PeakRate, enc[0], enc[1], enc[2], count, j.Error,
-		enc[3], j.Owner}, nil
+		enc[3], j.Owner, string(j.Request), j.Reason, j.ParentID}, nil
 }
 
 func scanJob(row interface{ Scan(...any) error }) (*Job, error) {
@@ -130,12 +151,16 @@ func scanJob(row interface{ Scan(...any) error }) (*Job, error) {
 		j                               Job
 		started, finished               sql.NullInt64
 		tapes, phases, warnings, logTxt string
+		request                         string
 	)
 	err := row.Scan(&j.ID, &j.Kind, &j.State, &j.Client, &j.Selection, &j.SavesetID, &j.Level, &started,
 		&finished, &j.Files, &j.SourceBytes, &j.MediaBytes, &j.AvgRate, &j.PeakRate, &tapes, &phases,
-		&warnings, &j.WarningCount, &j.Error, &logTxt, &j.Owner)
+		&warnings, &j.WarningCount, &j.Error, &logTxt, &j.Owner, &request, &j.Reason, &j.ParentID)
 	if err != nil {
 		return nil, err
+	}
+	if request != "" {
+		j.Request = json.RawMessage(request)
 	}
 	j.Started, j.Finished = fromDB(started), fromDB(finished)
 	if j.Tapes, err = decodeList[string](tapes, "job tapes"); err != nil {

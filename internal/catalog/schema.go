@@ -89,4 +89,32 @@ var migrations = [][]string{
 	{
 		`ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT ''`,
 	},
+	// 3: server and agents: enrolled clients, enrollment tokens, and what the
+	// server's job queue needs (the job order, why a job waits, streams).
+	{
+		`CREATE TABLE clients (
+			name             TEXT PRIMARY KEY,
+			cert_serial      TEXT NOT NULL,
+			cert_fingerprint TEXT NOT NULL,
+			enrolled         INTEGER,
+			revoked          INTEGER,
+			last_seen        INTEGER,
+			address          TEXT NOT NULL,
+			bwlimit          INTEGER NOT NULL
+		)`,
+		`CREATE TABLE tokens (
+			id      INTEGER PRIMARY KEY,
+			hash    TEXT NOT NULL UNIQUE,
+			kind    TEXT NOT NULL,
+			name    TEXT NOT NULL,
+			created INTEGER,
+			expires INTEGER,
+			used    INTEGER,
+			used_by TEXT NOT NULL
+		)`,
+		`ALTER TABLE jobs ADD COLUMN request TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE jobs ADD COLUMN reason TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE jobs ADD COLUMN parent_id INTEGER NOT NULL DEFAULT 0`,
+		`CREATE INDEX jobs_parent ON jobs (parent_id)`,
+	},
 }
