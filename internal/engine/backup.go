@@ -19,7 +19,6 @@ import (
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/compress"
 	"github.com/kura-backup/kura/internal/home"
-	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/span"
@@ -50,6 +49,15 @@ type BackupOptions struct {
 	FrameSize int // 0 = the stream's default
 	Workers   int // parallel small-file readers; 0 = default
 	ReadAhead int // bytes of small files read ahead of the stream; 0 = 64 MiB
+
+	// Producer makes the stream; nil = this machine's files (LocalProducer).
+	// Paths are then taken as they are: the producer's machine resolves them.
+	Producer Producer
+	// Host names the machine the data comes from (default: this host).
+	Host string
+	// Job is a job record made earlier (a queued job of the server); nil =
+	// a new one.
+	Job *catalog.Job
 }
 
 // Result is what a job reports at its end.
@@ -79,6 +87,20 @@ func selectionKey(sel string, paths []string) string {
 		return sel
 	}
 	return "paths:" + strings.Join(paths, ",")
+}
+
+// checkRemotePaths checks paths that another machine will resolve: they
+// must be absolute and clean.
+func checkRemotePaths(paths []string) error {
+	if len(paths) == 0 {
+		return errors.New("nothing to back up: give one or more paths or --selection")
+	}
+	for _, p := range paths {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p || strings.ContainsRune(p, 0) {
+			return fmt.Errorf("path %q: paths backed up through an agent must be absolute and clean", p)
+		}
+	}
+	return nil
 }
 
 // resolvePaths turns the user's paths into sorted, absolute, existing paths.
@@ -118,8 +140,12 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 			return nil, err
 		}
 	}
-	paths, err := resolvePaths(paths)
-	if err != nil {
+	if opts.Producer == nil {
+		var err error
+		if paths, err = resolvePaths(paths); err != nil {
+			return nil, err
+		}
+	} else if err := checkRemotePaths(paths); err != nil {
 		return nil, err
 	}
 	level := opts.Level
@@ -133,6 +159,7 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 
 	res := &Result{Level: level}
 	var base *catalog.Saveset
+	var err error
 	switch level {
 	case LevelDiff:
 		base, err = e.Catalog.LastSaveset(e.Client, selKey, []string{LevelFull}, time.Time{})
@@ -157,7 +184,12 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 	skip := []string{libCfg.Dir, e.Home}
 
 	start := e.now()
-	job := &catalog.Job{Kind: "backup", State: "running", Client: e.Client, Selection: selKey, Level: level, Started: start}
+	job := opts.Job
+	if job == nil {
+		job = &catalog.Job{}
+	}
+	job.Kind, job.State, job.Client, job.Selection, job.Level, job.Started = "backup", "running", e.Client, selKey, level, start
+	job.Reason = ""
 	lock, err := e.startJob(job)
 	if err != nil {
 		return nil, err
@@ -202,8 +234,7 @@ type backupRun struct {
 
 	phase     *monitor.Phase
 	ticker    progressTicker
-	asyncMu   sync.Mutex
-	asyncWarn [][2]string
+	warnMu    sync.Mutex
 	warnings  []string
 	nwarn     int64
 	tapes     []string
@@ -211,6 +242,8 @@ type backupRun struct {
 }
 
 func (b *backupRun) warn(path, msg string) {
+	b.warnMu.Lock()
+	defer b.warnMu.Unlock()
 	b.nwarn++
 	w := displayPath(path) + ": " + msg
 	if len(b.warnings) < maxWarnings {
@@ -262,7 +295,10 @@ func (b *backupRun) run() error {
 		return t, bc, nil
 	}
 
-	host, _ := os.Hostname()
+	host := b.opts.Host
+	if host == "" {
+		host, _ = os.Hostname()
+	}
 	if b.opts.FrameSize == 0 {
 		b.opts.FrameSize = stream.DefaultFrameSize
 	}
@@ -284,19 +320,6 @@ func (b *backupRun) run() error {
 			sw.Abort()
 		}
 	}()
-	media := b.phase.Media
-	strm, err := stream.NewWriter(sw, stream.Options{Level: b.opts.Compress, FrameSize: b.opts.FrameSize,
-		OnFrame: func(_, compressed int) { media.Add(int64(compressed)) }})
-	if err != nil {
-		return err
-	}
-	strmDone := false
-	defer func() {
-		if !strmDone {
-			strm.Abort()
-		}
-	}()
-
 	// The index goes to a temporary file in the home, renamed into place
 	// once the saveset is complete.
 	idxPath := filepath.Join(home.IndexDir(e.Home), fmt.Sprintf("%d.idx", b.ss.ID))
@@ -307,28 +330,31 @@ func (b *backupRun) run() error {
 	defer os.Remove(idxTmp.Name())
 	defer idxTmp.Close()
 
-	var baseIt *baseIndex
+	spec := ProduceSpec{JobID: b.job.ID, Paths: b.paths, Excludes: b.excludes, Skip: b.skip,
+		Compress: b.opts.Compress, FrameSize: b.opts.FrameSize, Workers: b.opts.Workers, ReadAhead: b.opts.ReadAhead}
 	if b.base != nil {
-		r, err := e.openIndex(b.base)
-		if err != nil {
-			return fmt.Errorf("reading the index of base saveset %d: %w", b.base.ID, err)
+		spec.BaseID = b.base.ID
+		if b.opts.Producer == nil {
+			r, err := e.openIndex(b.base)
+			if err != nil {
+				return fmt.Errorf("reading the index of base saveset %d: %w", b.base.ID, err)
+			}
+			defer r.Close()
+			spec.Base = r
 		}
-		defer r.Close()
-		baseIt = &baseIndex{it: r.Iter(), id: b.base.ID}
 	}
-
-	meta := savesetMeta{Host: host}
-	idxw := index.NewWriter(idxTmp, nil)
-
-	err = b.stream(strm, idxw, baseIt)
+	producer := b.opts.Producer
+	if producer == nil {
+		producer = LocalProducer{}
+	}
+	hooks := ProduceHooks{Phase: b.phase, Warn: b.warn,
+		Tick: func(path string) { e.tick(&b.ticker, b.job.ID, b.phase, path) }}
+	prod, err := producer.Produce(b.ctx, spec, sw, idxTmp, hooks)
 	if err != nil {
 		return err
 	}
-	frames, err := strm.Close()
-	strmDone = true
-	if err != nil {
-		return err
-	}
+	b.files = prod.Files
+	frames := prod.Frames
 	parts, err := sw.Finish()
 	swDone = true
 	if err != nil {
@@ -336,17 +362,13 @@ func (b *backupRun) run() error {
 	}
 	b.ss.Parts = toCatalogParts(parts)
 	b.ss.MediaBytes = sw.Bytes()
-	idxw.SetFrames(frames)
 	b.ss.Files = b.files
 	b.ss.SourceBytes = b.phase.Source.Total()
-	b.ss.IndexEntries = idxw.Len()
-	meta.Saveset = *b.ss
+	b.ss.IndexEntries = prod.Entries
+	meta := savesetMeta{Host: host, Saveset: *b.ss}
 	meta.Saveset.Status = "complete"
 	mb, _ := json.Marshal(meta)
-	if err := idxw.SetMeta(mb); err != nil {
-		return err
-	}
-	if err := idxw.Close(); err != nil {
+	if err := prod.FinishIndex(frames, mb); err != nil {
 		return fmt.Errorf("writing the index: %w", err)
 	}
 	if err := idxTmp.Sync(); err != nil {
@@ -415,6 +437,9 @@ func (b *backupRun) finish(runErr error) (*Result, error) {
 	b.phase.End()
 	ss, job := b.ss, b.job
 	ss.Finished = end
+	if runErr != nil {
+		b.files = b.phase.Files.Total()
+	}
 	ss.Files = b.files
 	ss.SourceBytes = b.phase.Source.Total()
 	if runErr != nil {

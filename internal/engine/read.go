@@ -79,17 +79,17 @@ func unchangedSince(cur, base *index.Entry) bool {
 }
 
 // stream walks the paths and writes every entry to the stream and the index.
-func (b *backupRun) stream(strm *stream.Writer, idxw *index.Writer, base *baseIndex) error {
+func (b *producer) stream(strm *stream.Writer, idxw *index.Writer, base *baseIndex) error {
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
 
-	workers := b.opts.Workers
+	workers := b.spec.Workers
 	if workers <= 0 {
 		workers = 4 * runtime.GOMAXPROCS(0)
 	}
 	ordered := make(chan *item, prefetchItems)
 	toRead := make(chan *item, prefetchItems)
-	readAhead := b.opts.ReadAhead
+	readAhead := b.spec.ReadAhead
 	if readAhead <= 0 {
 		readAhead = prefetchBytes
 	}
@@ -101,7 +101,7 @@ func (b *backupRun) stream(strm *stream.Writer, idxw *index.Writer, base *baseIn
 	go func() {
 		defer close(ordered)
 		defer close(toRead)
-		err := walk.Walk(ctx, b.paths, walk.Options{Excludes: b.excludes, SkipPaths: b.skip},
+		err := walk.Walk(ctx, b.spec.Paths, walk.Options{Excludes: b.spec.Excludes, SkipPaths: b.spec.Skip},
 			func(wi *walk.Item) error {
 				it := &item{Item: *wi}
 				e := &it.Entry
@@ -197,20 +197,20 @@ func (b *backupRun) stream(strm *stream.Writer, idxw *index.Writer, base *baseIn
 }
 
 // warnAsync queues a warning from another goroutine; the writer goroutine
-// records it (b.warn is not safe for concurrent use).
-func (b *backupRun) warnAsync(path, msg string) {
+// records it (hooks.Warn need not be safe for concurrent use).
+func (b *producer) warnAsync(path, msg string) {
 	b.asyncMu.Lock()
 	b.asyncWarn = append(b.asyncWarn, [2]string{path, msg})
 	b.asyncMu.Unlock()
 }
 
-func (b *backupRun) drainWarnings() {
+func (b *producer) drainWarnings() {
 	b.asyncMu.Lock()
 	ws := b.asyncWarn
 	b.asyncWarn = nil
 	b.asyncMu.Unlock()
 	for _, w := range ws {
-		b.warn(w[0], w[1])
+		b.hooks.Warn(w[0], w[1])
 	}
 }
 
@@ -262,7 +262,7 @@ func readFull(fd int, buf []byte) (int, error) {
 	return n, nil
 }
 
-func (b *backupRun) prefetch(it *item, budget chan struct{}) {
+func (b *producer) prefetch(it *item, budget chan struct{}) {
 	if it.err != nil {
 		return
 	}
@@ -311,7 +311,7 @@ func (b *backupRun) prefetch(it *item, budget chan struct{}) {
 }
 
 // prefetchFile reads a file the walker already opened.
-func (b *backupRun) prefetchFile(it *item, budget chan struct{}) {
+func (b *producer) prefetchFile(it *item, budget chan struct{}) {
 	size := it.Entry.Size
 	if size > smallFile {
 		return
@@ -343,7 +343,7 @@ func changedAfterRead(f *os.File, e *index.Entry) bool {
 	return st.Size != e.Size || st.Mtim.Nano() != e.MTime
 }
 
-func (b *backupRun) release(it *item, budget chan struct{}) {
+func (b *producer) release(it *item, budget chan struct{}) {
 	if it.done == nil {
 		return
 	}
@@ -363,7 +363,7 @@ func releaseTokens(it *item, budget chan struct{}) {
 }
 
 // write puts one entry into the stream and the index.
-func (b *backupRun) write(strm *stream.Writer, idxw *index.Writer, it *item, budget chan struct{}) error {
+func (b *producer) write(strm *stream.Writer, idxw *index.Writer, it *item, budget chan struct{}) error {
 	e := &it.Entry
 	if it.done != nil {
 		<-it.done
@@ -372,9 +372,9 @@ func (b *backupRun) write(strm *stream.Writer, idxw *index.Writer, it *item, bud
 		defer releaseTokens(it, budget)
 		if it.err != nil {
 			if errors.Is(it.err, fs.ErrNotExist) {
-				b.warn(e.Path, "file vanished before it could be read; not backed up")
+				b.hooks.Warn(e.Path, "file vanished before it could be read; not backed up")
 			} else {
-				b.warn(e.Path, "cannot read: "+errText(it.err)+"; not backed up")
+				b.hooks.Warn(e.Path, "cannot read: "+errText(it.err)+"; not backed up")
 			}
 			return nil
 		}
@@ -389,7 +389,7 @@ func (b *backupRun) write(strm *stream.Writer, idxw *index.Writer, it *item, bud
 				// A read error in the middle of a large file: what was read
 				// is stored, padded; say so.
 				it.changed = true
-				b.warn(e.Path, "read error after "+fmt.Sprint(cr.n)+" bytes: "+errText(cr.err)+"; stored content is incomplete")
+				b.hooks.Warn(e.Path, "read error after "+fmt.Sprint(cr.n)+" bytes: "+errText(cr.err)+"; stored content is incomplete")
 			}
 			if changedAfterRead(it.file, e) {
 				it.changed = true
@@ -404,9 +404,9 @@ func (b *backupRun) write(strm *stream.Writer, idxw *index.Writer, it *item, bud
 		}
 		if it.changed {
 			e.Flags |= index.FlagChanged
-			b.warn(e.Path, "file changed as we read it")
+			b.hooks.Warn(e.Path, "file changed as we read it")
 		}
-		b.phase.Source.Add(e.Size)
+		b.hooks.Phase.Source.Add(e.Size)
 	} else if !it.unchanged {
 		if err := strm.WriteEntry(e, nil); err != nil {
 			return err
@@ -418,9 +418,11 @@ func (b *backupRun) write(strm *stream.Writer, idxw *index.Writer, it *item, bud
 	if !it.unchanged {
 		// The job counts what it backed up; the index lists the whole tree.
 		b.files++
-		b.phase.Files.Add(1)
+		b.hooks.Phase.Files.Add(1)
 	}
-	b.env.tick(&b.ticker, b.job.ID, b.phase, e.Path)
+	if b.hooks.Tick != nil {
+		b.hooks.Tick(e.Path)
+	}
 	return nil
 }
 

@@ -91,62 +91,138 @@ func (e *Env) Restore(ctx context.Context, opts RestoreOptions) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	to := opts.To
-	if to == "" {
-		to = "/"
-	}
-	if err := os.MkdirAll(to, 0o755); err != nil {
-		return nil, fmt.Errorf("restore target: %w", err)
-	}
-	root, err := os.OpenRoot(to)
-	if err != nil {
-		return nil, fmt.Errorf("restore target: %w", err)
-	}
-	defer root.Close()
-
 	total, err := e.checkChain(ss, opts.Includes)
 	if err != nil {
 		return nil, err
 	}
-	start := e.now()
 	job := &catalog.Job{Kind: "restore", State: "running", Client: e.Client, Selection: ss.Selection,
-		SavesetID: ss.ID, Level: ss.Level, Started: start}
+		SavesetID: ss.ID, Level: ss.Level, Started: e.now()}
 	lock, err := e.startJob(job)
 	if err != nil {
 		return nil, err
 	}
 	defer lock.release()
-	r := &restoreRun{env: e, ctx: ctx, opts: opts, ss: ss, job: job, root: root,
+	out, runErr := e.RestoreFiles(ctx, EnvStore{Env: e}, ss, opts, job.ID, total)
+	return e.FinishRestore(job, ss, opts, out, runErr)
+}
+
+// RestoreOutcome is what the restoring side reports: figures, warnings and
+// what it read. An agent sends it to the server, which records the job.
+type RestoreOutcome struct {
+	To           string        `json:"to"`
+	Phase        catalog.Phase `json:"phase"`
+	Files        int64         `json:"files"`
+	Bytes        int64         `json:"bytes"`
+	MediaBytes   int64         `json:"media_bytes"`
+	Warnings     []string      `json:"warnings"`
+	WarningCount int64         `json:"warning_count"`
+	Failed       int64         `json:"failed"`  // files lost to damaged media
+	Skipped      int64         `json:"skipped"` // existing files kept by the overwrite policy
+	Tapes        []string      `json:"tapes"`
+	Sources      []int64       `json:"sources"` // savesets read, the chosen one included
+}
+
+// A SavesetStore gives a restore the savesets of a chain: their records,
+// their indexes and their data. The local store reads the catalog and the
+// tapes; an agent's store asks the server.
+type SavesetStore interface {
+	Saveset(id int64) (*catalog.Saveset, error)
+	OpenIndex(ss *catalog.Saveset) (*index.Reader, error)
+	Data(ss *catalog.Saveset) (stream.FrameSource, error)
+}
+
+// EnvStore is the SavesetStore of a home: its catalog, index cache and tapes.
+type EnvStore struct{ Env *Env }
+
+var _ SavesetStore = EnvStore{}
+
+// Saveset returns a saveset record from the catalog.
+func (s EnvStore) Saveset(id int64) (*catalog.Saveset, error) { return s.Env.Catalog.Saveset(id) }
+
+// OpenIndex opens a saveset's index, from the cache or its tape.
+func (s EnvStore) OpenIndex(ss *catalog.Saveset) (*index.Reader, error) { return s.Env.openIndex(ss) }
+
+// Data reads a saveset's tape files.
+func (s EnvStore) Data(ss *catalog.Saveset) (stream.FrameSource, error) {
+	return span.NewReader(s.Env.tapeOpener(), fromCatalogParts(ss.Parts)), nil
+}
+
+// RestoreFiles writes a saveset's moment into opts.To (default "/") from
+// store: the restoring half of a restore, without any catalog bookkeeping.
+// total is the expected number of bytes (0: unknown), for progress.
+func (e *Env) RestoreFiles(ctx context.Context, store SavesetStore, ss *catalog.Saveset, opts RestoreOptions, jobID, total int64) (*RestoreOutcome, error) {
+	to := opts.To
+	if to == "" {
+		to = "/"
+	}
+	out := &RestoreOutcome{To: to}
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return out, fmt.Errorf("restore target: %w", err)
+	}
+	root, err := os.OpenRoot(to)
+	if err != nil {
+		return out, fmt.Errorf("restore target: %w", err)
+	}
+	defer root.Close()
+	job := &catalog.Job{ID: jobID}
+	r := &restoreRun{env: e, ctx: ctx, opts: opts, ss: ss, job: job, root: root, store: store,
 		phase: monitor.StartPhase(e.Clock, "restore"), sources: map[int64]*sourceReader{},
 		asRoot: os.Geteuid() == 0}
 	r.ticker.total = total
 	msg := fmt.Sprintf("restore of saveset %d (%s of %s) to %s", ss.ID, ss.Level, ss.Created.Local().Format("2006-01-02 15:04:05"), to)
-	e.logf(job, "%s", msg)
-	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: job.ID, Message: msg})
+	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: jobID, Message: msg})
 	runErr := r.run()
 	r.close()
 	r.phase.End()
+	out.Phase = phaseRecord(r.phase)
+	out.Files = r.files.Load()
+	out.Bytes = r.phase.Source.Total()
+	out.MediaBytes = r.phase.Media.Total()
+	out.Warnings, out.WarningCount = r.warnings, r.nwarn
+	out.Failed, out.Skipped = r.failed, r.skipped.Load()
+	out.Tapes = r.tapes
+	for id := range r.sources {
+		out.Sources = append(out.Sources, id)
+	}
+	sort.Slice(out.Sources, func(i, j int) bool { return out.Sources[i] < out.Sources[j] })
+	return out, runErr
+}
 
+// FinishRestore records a restore's outcome in its job and builds the result.
+func (e *Env) FinishRestore(job *catalog.Job, ss *catalog.Saveset, opts RestoreOptions, out *RestoreOutcome, runErr error) (*Result, error) {
+	if out == nil {
+		out = &RestoreOutcome{}
+	}
+	if opts.Overwrite == "" {
+		opts.Overwrite = OverwriteAlways
+	}
+	e.logf(job, "restore of saveset %d (%s of %s) to %s", ss.ID, ss.Level, ss.Created.Local().Format("2006-01-02 15:04:05"), out.To)
 	job.Finished = e.now()
-	job.Files = r.files.Load()
-	job.SourceBytes = r.phase.Source.Total()
-	job.Phases = []catalog.Phase{phaseRecord(r.phase)}
-	job.AvgRate = r.phase.Source.Average()
-	job.PeakRate = r.phase.Source.Peak()
-	job.Warnings, job.WarningCount = r.warnings, r.nwarn
-	job.Tapes = r.tapes
-	if runErr == nil && r.failed > 0 {
-		runErr = fmt.Errorf("%d files could not be restored from damaged media (each is listed)", r.failed)
+	job.Files = out.Files
+	job.SourceBytes = out.Bytes
+	job.MediaBytes = out.MediaBytes
+	if !out.Phase.Start.IsZero() {
+		job.Phases = []catalog.Phase{out.Phase}
+	}
+	job.AvgRate = out.Phase.AvgRate
+	job.PeakRate = out.Phase.PeakRate
+	job.Warnings, job.WarningCount = out.Warnings, out.WarningCount
+	job.Tapes = out.Tapes
+	if runErr == nil && out.Failed > 0 {
+		runErr = fmt.Errorf("%d files could not be restored from damaged media (each is listed)", out.Failed)
 	}
 	switch {
 	case runErr != nil:
 		job.State, job.Error = "failed", runErr.Error()
-	case r.nwarn > 0:
+		if errors.Is(runErr, context.Canceled) {
+			job.State = "canceled"
+		}
+	case out.WarningCount > 0:
 		job.State = "warnings"
 	default:
 		job.State = "succeeded"
 	}
-	for id := range r.sources {
+	for _, id := range out.Sources {
 		if id != ss.ID {
 			e.logf(job, "read unchanged files from saveset %d", id)
 		}
@@ -158,18 +234,18 @@ func (e *Env) Restore(ctx context.Context, opts RestoreOptions) (*Result, error)
 	if err := e.Catalog.UpdateJob(job); err != nil && runErr == nil {
 		runErr = err
 	}
-	res := &Result{Level: ss.Level, Warnings: r.warnings, Figures: jobFigures(job, ss)}
-	if n := r.skipped.Load(); n > 0 {
-		res.Note = fmt.Sprintf("%d existing files kept (--overwrite %s)", n, opts.Overwrite)
+	res := &Result{Level: ss.Level, Warnings: out.Warnings, Figures: jobFigures(job, ss)}
+	if out.Skipped > 0 {
+		res.Note = fmt.Sprintf("%d existing files kept (--overwrite %s)", out.Skipped, opts.Overwrite)
 	}
-	res.Figures.MediaBytes = r.phase.Media.Total()
+	res.Figures.MediaBytes = out.MediaBytes
 	res.Figures.CompressionRatio = units.Ratio(res.Figures.SourceBytes, res.Figures.MediaBytes)
 	e.emit(monitor.Event{Kind: monitor.JobEnded, JobID: job.ID, Message: job.State})
 	if runErr != nil {
 		return res, runErr
 	}
-	if r.nwarn > 0 {
-		return res, fmt.Errorf("restore %w: %d warnings", ErrWarnings, r.nwarn)
+	if out.WarningCount > 0 {
+		return res, fmt.Errorf("restore %w: %d warnings", ErrWarnings, out.WarningCount)
 	}
 	return res, nil
 }
@@ -181,6 +257,7 @@ type restoreRun struct {
 	ss     *catalog.Saveset
 	job    *catalog.Job
 	root   *os.Root
+	store  SavesetStore
 	phase  *monitor.Phase
 	asRoot bool
 	ticker progressTicker
@@ -224,17 +301,20 @@ func (r *restoreRun) source(id int64) (*sourceReader, error) {
 	if s := r.sources[id]; s != nil {
 		return s, nil
 	}
-	ss, err := r.env.Catalog.Saveset(id)
+	ss, err := r.store.Saveset(id)
 	if err != nil {
 		return nil, fmt.Errorf("saveset %d, which holds unchanged files of this backup: %w", id, err)
 	}
-	idx, err := r.env.openIndex(ss)
+	idx, err := r.store.OpenIndex(ss)
 	if err != nil {
 		return nil, err
 	}
 	frames := idx.Frames()
 	idx.Close()
-	src := span.NewReader(r.env.tapeOpener(), fromCatalogParts(ss.Parts))
+	src, err := r.store.Data(ss)
+	if err != nil {
+		return nil, err
+	}
 	rd, err := stream.NewReader(src, frames, stream.ReaderOptions{OnFrame: func(_, compressed int) { r.phase.Media.Add(int64(compressed)) }})
 	if err != nil {
 		return nil, err
@@ -314,7 +394,7 @@ func safeName(p string) error {
 
 func (r *restoreRun) run() error {
 	r.w = newFileWriters(r)
-	idx, err := r.env.openIndex(r.ss)
+	idx, err := r.store.OpenIndex(r.ss)
 	if err != nil {
 		return err
 	}
