@@ -232,13 +232,13 @@ type backupRun struct {
 	skip     []string
 	res      *Result
 
-	phase     *monitor.Phase
-	ticker    progressTicker
-	warnMu    sync.Mutex
-	warnings  []string
-	nwarn     int64
-	tapes     []string
-	files     int64
+	phase    *monitor.Phase
+	ticker   progressTicker
+	warnMu   sync.Mutex
+	warnings []string
+	nwarn    int64
+	tapes    []string
+	files    int64
 }
 
 func (b *backupRun) warn(path, msg string) {

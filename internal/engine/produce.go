@@ -52,7 +52,7 @@ type ProduceHooks struct {
 // Produced is a finished stream: its frame table and the means to close
 // its index.
 type Produced struct {
-	Frames []index.Frame
+	Frames  []index.Frame
 	Files   int64 // entries backed up (unchanged files of an incremental not counted)
 	Entries int64 // entries in the index: the whole tree
 	// FinishIndex closes the index with the final frame table (nil: the
