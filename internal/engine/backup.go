@@ -55,6 +55,9 @@ type BackupOptions struct {
 	Producer Producer
 	// Host names the machine the data comes from (default: this host).
 	Host string
+	// KeySuffix is added to the selection key, so that each stream of a
+	// backup split over several drives finds its own base ("#2/3").
+	KeySuffix string
 	// Job is a job record made earlier (a queued job of the server); nil =
 	// a new one.
 	Job *catalog.Job
@@ -155,7 +158,7 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 	if level != LevelFull && level != LevelIncr && level != LevelDiff {
 		return nil, fmt.Errorf("unknown level %q (full, incr or diff)", level)
 	}
-	selKey := selectionKey(opts.Selection, paths)
+	selKey := selectionKey(opts.Selection, paths) + opts.KeySuffix
 
 	res := &Result{Level: level}
 	var base *catalog.Saveset
@@ -491,7 +494,7 @@ func (b *backupRun) finish(runErr error) (*Result, error) {
 		runErr = err
 	}
 	b.res.Warnings = b.warnings
-	b.res.Figures = jobFigures(job, ss)
+	b.res.Figures = JobFigures(job, ss)
 	e.emit(monitor.Event{Kind: monitor.JobEnded, JobID: job.ID, Message: job.State})
 	if runErr != nil {
 		return b.res, runErr
@@ -511,8 +514,8 @@ func displayPath(p string) string {
 	return strconv.Quote(p)
 }
 
-// jobFigures turns a job record into the Job Monitor figures.
-func jobFigures(job *catalog.Job, ss *catalog.Saveset) monitor.Figures {
+// JobFigures turns a job record into the Job Monitor figures.
+func JobFigures(job *catalog.Job, ss *catalog.Saveset) monitor.Figures {
 	f := monitor.Figures{JobID: job.ID, Kind: job.Kind, Level: job.Level, Files: job.Files,
 		SourceBytes: job.SourceBytes, MediaBytes: job.MediaBytes,
 		Tapes: job.Tapes, Warnings: job.WarningCount, Status: statusText(job.State)}

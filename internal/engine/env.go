@@ -278,31 +278,42 @@ func fsyncDir(dir string) error {
 // openIndex opens a saveset's index: the cached file in the home, or the
 // index tape file (which is then cached again).
 func (e *Env) openIndex(ss *catalog.Saveset) (*index.Reader, error) {
+	p, err := e.IndexFile(ss)
+	if err != nil {
+		return nil, err
+	}
+	return index.OpenFile(p)
+}
+
+// IndexFile returns the path of a saveset's index in the home's cache,
+// reading it back from its tape when the cache lacks it or it is damaged.
+func (e *Env) IndexFile(ss *catalog.Saveset) (string, error) {
 	p := filepath.Join(home.IndexDir(e.Home), fmt.Sprintf("%d.idx", ss.ID))
 	r, err := index.OpenFile(p)
 	if err == nil {
-		return r, nil
+		r.Close()
+		return p, nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
 		// A damaged cache is not fatal: the tape has the index too.
 		_ = os.Remove(p)
 	}
 	if ss.IndexPart.Barcode == "" {
-		return nil, fmt.Errorf("saveset %d has no index on tape", ss.ID)
+		return "", fmt.Errorf("saveset %d has no index on tape", ss.ID)
 	}
 	dev, err := e.tapeOpener()(ss.IndexPart.Barcode)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	fr, err := dev.Open(ss.IndexPart.File)
 	if err != nil {
-		return nil, fmt.Errorf("reading the index of saveset %d from tape %s file %d: %w", ss.ID, ss.IndexPart.Barcode, ss.IndexPart.File, err)
+		return "", fmt.Errorf("reading the index of saveset %d from tape %s file %d: %w", ss.ID, ss.IndexPart.Barcode, ss.IndexPart.File, err)
 	}
 	defer fr.Close()
 	if err := writeFileAtomic(p, fr); err != nil {
-		return nil, err
+		return "", err
 	}
-	return index.OpenFile(p)
+	return p, nil
 }
 
 // writeFileAtomic writes r into path through a temporary file and a rename.

@@ -67,7 +67,11 @@ func (e *Env) startJob(job *catalog.Job) (*jobLock, error) {
 		return nil, fmt.Errorf("job lock: %w", err)
 	}
 	job.Owner = name
-	if err := e.Catalog.CreateJob(job); err != nil {
+	save := e.Catalog.CreateJob
+	if job.ID != 0 { // a queued job starting
+		save = e.Catalog.UpdateJob
+	}
+	if err := save(job); err != nil {
 		l.release()
 		return nil, err
 	}

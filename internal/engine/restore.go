@@ -234,7 +234,7 @@ func (e *Env) FinishRestore(job *catalog.Job, ss *catalog.Saveset, opts RestoreO
 	if err := e.Catalog.UpdateJob(job); err != nil && runErr == nil {
 		runErr = err
 	}
-	res := &Result{Level: ss.Level, Warnings: out.Warnings, Figures: jobFigures(job, ss)}
+	res := &Result{Level: ss.Level, Warnings: out.Warnings, Figures: JobFigures(job, ss)}
 	if out.Skipped > 0 {
 		res.Note = fmt.Sprintf("%d existing files kept (--overwrite %s)", out.Skipped, opts.Overwrite)
 	}
@@ -865,4 +865,39 @@ func (e *Env) checkChain(ss *catalog.Saveset, includes []string) (int64, error) 
 			strings.Join(offline, ", "))
 	}
 	return total, nil
+}
+
+// RestoreWith runs a restore whose files are written elsewhere (by an
+// agent): it chooses the saveset, checks that its chain is readable,
+// records the job (job is a queued record, or nil), calls run with the
+// saveset and the expected bytes, and records run's outcome.
+func (e *Env) RestoreWith(ctx context.Context, job *catalog.Job, opts RestoreOptions,
+	run func(ss *catalog.Saveset, total int64) (*RestoreOutcome, error)) (*Result, error) {
+	switch opts.Overwrite {
+	case "":
+		opts.Overwrite = OverwriteAlways
+	case OverwriteNever, OverwriteOlder, OverwriteAlways:
+	default:
+		return nil, fmt.Errorf("unknown overwrite policy %q (never, older or always)", opts.Overwrite)
+	}
+	ss, err := e.ChooseSaveset(opts)
+	if err != nil {
+		return nil, err
+	}
+	total, err := e.checkChain(ss, opts.Includes)
+	if err != nil {
+		return nil, err
+	}
+	if job == nil {
+		job = &catalog.Job{}
+	}
+	job.Kind, job.State, job.Client, job.Selection = "restore", "running", e.Client, ss.Selection
+	job.SavesetID, job.Level, job.Started, job.Reason = ss.ID, ss.Level, e.now(), ""
+	lock, err := e.startJob(job)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.release()
+	out, runErr := run(ss, total)
+	return e.FinishRestore(job, ss, opts, out, runErr)
 }

@@ -100,7 +100,7 @@ func (e *Env) Verify(ctx context.Context, id int64, opts VerifyOptions) (*Verify
 		verr = err
 	}
 	if res != nil {
-		res.Figures = jobFigures(job, ss)
+		res.Figures = JobFigures(job, ss)
 	}
 	return res, verr
 }

@@ -15,6 +15,9 @@ const (
 	Progress     EventKind = "progress"
 	WarningEvent EventKind = "warning"
 	JobEnded     EventKind = "job_ended"
+	// Queued: the job waits in the server's queue; Message says why
+	// ("waiting for a drive").
+	Queued EventKind = "queued"
 )
 
 // Event is one thing a job reports to the monitor. Fields that do not apply

@@ -1,0 +1,303 @@
+// Package agent is the Kura agent: it runs on a machine whose files are
+// backed up, dials out to its server (so it works behind NAT and
+// firewalls), takes job orders, and does the client side of each job: it
+// reads and compresses files and streams the frames to the server's drive
+// (backup), or fetches savesets from the server and writes files
+// (restore).
+//
+// Identity: `kura agent enroll` makes a key, sends a certificate request
+// with a one-time token, and keeps the certificate the server's CA signed
+// and the CA itself in the agent's folder (HOME/agent). Every later
+// connection is mutual TLS and trusts only that CA.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/apiclient"
+	"github.com/kura-backup/kura/internal/pki"
+)
+
+// Files in the agent folder.
+const (
+	dirName    = "agent"
+	configFile = "agent.json"
+	certFile   = "agent.crt"
+	keyFile    = "agent.key"
+	caFile     = "ca.crt"
+)
+
+// Config is what enrollment leaves in the agent folder.
+type Config struct {
+	Server   string    `json:"server"`
+	Name     string    `json:"name"`
+	Enrolled time.Time `json:"enrolled"`
+}
+
+// Dir is the agent folder inside a Kura home.
+func Dir(home string) string { return filepath.Join(home, dirName) }
+
+// Enroll makes this machine an agent of the server: it checks the server
+// against the token's CA fingerprint, sends a certificate request, and
+// keeps the certificate and the CA in home's agent folder.
+func Enroll(ctx context.Context, home, server, token, name string) (*Config, error) {
+	t, err := pki.ParseTokenKind(token, pki.KindEnroll)
+	if err != nil {
+		return nil, fmt.Errorf("enrollment token: %w", err)
+	}
+	if name == "" {
+		if name, err = os.Hostname(); err != nil {
+			return nil, err
+		}
+	}
+	dir := Dir(home)
+	if _, err := os.Stat(filepath.Join(dir, configFile)); err == nil {
+		return nil, fmt.Errorf("this home is enrolled already (%s); remove that folder to enroll again", dir)
+	}
+	keyPEM, csr, err := pki.NewClientKey(name)
+	if err != nil {
+		return nil, err
+	}
+	c, err := apiclient.New(server, pki.PinnedTLSConfig(t.CAFingerprint, nil), "")
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	var resp api.EnrollResponse
+	if err := c.Enroll(ctx, api.EnrollRequest{Token: token, Name: name, CSR: csr}, &resp); err != nil {
+		return nil, err
+	}
+	ca, err := pki.ParseCertPEM([]byte(resp.CAPEM))
+	if err != nil {
+		return nil, fmt.Errorf("the server's CA: %w", err)
+	}
+	if pki.Fingerprint(ca) != t.CAFingerprint {
+		return nil, fmt.Errorf("the server sent a CA that does not match the token: %w", pki.ErrFingerprint)
+	}
+	if _, _, err := pki.LoadClientCertificate([]byte(resp.CertPEM), keyPEM); err != nil {
+		return nil, fmt.Errorf("the certificate the server sent: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	cfg := &Config{Server: c.Base(), Name: resp.Name, Enrolled: time.Now().UTC()}
+	cb, _ := json.MarshalIndent(cfg, "", "  ")
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{keyFile, keyPEM}, {certFile, []byte(resp.CertPEM)}, {caFile, []byte(resp.CAPEM)}, {configFile, append(cb, '\n')}} {
+		if err := writeFile(filepath.Join(dir, f.name), f.data); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+func writeFile(p string, data []byte) error {
+	tmp := p + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
+
+// Options configure a running agent.
+type Options struct {
+	Home string
+	Log  io.Writer // default stderr
+	// Backoff bounds the wait between reconnection attempts (1 s … 30 s).
+	MinBackoff, MaxBackoff time.Duration
+	// ProgressEvery is how often a restore reports its figures (1 s).
+	ProgressEvery time.Duration
+}
+
+// Agent is an enrolled agent.
+type Agent struct {
+	opts Options
+	cfg  Config
+	c    *apiclient.Client
+	log  *slog.Logger
+	tmp  string
+
+	jobs sync.WaitGroup
+}
+
+// Open loads an enrolled agent from home.
+func Open(opts Options) (*Agent, error) {
+	if opts.Log == nil {
+		opts.Log = os.Stderr
+	}
+	if opts.MinBackoff == 0 {
+		opts.MinBackoff = time.Second
+	}
+	if opts.MaxBackoff == 0 {
+		opts.MaxBackoff = 30 * time.Second
+	}
+	if opts.ProgressEvery == 0 {
+		opts.ProgressEvery = time.Second
+	}
+	dir := Dir(opts.Home)
+	b, err := os.ReadFile(filepath.Join(dir, configFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("this machine is not enrolled (no %s): run `kura agent enroll --server URL --token TOKEN` first", filepath.Join(dir, configFile))
+	}
+	if err != nil {
+		return nil, err
+	}
+	var cfg Config
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, configFile), err)
+	}
+	certPEM, err := os.ReadFile(filepath.Join(dir, certFile))
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(dir, keyFile))
+	if err != nil {
+		return nil, err
+	}
+	caPEM, err := os.ReadFile(filepath.Join(dir, caFile))
+	if err != nil {
+		return nil, err
+	}
+	cert, _, err := pki.LoadClientCertificate(certPEM, keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	tlsCfg, err := pki.ClientTLSConfig(caPEM, &cert)
+	if err != nil {
+		return nil, err
+	}
+	c, err := apiclient.New(cfg.Server, tlsCfg, "")
+	if err != nil {
+		return nil, err
+	}
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, err
+	}
+	a := &Agent{opts: opts, cfg: cfg, c: c, tmp: tmp,
+		log: slog.New(slog.NewTextHandler(opts.Log, nil)).With("agent", cfg.Name)}
+	return a, nil
+}
+
+// Name is the agent's client name.
+func (a *Agent) Name() string { return a.cfg.Name }
+
+// Server is the server address the agent dials.
+func (a *Agent) Server() string { return a.cfg.Server }
+
+
+// Run takes orders until ctx ends. Connection failures are retried with a
+// growing, jittered delay; a refusal (revoked, unknown) ends Run with its
+// error, since retrying cannot fix it.
+func (a *Agent) Run(ctx context.Context) error {
+	defer a.jobs.Wait()
+	defer a.c.Close()
+	backoff := a.opts.MinBackoff
+	connected := false
+	for ctx.Err() == nil {
+		o, err := a.poll(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			switch apiclient.Code(err) {
+			case api.CodeForbidden, api.CodeUnauthorized:
+				a.log.Error("the server refuses this agent", "err", err)
+				return fmt.Errorf("the server refuses this agent: %w", err)
+			}
+			if connected {
+				a.log.Warn("lost the server; reconnecting", "err", err)
+				connected = false
+			}
+			d := backoff/2 + rand.N(backoff/2+1)
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+			}
+			backoff = min(2*backoff, a.opts.MaxBackoff)
+			continue
+		}
+		if !connected {
+			a.log.Info("connected", "server", a.cfg.Server)
+			connected = true
+		}
+		backoff = a.opts.MinBackoff
+		if o == nil {
+			continue
+		}
+		a.jobs.Add(1)
+		go func() {
+			defer a.jobs.Done()
+			a.execute(ctx, *o)
+		}()
+	}
+	return nil
+}
+
+// poll waits for the next order; nil when none came in the poll time.
+func (a *Agent) poll(ctx context.Context) (*api.Order, error) {
+	req, err := a.c.NewRequest(ctx, "GET", "/agent/orders", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := a.c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNoContent {
+		return nil, nil
+	}
+	var o api.Order
+	if err := json.NewDecoder(resp.Body).Decode(&o); err != nil {
+		return nil, fmt.Errorf("reading an order: %w", err)
+	}
+	return &o, nil
+}
+
+func (a *Agent) execute(ctx context.Context, o api.Order) {
+	log := a.log.With("job", o.JobID, "kind", o.Kind)
+	log.Info("job started")
+	var err error
+	switch {
+	case o.Kind == api.KindBackup && o.Backup != nil:
+		err = a.backup(ctx, o)
+	case o.Kind == api.KindRestore && o.Restore != nil:
+		err = a.restore(ctx, o)
+	default:
+		err = fmt.Errorf("unknown order %q", o.Kind)
+	}
+	if err != nil {
+		log.Error("job failed", "err", err)
+		return
+	}
+	log.Info("job done")
+}
+
+func jobPath(id int64, rest string) string { return fmt.Sprintf("/agent/jobs/%d%s", id, rest) }

@@ -1,0 +1,277 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/compress"
+	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/index"
+	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/stream"
+)
+
+// heartbeat is how often a backup stream reports its figures when no frame
+// goes out (an incremental walking unchanged files sends no frames).
+const heartbeat = 2 * time.Second
+
+// netSink sends a backup's frames, figures and warnings to the server as
+// one stream of messages (api.WriteMsg).
+type netSink struct {
+	mu    sync.Mutex
+	w     io.Writer
+	phase *monitor.Phase
+	off   int64
+	err   error
+}
+
+func (n *netSink) send(typ byte, payload ...[]byte) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.err != nil {
+		return n.err
+	}
+	n.err = api.WriteMsg(n.w, typ, payload...)
+	return n.err
+}
+
+// WriteFrame sends one frame; its place on tape comes back at the end.
+func (n *netSink) WriteFrame(frame []byte) (stream.Location, error) {
+	if err := n.send(api.MsgFrame, frame); err != nil {
+		return stream.Location{}, err
+	}
+	loc := stream.Location{Offset: n.off}
+	n.off += int64(len(frame))
+	return loc, n.progress()
+}
+
+func (n *netSink) progress() error {
+	b, _ := json.Marshal(api.Progress{Files: n.phase.Files.Total(), Bytes: n.phase.Source.Total()})
+	return n.send(api.MsgProgress, b)
+}
+
+func (n *netSink) warn(path, msg string) {
+	b, _ := json.Marshal(api.Warning{Path: path, Message: msg})
+	_ = n.send(api.MsgWarning, b)
+}
+
+// limitedWriter holds writes to a rate (bytes per second).
+type limitedWriter struct {
+	ctx context.Context
+	w   io.Writer
+	lim *rate.Limiter
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		k := min(len(p), l.lim.Burst())
+		if err := l.lim.WaitN(l.ctx, k); err != nil {
+			return n, err
+		}
+		m, err := l.w.Write(p[:k])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		p = p[k:]
+	}
+	return n, nil
+}
+
+// newLimiter allows bps bytes per second with a burst of a tenth of a
+// second (at least 16 KiB), so the average stays under the limit.
+func newLimiter(bps int64) *rate.Limiter {
+	burst := max(int(bps/10), 16<<10)
+	lim := rate.NewLimiter(rate.Limit(bps), burst)
+	lim.AllowN(time.Now(), burst) // start empty: no initial burst
+	return lim
+}
+
+func (a *Agent) backup(ctx context.Context, o api.Order) error {
+	b := o.Backup
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// Open the data stream first: whatever goes wrong after this reaches
+	// the server as an abort message with its reason.
+	pr, pw := io.Pipe()
+	var w io.Writer = pw
+	if b.BWLimit > 0 {
+		w = &limitedWriter{ctx: ctx, w: pw, lim: newLimiter(b.BWLimit)}
+	}
+	phase := monitor.StartPhase(monitor.SystemClock{}, "backup")
+	sink := &netSink{w: w, phase: phase}
+	req, err := a.c.NewRequest(ctx, "POST", jobPath(o.JobID, "/data"), pr)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	type answer struct {
+		close api.BackupClose
+		err   error
+	}
+	ansc := make(chan answer, 1)
+	go func() {
+		var an answer
+		resp, err := a.c.Do(req)
+		if err != nil {
+			an.err = err
+		} else {
+			an.err = json.NewDecoder(resp.Body).Decode(&an.close)
+			resp.Body.Close()
+		}
+		if an.err != nil {
+			// The server refused or broke off: stop producing.
+			pr.CloseWithError(an.err)
+			cancel()
+		}
+		ansc <- an
+	}()
+	abort := func(err error) error {
+		b, _ := json.Marshal(api.Warning{Message: err.Error()})
+		if sink.send(api.MsgAbort, b) == nil {
+			pw.Close()
+		} else {
+			pw.CloseWithError(err)
+		}
+		if an := <-ansc; an.err != nil && ctx.Err() == nil {
+			return fmt.Errorf("%w (server: %v)", err, an.err)
+		}
+		return err
+	}
+
+	level, err := compress.ParseLevel(b.Compress)
+	if err != nil {
+		return abort(err)
+	}
+	paths := b.Paths
+	if b.Streams > 1 {
+		split, err := SplitPaths(paths, b.Streams)
+		if err != nil {
+			return abort(err)
+		}
+		if b.Stream < 1 || b.Stream > len(split) || len(split[b.Stream-1]) == 0 {
+			return abort(fmt.Errorf("stream %d of %d: nothing to back up in this stream (fewer entries than streams)", b.Stream, b.Streams))
+		}
+		paths = split[b.Stream-1]
+	}
+	spec := engine.ProduceSpec{JobID: o.JobID, Paths: paths, Excludes: b.Excludes, Compress: level,
+		FrameSize: b.FrameSize, BaseID: b.BaseID}
+	if b.BaseID != 0 {
+		r, err := a.fetchIndex(ctx, o.JobID, b.BaseID)
+		if err != nil {
+			return abort(fmt.Errorf("the index of base saveset %d: %w", b.BaseID, err))
+		}
+		defer r.Close()
+		spec.Base = r
+	}
+	idx, err := os.CreateTemp(a.tmp, fmt.Sprintf("job%d-*.idx", o.JobID))
+	if err != nil {
+		return abort(err)
+	}
+	defer os.Remove(idx.Name())
+	defer idx.Close()
+
+	beatDone := make(chan struct{})
+	go func() {
+		t := time.NewTicker(heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				if sink.progress() != nil {
+					return
+				}
+			case <-beatDone:
+				return
+			}
+		}
+	}()
+	prod, err := engine.LocalProducer{}.Produce(ctx, spec, sink, idx, engine.ProduceHooks{Phase: phase, Warn: sink.warn})
+	close(beatDone)
+	if err == nil {
+		host, _ := os.Hostname()
+		end, _ := json.Marshal(api.BackupEnd{Files: prod.Files, Entries: prod.Entries, Host: host})
+		if err = sink.progress(); err == nil {
+			err = sink.send(api.MsgEnd, end)
+		}
+	}
+	if err != nil {
+		return abort(err)
+	}
+	pw.Close()
+	an := <-ansc
+	if an.err != nil {
+		return an.err
+	}
+	frames, err := mergeFrames(prod.Frames, an.close.Frames)
+	if err != nil {
+		return err
+	}
+	if err := prod.FinishIndex(frames, an.close.Meta); err != nil {
+		return err
+	}
+	if _, err := idx.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	ireq, err := a.c.NewRequest(ctx, "PUT", jobPath(o.JobID, "/index"), idx)
+	if err != nil {
+		return err
+	}
+	resp, err := a.c.Do(ireq)
+	if err != nil {
+		return fmt.Errorf("sending the index: %w", err)
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// mergeFrames puts the server's tape locations into the agent's frame
+// table (uncompressed offsets and sizes).
+func mergeFrames(mine, server []index.Frame) ([]index.Frame, error) {
+	if len(mine) != len(server) {
+		return nil, fmt.Errorf("the server stored %d frames, the agent sent %d", len(server), len(mine))
+	}
+	out := make([]index.Frame, len(mine))
+	for i := range mine {
+		if mine[i].CSize != server[i].CSize {
+			return nil, fmt.Errorf("frame %d: the server stored %d bytes, the agent sent %d", i, server[i].CSize, mine[i].CSize)
+		}
+		out[i] = mine[i]
+		out[i].Part, out[i].PartOffset = server[i].Part, server[i].PartOffset
+	}
+	return out, nil
+}
+
+// fetchIndex downloads a saveset's index for this job.
+func (a *Agent) fetchIndex(ctx context.Context, job, id int64) (*index.Reader, error) {
+	req, err := a.c.NewRequest(ctx, "GET", jobPath(job, fmt.Sprintf("/savesets/%d/index", id)), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := a.c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	f, err := os.CreateTemp(a.tmp, fmt.Sprintf("ss%d-*.idx", id))
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name()) // the open reader keeps it
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		return nil, fmt.Errorf("downloading: %w", err)
+	}
+	return index.OpenFile(f.Name())
+}
+

@@ -1,0 +1,223 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/index"
+	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/stream"
+)
+
+// remoteStore reads the savesets of a restore job from the server.
+type remoteStore struct {
+	a   *Agent
+	ctx context.Context
+	job int64
+}
+
+var _ engine.SavesetStore = (*remoteStore)(nil)
+
+func (s *remoteStore) Saveset(id int64) (*catalog.Saveset, error) {
+	req, err := s.a.c.NewRequest(s.ctx, "GET", jobPath(s.job, fmt.Sprintf("/savesets/%d", id)), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.a.c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var ss catalog.Saveset
+	if err := json.NewDecoder(resp.Body).Decode(&ss); err != nil {
+		return nil, err
+	}
+	return &ss, nil
+}
+
+func (s *remoteStore) OpenIndex(ss *catalog.Saveset) (*index.Reader, error) {
+	return s.a.fetchIndex(s.ctx, s.job, ss.ID)
+}
+
+func (s *remoteStore) Data(ss *catalog.Saveset) (stream.FrameSource, error) {
+	return &remoteData{s: s, id: ss.ID}, nil
+}
+
+// remoteData reads a saveset's media bytes from a location on.
+type remoteData struct {
+	s  *remoteStore
+	id int64
+}
+
+func (d *remoteData) OpenAt(loc stream.Location) (io.ReadCloser, error) {
+	p := jobPath(d.s.job, fmt.Sprintf("/savesets/%d/data?part=%d&offset=%d", d.id, loc.Part, loc.Offset))
+	req, err := d.s.a.c.NewRequest(d.s.ctx, "GET", p, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := d.s.a.c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// progressSink keeps a restore's latest figures for the reporter.
+type progressSink struct {
+	mu   sync.Mutex
+	last api.Progress
+	n    int
+}
+
+func (p *progressSink) Event(ev monitor.Event) {
+	if ev.Kind != monitor.Progress {
+		return
+	}
+	p.mu.Lock()
+	p.last = api.Progress{Files: ev.Files, Bytes: ev.Bytes, Path: ev.Path}
+	p.n++
+	p.mu.Unlock()
+}
+
+func (a *Agent) restore(ctx context.Context, o api.Order) error {
+	r := o.Restore
+	sink := &progressSink{}
+	env := &engine.Env{Home: a.opts.Home, Clock: monitor.SystemClock{}, Events: sink, Client: r.Saveset.Client}
+	store := &remoteStore{a: a, ctx: ctx, job: o.JobID}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		// Report figures, which also tells the server the agent is alive.
+		defer wg.Done()
+		t := time.NewTicker(a.opts.ProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				sink.mu.Lock()
+				p := sink.last
+				sink.mu.Unlock()
+				_ = a.post(ctx, jobPath(o.JobID, "/progress"), p)
+			case <-done:
+				return
+			}
+		}
+	}()
+	out, err := env.RestoreFiles(ctx, store, &r.Saveset, engine.RestoreOptions{To: r.To, Includes: r.Includes,
+		Overwrite: r.Overwrite, Sync: r.Sync}, o.JobID, r.Total)
+	close(done)
+	wg.Wait()
+	res := api.RestoreResult{}
+	if out != nil {
+		res.Outcome = *out
+	}
+	if err != nil {
+		res.Error = err.Error()
+	}
+	if perr := a.post(context.WithoutCancel(ctx), jobPath(o.JobID, "/result"), res); perr != nil {
+		return fmt.Errorf("sending the result: %w", perr)
+	}
+	return err
+}
+
+func (a *Agent) post(ctx context.Context, path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	req, err := a.c.NewRequest(ctx, "POST", path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := a.c.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// SplitPaths divides a selection into n parts of about equal size, for a
+// backup split over n drives: the given paths, or if they are fewer than
+// n their top-level entries, assigned largest first to the smallest part.
+// Every part has at least one path when there are enough entries; the
+// walker applies the excludes within each part.
+func SplitPaths(paths []string, n int) ([][]string, error) {
+	type item struct {
+		path string
+		size int64
+	}
+	var items []item
+	expand := len(paths) < n
+	for _, p := range paths {
+		st, err := os.Lstat(p)
+		if err != nil {
+			return nil, err
+		}
+		if expand && st.IsDir() {
+			ents, err := os.ReadDir(p)
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range ents {
+				c := filepath.Join(p, e.Name())
+				items = append(items, item{c, du(c)})
+			}
+			continue
+		}
+		items = append(items, item{p, du(p)})
+	}
+	sort.SliceStable(items, func(i, j int) bool {
+		if items[i].size != items[j].size {
+			return items[i].size > items[j].size
+		}
+		return items[i].path < items[j].path
+	})
+	parts := make([][]string, n)
+	sizes := make([]int64, n)
+	for _, it := range items {
+		k := 0
+		for i := range sizes {
+			if sizes[i] < sizes[k] || (sizes[i] == sizes[k] && len(parts[i]) < len(parts[k])) {
+				k = i
+			}
+		}
+		parts[k] = append(parts[k], it.path)
+		sizes[k] += it.size
+	}
+	for _, p := range parts {
+		sort.Strings(p)
+	}
+	return parts, nil
+}
+
+// du is the bytes of regular files under p.
+func du(p string) int64 {
+	var n int64
+	_ = filepath.WalkDir(p, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}

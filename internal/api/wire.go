@@ -1,0 +1,99 @@
+package api
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// A backup's data stream (POST /api/v1/agent/jobs/ID/data) is a sequence
+// of messages, each
+//
+//	type  uint8   'F' frame, 'P' progress, 'W' warning, 'E' end, 'X' abort
+//	len   uint32  big-endian length of the payload
+//	payload
+//
+// A frame's payload is the frame exactly as it goes to tape (a zstd
+// frame); the agent keeps the frames' uncompressed offsets and sizes for its
+// index, the server answers with where each frame landed. Progress
+// is a JSON Progress (running totals), a warning a JSON Warning, the end a
+// JSON BackupEnd. A stream that stops before 'E' is a failed backup.
+const (
+	MsgFrame    = 'F'
+	MsgProgress = 'P'
+	MsgWarning  = 'W'
+	MsgEnd      = 'E'
+	MsgAbort    = 'X' // the agent gives up: a JSON Warning whose Message says why
+)
+
+// MaxMsg bounds a message payload: a frame of the largest size, raw, plus
+// its overheads.
+const MaxMsg = 33 << 20
+
+// MaxJSONMsg bounds the JSON messages.
+const MaxJSONMsg = 64 << 10
+
+// ErrBadMsg: the stream is not a sequence of valid messages.
+var ErrBadMsg = errors.New("malformed data stream")
+
+// Warning is a warning message of a data stream.
+type Warning struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// WriteMsg writes one message.
+func WriteMsg(w io.Writer, typ byte, payload ...[]byte) error {
+	n := 0
+	for _, p := range payload {
+		n += len(p)
+	}
+	var hdr [5]byte
+	hdr[0] = typ
+	binary.BigEndian.PutUint32(hdr[1:], uint32(n))
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	for _, p := range payload {
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadMsg reads one message into buf (grown as needed) and returns its type
+// and payload. A clean end before a message gives io.EOF.
+func ReadMsg(r io.Reader, buf []byte) (byte, []byte, error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return 0, nil, fmt.Errorf("%w: cut inside a message header", io.ErrUnexpectedEOF)
+		}
+		return 0, nil, err
+	}
+	typ, n := hdr[0], binary.BigEndian.Uint32(hdr[1:])
+	limit := uint32(MaxJSONMsg)
+	switch typ {
+	case MsgFrame:
+		limit = MaxMsg
+	case MsgProgress, MsgWarning, MsgEnd, MsgAbort:
+	default:
+		return 0, nil, fmt.Errorf("%w: unknown message type %#x", ErrBadMsg, typ)
+	}
+	if n > limit {
+		return 0, nil, fmt.Errorf("%w: message of %d bytes (at most %d)", ErrBadMsg, n, limit)
+	}
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, fmt.Errorf("reading a message of %d bytes: %w", n, err)
+	}
+	return typ, buf, nil
+}

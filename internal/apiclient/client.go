@@ -1,0 +1,259 @@
+// Package apiclient is the typed client of Kura's HTTPS API: the admin
+// calls the CLI makes against a server, and the agent's calls. Every call
+// returns the server's error as an *api.Error (with its stable code) when
+// the server answered with one.
+package apiclient
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/monitor"
+)
+
+// Client talks to one server.
+type Client struct {
+	base  string // https://host:port
+	hc    *http.Client
+	token string // admin token, sent as a bearer token ("" for agents)
+}
+
+// New makes a client for the server at base (https://host:port) with the
+// given TLS configuration (pki.ClientTLSConfig or pki.PinnedTLSConfig).
+func New(base string, tlsCfg *tls.Config, token string) (*Client, error) {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("server address %q: want https://HOST:PORT", base)
+	}
+	tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true,
+		MaxIdleConnsPerHost: 8, IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 15 * time.Second,
+		ResponseHeaderTimeout: 0}
+	return &Client{base: strings.TrimRight(u.String(), "/"), hc: &http.Client{Transport: tr}, token: strings.TrimSpace(token)}, nil
+}
+
+// Base is the server address.
+func (c *Client) Base() string { return c.base }
+
+// Close drops idle connections.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+// StatusError is an answer without an API error body.
+type StatusError struct {
+	Status int
+	Body   string
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("server answered %d: %s", e.Status, e.Body) }
+
+// Code returns the API error code of err ("" if it has none).
+func Code(err error) string {
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		return ae.Code
+	}
+	return ""
+}
+
+// NewRequest builds a request to an API path (without the /api/v1 prefix).
+func (c *Client) NewRequest(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+api.Prefix+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	return req, nil
+}
+
+// Do sends a request and turns an error answer into an error.
+func (c *Client) Do(req *http.Request) (*http.Response, error) {
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.base, err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		return nil, readError(resp)
+	}
+	return resp, nil
+}
+
+func readError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var ae api.Error
+	if json.Unmarshal(b, &ae) == nil && ae.Code != "" {
+		return &ae
+	}
+	return &StatusError{Status: resp.StatusCode, Body: strings.TrimSpace(string(b))}
+}
+
+// call sends in as JSON (if not nil) and decodes the answer into out (if
+// not nil).
+func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := c.NewRequest(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// Server describes the server.
+func (c *Client) Server(ctx context.Context) (*api.ServerInfo, error) {
+	var out api.ServerInfo
+	return &out, c.call(ctx, "GET", "/server", nil, &out)
+}
+
+// CreateToken makes a one-time enrollment token.
+func (c *Client) CreateToken(ctx context.Context, req api.TokenRequest) (*api.TokenResponse, error) {
+	var out api.TokenResponse
+	return &out, c.call(ctx, "POST", "/tokens", req, &out)
+}
+
+// Clients lists the enrolled clients.
+func (c *Client) Clients(ctx context.Context) ([]api.Client, error) {
+	var out []api.Client
+	return out, c.call(ctx, "GET", "/clients", nil, &out)
+}
+
+// RevokeClient revokes a client's certificate at once.
+func (c *Client) RevokeClient(ctx context.Context, name string) (*api.Client, error) {
+	var out api.Client
+	return &out, c.call(ctx, "POST", "/clients/"+url.PathEscape(name)+"/revoke", struct{}{}, &out)
+}
+
+// UpdateClient changes a client's settings.
+func (c *Client) UpdateClient(ctx context.Context, name string, u api.ClientUpdate) (*api.Client, error) {
+	var out api.Client
+	return &out, c.call(ctx, "PATCH", "/clients/"+url.PathEscape(name), u, &out)
+}
+
+// Submit queues a job; a backup split into streams gives one job each.
+func (c *Client) Submit(ctx context.Context, req api.JobRequest) ([]int64, error) {
+	var out api.JobsSubmitted
+	return out.Jobs, c.call(ctx, "POST", "/jobs", req, &out)
+}
+
+// Job returns a job and its figures.
+func (c *Client) Job(ctx context.Context, id int64) (*api.Job, error) {
+	var out api.Job
+	return &out, c.call(ctx, "GET", "/jobs/"+strconv.FormatInt(id, 10), nil, &out)
+}
+
+// Jobs lists the newest jobs.
+func (c *Client) Jobs(ctx context.Context, limit int) ([]api.Job, error) {
+	var out []api.Job
+	return out, c.call(ctx, "GET", "/jobs?limit="+strconv.Itoa(limit), nil, &out)
+}
+
+// Cancel cancels a queued or running job.
+func (c *Client) Cancel(ctx context.Context, id int64) (*api.Job, error) {
+	var out api.Job
+	return &out, c.call(ctx, "POST", "/jobs/"+strconv.FormatInt(id, 10)+"/cancel", struct{}{}, &out)
+}
+
+// Console runs an admin verb on the server.
+func (c *Client) Console(ctx context.Context, req api.ConsoleRequest) (*api.ConsoleResponse, error) {
+	var out api.ConsoleResponse
+	return &out, c.call(ctx, "POST", "/console", req, &out)
+}
+
+// Follow calls fn with each event of a job until the job ends (the last
+// event is job_ended, with the final figures) or fn returns an error. A
+// stream cut by the network is reopened.
+func (c *Client) Follow(ctx context.Context, id int64, fn func(monitor.Event) error) error {
+	backoff := 250 * time.Millisecond
+	for {
+		ended, err := c.follow(ctx, id, fn)
+		if ended || ctx.Err() != nil {
+			return err
+		}
+		var ae *api.Error
+		if errors.As(err, &ae) {
+			return err
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+var errStop = errors.New("stop")
+
+func (c *Client) follow(ctx context.Context, id int64, fn func(monitor.Event) error) (bool, error) {
+	req, err := c.NewRequest(ctx, "GET", "/jobs/"+strconv.FormatInt(id, 10)+"/events", nil)
+	if err != nil {
+		return true, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := c.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "data: ") {
+			continue
+		}
+		var ev monitor.Event
+		if err := json.Unmarshal([]byte(line[len("data: "):]), &ev); err != nil {
+			return true, fmt.Errorf("event stream: %w", err)
+		}
+		if err := fn(ev); err != nil {
+			return true, err
+		}
+		if ev.Kind == monitor.JobEnded {
+			return true, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return false, err
+	}
+	return false, io.ErrUnexpectedEOF
+}
+
+// Enroll sends an agent's enrollment request (no credentials but the token).
+func (c *Client) Enroll(ctx context.Context, req api.EnrollRequest, out *api.EnrollResponse) error {
+	return c.call(ctx, "POST", "/enroll", req, out)
+}

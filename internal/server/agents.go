@@ -1,0 +1,146 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/kura-backup/kura/internal/api"
+)
+
+// hub knows the connected agents and holds their pending orders. Agents
+// dial out: an agent keeps a long poll open (GET /agent/orders) and gets
+// its next order as the answer.
+type hub struct {
+	s        *Server
+	mu       sync.Mutex
+	sessions map[string]*session
+}
+
+type session struct {
+	orders   chan api.Order
+	polls    int       // polls open now
+	lastPoll time.Time // when the last poll ended
+	lastSeen time.Time // last call of any kind
+	lastSave time.Time // last time lastSeen went to the catalog
+	addr     string
+	gone     chan struct{} // closed when the client is cut off (revoked)
+}
+
+func newHub(s *Server) *hub { return &hub{s: s, sessions: map[string]*session{}} }
+
+func (h *hub) session(name string) *session {
+	ss := h.sessions[name]
+	if ss == nil {
+		ss = &session{orders: make(chan api.Order, 64), gone: make(chan struct{})}
+		h.sessions[name] = ss
+	}
+	return ss
+}
+
+// seen notes a call from an agent.
+func (h *hub) seen(name, addr string) {
+	now := h.s.opts.Clock.Now()
+	h.mu.Lock()
+	ss := h.session(name)
+	ss.lastSeen, ss.addr = now, addr
+	save := now.Sub(ss.lastSave) > 30*time.Second
+	if save {
+		ss.lastSave = now
+	}
+	h.mu.Unlock()
+	if save {
+		_ = h.s.env.Catalog.SeenClient(name, addr, now)
+	}
+}
+
+// online reports whether an agent is polling now, or did so very recently.
+func (h *hub) online(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ss := h.sessions[name]
+	if ss == nil {
+		return false
+	}
+	return ss.polls > 0 || h.s.opts.Clock.Now().Sub(ss.lastPoll) < h.s.opts.OnlineGrace
+}
+
+// send queues an order for an agent.
+func (h *hub) send(name string, o api.Order) error {
+	h.mu.Lock()
+	ss := h.session(name)
+	h.mu.Unlock()
+	select {
+	case ss.orders <- o:
+		return nil
+	default:
+		return fmt.Errorf("agent %s has too many orders waiting", name)
+	}
+}
+
+// drop cuts an agent off: its open polls end at once and its queued
+// orders are discarded.
+func (h *hub) drop(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ss := h.sessions[name]; ss != nil {
+		close(ss.gone)
+		delete(h.sessions, name)
+	}
+}
+
+// agentOrders is the agent's long poll: 200 with an order, or 204 when
+// none came within the poll time.
+func (s *Server) agentOrders(w http.ResponseWriter, r *http.Request, client string) error {
+	s.hub.mu.Lock()
+	ss := s.hub.session(client)
+	ss.polls++
+	s.hub.mu.Unlock()
+	s.q.kick() // an agent that comes online may unblock its jobs
+	defer func() {
+		s.hub.mu.Lock()
+		ss.polls--
+		ss.lastPoll = s.opts.Clock.Now()
+		s.hub.mu.Unlock()
+	}()
+	t := time.NewTimer(s.opts.PollTimeout)
+	defer t.Stop()
+	select {
+	case o := <-ss.orders:
+		o.IdleLimit = s.opts.IdleTimeout.Seconds()
+		s.log.Info("order sent", "client", client, "job", o.JobID, "kind", o.Kind)
+		return writeJSON(w, o)
+	case <-t.C:
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	case <-ss.gone:
+		return apiErr(http.StatusForbidden, api.CodeForbidden, "client %s was cut off", client)
+	case <-r.Context().Done():
+		return nil
+	}
+}
+
+// agentJob finds the running job an agent call is about, and checks that
+// the caller is that job's agent.
+func (s *Server) agentJob(r *http.Request, client string) (*runningJob, error) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	rj := s.running[id]
+	s.mu.Unlock()
+	if rj == nil {
+		return nil, apiErr(http.StatusNotFound, api.CodeNotFound, "job %d is not running", id)
+	}
+	if rj.agent != client {
+		s.log.Warn("refused: agent asked about another agent's job", "client", client, "job", id)
+		return nil, apiErr(http.StatusForbidden, api.CodeForbidden, "job %d is not a job of client %s", id, client)
+	}
+	rj.touch(s.opts.Clock.Now())
+	return rj, nil
+}
+
+var errAgentGone = errors.New("agent stopped responding")

@@ -1,0 +1,167 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/pki"
+)
+
+// Enrollment tokens live an hour unless asked otherwise, at most 30 days.
+const (
+	defaultTokenLife = time.Hour
+	maxTokenLife     = 30 * 24 * time.Hour
+	clientCertLife   = 5 * 365 * 24 * time.Hour
+)
+
+func (s *Server) postToken(w http.ResponseWriter, r *http.Request) error {
+	var req api.TokenRequest
+	if err := readJSON(r, &req); err != nil {
+		return err
+	}
+	life := time.Duration(req.ExpiresSeconds * float64(time.Second))
+	switch {
+	case req.ExpiresSeconds == 0:
+		life = defaultTokenLife
+	case life <= 0 || life > maxTokenLife:
+		return badRequest("expires must be between 1s and 720h")
+	}
+	if req.Name != "" {
+		if err := catalog.ValidClientName(req.Name); err != nil {
+			return badRequest("%v", err)
+		}
+	}
+	tok, err := s.NewEnrollToken(req.Name, life)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, tok)
+}
+
+// NewEnrollToken makes a one-time enrollment token; the catalog keeps only
+// its hash.
+func (s *Server) NewEnrollToken(name string, life time.Duration) (api.TokenResponse, error) {
+	t, err := pki.NewToken(pki.KindEnroll, s.ca.Fingerprint())
+	if err != nil {
+		return api.TokenResponse{}, err
+	}
+	now := s.opts.Clock.Now()
+	rec := &catalog.Token{Hash: pki.HashSecret(t.Secret), Kind: catalog.TokenEnroll, Name: name, Created: now, Expires: now.Add(life)}
+	if err := s.env.Catalog.CreateToken(rec); err != nil {
+		return api.TokenResponse{}, err
+	}
+	s.log.Info("enrollment token created", "for", name, "expires", rec.Expires)
+	return api.TokenResponse{Token: t.String(), Expires: rec.Expires}, nil
+}
+
+func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) error {
+	var req api.EnrollRequest
+	if err := readJSON(r, &req); err != nil {
+		return err
+	}
+	refuse := func(status int, code, msg string) error {
+		s.log.Warn("enrollment refused", "client", req.Name, "remote", r.RemoteAddr, "reason", msg)
+		return apiErr(status, code, "enrollment refused: %s", msg)
+	}
+	if err := catalog.ValidClientName(req.Name); err != nil {
+		return badRequest("%v", err)
+	}
+	t, err := pki.ParseTokenKind(req.Token, pki.KindEnroll)
+	if err != nil {
+		return refuse(http.StatusUnauthorized, api.CodeUnauthorized, "not an enrollment token")
+	}
+	if t.CAFingerprint != s.ca.Fingerprint() {
+		return refuse(http.StatusUnauthorized, api.CodeUnauthorized, "the token was made by another server")
+	}
+	now := s.opts.Clock.Now()
+	rec, err := s.env.Catalog.UseToken(pki.HashSecret(t.Secret), now, req.Name)
+	switch {
+	case errors.Is(err, catalog.ErrNotFound):
+		return refuse(http.StatusUnauthorized, api.CodeUnauthorized, "unknown token")
+	case errors.Is(err, catalog.ErrTokenUsed):
+		return refuse(http.StatusUnauthorized, api.CodeTokenUsed, "the token was used already; make a new one with `kura token create`")
+	case errors.Is(err, catalog.ErrTokenExpired):
+		return refuse(http.StatusUnauthorized, api.CodeTokenExpired, "the token has expired; make a new one with `kura token create`")
+	case err != nil:
+		return err
+	}
+	if rec.Name != "" && rec.Name != req.Name {
+		return refuse(http.StatusForbidden, api.CodeForbidden, "the token is for client "+rec.Name)
+	}
+	if old, err := s.env.Catalog.Client(req.Name); err == nil {
+		if old.Revoked.IsZero() {
+			return refuse(http.StatusConflict, api.CodeConflict, "a client named "+req.Name+" is enrolled already; revoke it first")
+		}
+		// A revoked name may enroll again with a fresh token: a new machine
+		// taking over the name. Its old certificate stays refused.
+		if err := s.env.Catalog.RemoveClient(req.Name); err != nil {
+			return err
+		}
+	}
+	certPEM, serial, err := s.ca.SignClient(req.CSR, req.Name, clientCertLife)
+	if err != nil {
+		return badRequest("certificate request: %v", err)
+	}
+	cert, err := pki.ParseCertPEM(certPEM)
+	if err != nil {
+		return err
+	}
+	if err := s.env.Catalog.EnrollClient(catalog.Client{Name: req.Name, CertSerial: serial,
+		CertFingerprint: pki.Fingerprint(cert), Enrolled: now, Address: r.RemoteAddr}); err != nil {
+		return err
+	}
+	s.log.Info("client enrolled", "client", req.Name, "remote", r.RemoteAddr, "serial", serial)
+	return writeJSON(w, api.EnrollResponse{Name: req.Name, CertPEM: string(certPEM), CAPEM: string(s.ca.CertPEM)})
+}
+
+func (s *Server) getClients(w http.ResponseWriter, r *http.Request) error {
+	cs, err := s.env.Catalog.Clients()
+	if err != nil {
+		return err
+	}
+	out := []api.Client{}
+	for _, c := range cs {
+		out = append(out, api.Client{Client: *c, Connected: c.Revoked.IsZero() && s.hub.online(c.Name)})
+	}
+	return writeJSON(w, out)
+}
+
+func (s *Server) patchClient(w http.ResponseWriter, r *http.Request) error {
+	var req api.ClientUpdate
+	if err := readJSON(r, &req); err != nil {
+		return err
+	}
+	name := r.PathValue("name")
+	if req.BWLimit != nil {
+		if *req.BWLimit < 0 {
+			return badRequest("bwlimit must not be negative")
+		}
+		if err := s.env.Catalog.SetClientBWLimit(name, *req.BWLimit); err != nil {
+			return err
+		}
+	}
+	c, err := s.env.Catalog.Client(name)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, api.Client{Client: *c, Connected: s.hub.online(name)})
+}
+
+func (s *Server) revokeClient(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	if err := s.env.Catalog.RevokeClient(name, s.opts.Clock.Now()); err != nil {
+		return err
+	}
+	s.log.Warn("client revoked", "client", name)
+	// Cut it off now: its open polls and running jobs end.
+	s.hub.drop(name)
+	s.cancelJobsOf(name, "client "+name+" was revoked")
+	c, err := s.env.Catalog.Client(name)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, api.Client{Client: *c})
+}

@@ -1,0 +1,475 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/compress"
+	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/units"
+	"github.com/kura-backup/kura/internal/walk"
+)
+
+// runningJob is a job the server has started.
+type runningJob struct {
+	id     int64
+	agent  string // the agent that does the client side
+	owner  string // whose data (the client of the saveset)
+	req    api.JobRequest
+	lib    string
+	drive  int // 0: holds no drive
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	activity atomic.Int64 // unix nanos of the agent's last call for this job
+	started  atomic.Bool  // the agent has called about the job
+
+	mu      sync.Mutex
+	prod    *production              // backup: the stream being received
+	allowed map[int64]bool           // restore: savesets the agent may read
+	result  chan api.RestoreResult   // restore: the agent's outcome
+	prog    func(api.Progress) error // restore: live figures
+}
+
+func (rj *runningJob) touch(now time.Time) {
+	rj.started.Store(true)
+	rj.activity.Store(now.UnixNano())
+}
+
+// maxStreams bounds --streams.
+const maxStreams = 16
+
+// validate checks a job request before it is queued.
+func (s *Server) validate(req *api.JobRequest) error {
+	if err := catalog.ValidClientName(req.Client); err != nil {
+		return badRequest("client: %v", err)
+	}
+	if _, err := s.env.Catalog.Client(req.Client); err != nil {
+		return apiErr(http.StatusNotFound, api.CodeNotFound, "no client named %q is enrolled (kura client list)", req.Client)
+	}
+	switch req.Kind {
+	case api.KindBackup:
+		if len(req.Paths) == 0 && req.Selection == "" {
+			return badRequest("a backup needs paths or a selection")
+		}
+		if req.Selection != "" {
+			if _, err := s.env.Catalog.Selection(req.Client, req.Selection); err != nil {
+				return badRequest("client %s has no selection set %q", req.Client, req.Selection)
+			}
+		}
+		for _, p := range req.Paths {
+			if len(p) == 0 || p[0] != '/' || bytes.IndexByte([]byte(p), 0) >= 0 {
+				return badRequest("path %q: paths on a client must be absolute", p)
+			}
+		}
+		for _, x := range req.Excludes {
+			if err := walk.ValidatePattern(x); err != nil {
+				return badRequest("exclude: %v", err)
+			}
+		}
+		switch req.Level {
+		case "", engine.LevelFull, engine.LevelIncr, engine.LevelDiff:
+		default:
+			return badRequest("unknown level %q (full, incr or diff)", req.Level)
+		}
+		if _, err := compress.ParseLevel(orDefault(req.Compress, "auto")); err != nil {
+			return badRequest("%v", err)
+		}
+		if req.BWLimit < 0 {
+			return badRequest("bwlimit must not be negative")
+		}
+		if req.Streams < 0 || req.Streams > maxStreams {
+			return badRequest("streams must be between 1 and %d", maxStreams)
+		}
+	case api.KindRestore:
+		if req.Saveset == 0 && !req.Latest && req.At.IsZero() {
+			return badRequest("say which saveset to restore: an ID, latest or at")
+		}
+		if req.ToClient != "" {
+			c, err := s.env.Catalog.Client(req.ToClient)
+			if err != nil {
+				return apiErr(http.StatusNotFound, api.CodeNotFound, "no client named %q is enrolled", req.ToClient)
+			}
+			if !c.Revoked.IsZero() {
+				return badRequest("client %s is revoked", req.ToClient)
+			}
+		}
+		if req.To != "" && req.To[0] != '/' {
+			return badRequest("restore target %q must be an absolute path on the client", req.To)
+		}
+		switch req.Overwrite {
+		case "", engine.OverwriteNever, engine.OverwriteOlder, engine.OverwriteAlways:
+		default:
+			return badRequest("unknown overwrite policy %q", req.Overwrite)
+		}
+	default:
+		return badRequest("unknown job kind %q (backup or restore; verify runs through the console)", req.Kind)
+	}
+	return nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func (s *Server) postJob(w http.ResponseWriter, r *http.Request) error {
+	var req api.JobRequest
+	if err := readJSON(r, &req); err != nil {
+		return err
+	}
+	ids, err := s.Submit(req)
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return writeJSON(w, api.JobsSubmitted{Jobs: ids})
+}
+
+// Submit queues a job (one per stream) and returns the job IDs.
+func (s *Server) Submit(req api.JobRequest) ([]int64, error) {
+	if err := s.validate(&req); err != nil {
+		return nil, err
+	}
+	n := max(req.Streams, 1)
+	var ids []int64
+	var parent int64
+	for k := 1; k <= n; k++ {
+		one := req
+		if n > 1 {
+			one.Stream = k
+		}
+		b, _ := json.Marshal(one)
+		j := &catalog.Job{Kind: req.Kind, State: catalog.StateQueued, Client: req.Client, Selection: req.Selection,
+			Level: req.Level, Request: b, ParentID: parent, Reason: "queued"}
+		if req.Kind == api.KindRestore {
+			j.Level = ""
+		}
+		if err := s.env.Catalog.CreateJob(j); err != nil {
+			return ids, err
+		}
+		if k == 1 {
+			parent = j.ID
+		}
+		ids = append(ids, j.ID)
+		s.log.Info("job queued", "job", j.ID, "kind", req.Kind, "client", req.Client)
+	}
+	s.q.kick()
+	return ids, nil
+}
+
+func (s *Server) getJobs(w http.ResponseWriter, r *http.Request) error {
+	limit := 50
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 || n > 10000 {
+			return badRequest("limit must be 1 to 10000")
+		}
+		limit = n
+	}
+	jobs, err := s.env.Catalog.Jobs(limit)
+	if err != nil {
+		return err
+	}
+	client := r.URL.Query().Get("client")
+	out := []api.Job{}
+	for _, j := range jobs {
+		if client == "" || j.Client == client {
+			out = append(out, apiJob(s, j))
+		}
+	}
+	return writeJSON(w, out)
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	j, err := s.env.Catalog.Job(id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, apiJob(s, j))
+}
+
+func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return err
+	}
+	if err := s.Cancel(id, "canceled by the admin"); err != nil {
+		return err
+	}
+	j, err := s.env.Catalog.Job(id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, apiJob(s, j))
+}
+
+// Cancel stops a running job or takes a queued one off the queue.
+func (s *Server) Cancel(id int64, why string) error {
+	s.mu.Lock()
+	rj := s.running[id]
+	s.mu.Unlock()
+	if rj != nil {
+		rj.cancel(fmt.Errorf("%w: %s", context.Canceled, why))
+		return nil
+	}
+	j, err := s.env.Catalog.Job(id)
+	if err != nil {
+		return err
+	}
+	if jobDone(j.State) {
+		return apiErr(http.StatusConflict, api.CodeConflict, "job %d has ended (%s)", id, j.State)
+	}
+	j.State, j.Error, j.Finished, j.Reason = catalog.StateCanceled, why, s.opts.Clock.Now(), ""
+	if err := s.env.Catalog.UpdateJob(j); err != nil {
+		return err
+	}
+	s.bus.Event(monitor.Event{Kind: monitor.JobEnded, JobID: id, Message: j.State})
+	return nil
+}
+
+// cancelJobsOf cancels the running jobs an agent takes part in.
+func (s *Server) cancelJobsOf(client, why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, rj := range s.running {
+		if rj.agent == client {
+			rj.cancel(errors.New(why))
+		}
+	}
+}
+
+func (s *Server) getSavesets(w http.ResponseWriter, r *http.Request) error {
+	var f catalog.SavesetFilter
+	if c := r.URL.Query().Get("client"); c != "" {
+		f.Clients = []string{c}
+	}
+	sets, err := s.env.Catalog.Savesets(f)
+	if err != nil {
+		return err
+	}
+	if sets == nil {
+		sets = []*catalog.Saveset{}
+	}
+	return writeJSON(w, sets)
+}
+
+// maxConsoleOutput bounds what one console call may print.
+const maxConsoleOutput = 64 << 20
+
+func (s *Server) postConsole(w http.ResponseWriter, r *http.Request) error {
+	if s.opts.Console == nil {
+		return apiErr(http.StatusNotFound, api.CodeNotFound, "this server has no console")
+	}
+	var req api.ConsoleRequest
+	if err := readJSON(r, &req); err != nil {
+		return err
+	}
+	if req.Client != "" {
+		if err := catalog.ValidClientName(req.Client); err != nil {
+			return badRequest("client: %v", err)
+		}
+	}
+	var out, errOut limitedBuffer
+	out.max, errOut.max = maxConsoleOutput, 1<<20
+	code := s.opts.Console(r.Context(), req, &out, &errOut)
+	s.log.Info("console", "args", req.Args, "client", req.Client, "exit", code)
+	return writeJSON(w, api.ConsoleResponse{Stdout: out.String(), Stderr: errOut.String(), ExitCode: code})
+}
+
+// limitedBuffer keeps the first max bytes written to it.
+type limitedBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.Len(); room < len(p) {
+		if room > 0 {
+			b.Buffer.Write(p[:room])
+		}
+		return 0, errors.New("output too long")
+	}
+	return b.Buffer.Write(p)
+}
+
+// runJob runs a started job to its end and frees its drive.
+func (s *Server) runJob(ctx context.Context, j *catalog.Job, rj *runningJob) {
+	defer func() {
+		s.mu.Lock()
+		delete(s.running, j.ID)
+		s.mu.Unlock()
+		s.q.release(rj)
+		s.q.kick()
+	}()
+	defer rj.cancel(nil)
+	var err error
+	switch rj.req.Kind {
+	case api.KindBackup:
+		err = s.runBackup(ctx, j, rj)
+	case api.KindRestore:
+		err = s.runRestore(ctx, j, rj)
+	}
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(err, cause) && ctx.Err() != nil {
+		err = fmt.Errorf("%w (%v)", err, cause)
+	}
+	if j.State == catalog.StateQueued || j.State == catalog.StateWaiting || (j.State == catalog.StateRunning && j.Finished.IsZero()) {
+		// The job failed before the engine took it: record why.
+		if err == nil {
+			err = errors.New("the job ended without a result")
+		}
+		j.State, j.Error, j.Finished, j.Reason = catalog.StateFailed, err.Error(), s.opts.Clock.Now(), ""
+		if j.Started.IsZero() {
+			j.Started = j.Finished
+		}
+		if uerr := s.env.Catalog.UpdateJob(j); uerr != nil {
+			s.log.Error("recording a failed job", "job", j.ID, "err", uerr)
+		}
+		s.bus.Event(monitor.Event{Kind: monitor.JobEnded, JobID: j.ID, Message: j.State})
+	}
+	s.log.Info("job ended", "job", j.ID, "kind", rj.req.Kind, "client", rj.owner, "state", j.State, "err", errText(err))
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// jobEnv is the server's engine environment acting for a client.
+func (s *Server) jobEnv(client string) *engine.Env {
+	e := *s.env
+	e.Client = client
+	return &e
+}
+
+func (s *Server) runBackup(ctx context.Context, j *catalog.Job, rj *runningJob) error {
+	req := rj.req
+	level, _ := compress.ParseLevel(orDefault(req.Compress, "auto"))
+	bw := req.BWLimit
+	if bw == 0 {
+		if c, err := s.env.Catalog.Client(req.Client); err == nil {
+			bw = c.BWLimit
+		}
+	}
+	opts := engine.BackupOptions{Paths: req.Paths, Selection: req.Selection, Library: req.Library, Drive: rj.drive,
+		Level: orDefault(req.Level, engine.LevelFull), Compress: level, Excludes: req.Excludes, Verify: req.Verify,
+		Label: req.Label, FrameSize: req.FrameSize, Host: req.Client, Job: j,
+		Producer: &remoteProducer{s: s, rj: rj, bwlimit: bw}}
+	if req.Streams > 1 {
+		opts.KeySuffix = fmt.Sprintf("#%d/%d", req.Stream, req.Streams)
+		if opts.Label == "" {
+			opts.Label = fmt.Sprintf("stream %d of %d", req.Stream, req.Streams)
+		}
+	}
+	res, err := s.jobEnv(req.Client).Backup(ctx, opts)
+	if res != nil && res.Note != "" {
+		s.log.Info("backup note", "job", j.ID, "note", res.Note)
+	}
+	if bw > 0 && err == nil {
+		s.log.Info("backup within bandwidth limit", "job", j.ID, "limit", units.FormatSize(bw)+"/s")
+	}
+	return err
+}
+
+func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob) error {
+	req := rj.req
+	opts := engine.RestoreOptions{SavesetID: req.Saveset, Latest: req.Latest, Selection: req.Selection, At: req.At,
+		To: req.To, Includes: req.Includes, Overwrite: req.Overwrite, Sync: req.Sync}
+	env := s.jobEnv(req.Client)
+	_, err := env.RestoreWith(ctx, j, opts, func(ss *catalog.Saveset, total int64) (*engine.RestoreOutcome, error) {
+		allowed := map[int64]bool{}
+		for cur := ss; cur != nil; {
+			allowed[cur.ID] = true
+			if cur.BaseID == 0 {
+				break
+			}
+			next, err := s.env.Catalog.Saveset(cur.BaseID)
+			if err != nil {
+				break
+			}
+			cur = next
+		}
+		rj.mu.Lock()
+		rj.allowed = allowed
+		rj.result = make(chan api.RestoreResult, 1)
+		rj.prog = func(p api.Progress) error {
+			env.Events.Event(monitor.Event{Kind: monitor.Progress, Time: s.opts.Clock.Now(), JobID: j.ID, Phase: "restore",
+				Files: p.Files, Bytes: p.Bytes, Path: p.Path, Total: total})
+			return nil
+		}
+		rj.mu.Unlock()
+		to := req.To
+		if to == "" {
+			to = "/"
+		}
+		order := api.Order{JobID: j.ID, Kind: api.KindRestore, Issued: s.opts.Clock.Now(),
+			Restore: &api.RestoreOrder{Saveset: *ss, To: to, Includes: req.Includes, Overwrite: req.Overwrite, Sync: req.Sync, Total: total}}
+		if err := s.hub.send(rj.agent, order); err != nil {
+			return nil, err
+		}
+		if rj.agent != ss.Client {
+			s.log.Info("cross-client restore", "job", j.ID, "saveset", ss.ID, "of", ss.Client, "onto", rj.agent)
+		}
+		res, err := s.waitAgent(ctx, rj, rj.result)
+		if err != nil {
+			return &engine.RestoreOutcome{To: to}, err
+		}
+		out := res.Outcome
+		if res.Error != "" {
+			return &out, fmt.Errorf("on client %s: %s", rj.agent, res.Error)
+		}
+		return &out, nil
+	})
+	return err
+}
+
+// waitAgent waits for a value from the agent, failing when the agent does
+// not start within StartTimeout or falls silent for IdleTimeout.
+func waitFor[T any](s *Server, ctx context.Context, rj *runningJob, ch <-chan T) (T, error) {
+	var zero T
+	start := s.opts.Clock.Now()
+	tick := time.NewTicker(min(s.opts.IdleTimeout/4, time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case v := <-ch:
+			return v, nil
+		case <-ctx.Done():
+			return zero, context.Cause(ctx)
+		case <-tick.C:
+			now := s.opts.Clock.Now()
+			if !rj.started.Load() {
+				if now.Sub(start) > s.opts.StartTimeout {
+					return zero, fmt.Errorf("agent %s did not start the job within %s (is it running? see `kura client list`)", rj.agent, s.opts.StartTimeout)
+				}
+				continue
+			}
+			if silent := now.Sub(time.Unix(0, rj.activity.Load())); silent > s.opts.IdleTimeout {
+				return zero, fmt.Errorf("%w: agent %s sent nothing for %s", errAgentGone, rj.agent, silent.Round(time.Second))
+			}
+		}
+	}
+}
+
+func (s *Server) waitAgent(ctx context.Context, rj *runningJob, ch <-chan api.RestoreResult) (api.RestoreResult, error) {
+	return waitFor(s, ctx, rj, ch)
+}

@@ -1,0 +1,212 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/library"
+	"github.com/kura-backup/kura/internal/monitor"
+)
+
+// queue starts queued jobs when what they need is free: their agent
+// online, and for a backup a drive of their library and a writable tape.
+// Jobs are considered oldest first; a job that must wait does not hold up
+// a younger one that can run (another client, another library).
+type queue struct {
+	s     *Server
+	kickc chan struct{}
+
+	mu     sync.Mutex
+	drives map[driveKey]int64 // reserved drive → job
+}
+
+type driveKey struct {
+	lib string
+	n   int
+}
+
+func newQueue(s *Server) *queue {
+	return &queue{s: s, kickc: make(chan struct{}, 1), drives: map[driveKey]int64{}}
+}
+
+// kick asks the queue to look again.
+func (q *queue) kick() {
+	select {
+	case q.kickc <- struct{}{}:
+	default:
+	}
+}
+
+func (q *queue) run(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		q.schedule(ctx)
+		select {
+		case <-ctx.Done():
+			q.s.mu.Lock()
+			for _, rj := range q.s.running {
+				rj.cancel(fmt.Errorf("%w: the server is stopping", context.Canceled))
+			}
+			q.s.mu.Unlock()
+			return
+		case <-q.kickc:
+		case <-t.C:
+		}
+	}
+}
+
+func (q *queue) release(rj *runningJob) {
+	if rj.drive == 0 {
+		return
+	}
+	q.mu.Lock()
+	delete(q.drives, driveKey{rj.lib, rj.drive})
+	q.mu.Unlock()
+}
+
+func (q *queue) schedule(ctx context.Context) {
+	s := q.s
+	if ctx.Err() != nil {
+		return
+	}
+	jobs, err := s.env.Catalog.QueuedJobs()
+	if err != nil {
+		s.log.Error("reading the queue", "err", err)
+		return
+	}
+	for _, j := range jobs {
+		s.mu.Lock()
+		_, busy := s.running[j.ID]
+		s.mu.Unlock()
+		if busy {
+			continue
+		}
+		var req api.JobRequest
+		if err := json.Unmarshal(j.Request, &req); err != nil {
+			q.fail(j, fmt.Errorf("unreadable job request: %w", err))
+			continue
+		}
+		agent := req.Client
+		if req.Kind == api.KindRestore && req.ToClient != "" {
+			agent = req.ToClient
+		}
+		c, err := s.env.Catalog.Client(agent)
+		if err != nil {
+			q.fail(j, fmt.Errorf("client %s is not enrolled", agent))
+			continue
+		}
+		if !c.Revoked.IsZero() {
+			q.fail(j, fmt.Errorf("client %s was revoked", agent))
+			continue
+		}
+		if !s.hub.online(agent) {
+			q.wait(j, "waiting for agent "+agent+" to connect")
+			continue
+		}
+		rj := &runningJob{id: j.ID, agent: agent, owner: req.Client, req: req}
+		if req.Kind == api.KindBackup {
+			lib, n, reason := q.reserve(j.ID, req)
+			if reason != "" {
+				q.wait(j, reason)
+				continue
+			}
+			rj.lib, rj.drive = lib, n
+		}
+		jctx, cancel := context.WithCancelCause(s.ctx)
+		rj.ctx, rj.cancel = jctx, cancel
+		rj.activity.Store(s.opts.Clock.Now().UnixNano())
+		s.mu.Lock()
+		s.running[j.ID] = rj
+		s.mu.Unlock()
+		s.log.Info("job starting", "job", j.ID, "kind", req.Kind, "client", req.Client, "agent", agent, "library", rj.lib, "drive", rj.drive)
+		go s.runJob(jctx, j, rj)
+	}
+}
+
+// reserve takes a free drive of the job's library, or says why it cannot.
+func (q *queue) reserve(id int64, req api.JobRequest) (string, int, string) {
+	s := q.s
+	lib, err := s.env.OpenLibrary(req.Library)
+	if err != nil {
+		return "", 0, "waiting for library: " + err.Error()
+	}
+	cfg := lib.Config()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	inUse := 0
+	for k := range q.drives {
+		if k.lib == cfg.Name {
+			inUse++
+		}
+	}
+	free := 0
+	for n := 1; n <= cfg.Drives; n++ {
+		if _, taken := q.drives[driveKey{cfg.Name, n}]; taken {
+			continue
+		}
+		if req.Drive != 0 && req.Drive != n {
+			continue
+		}
+		free = n
+		break
+	}
+	if free == 0 {
+		if req.Drive != 0 {
+			return "", 0, fmt.Sprintf("waiting for a drive (drive %d of library %s is busy)", req.Drive, cfg.Name)
+		}
+		return "", 0, fmt.Sprintf("waiting for a drive (all %d drives of library %s are busy)", cfg.Drives, cfg.Name)
+	}
+	if writableTapes(lib) <= inUse {
+		return "", 0, fmt.Sprintf("waiting for a tape (library %s has no free writable tape: kura tape add --vtl %s)", cfg.Name, cfg.Name)
+	}
+	q.drives[driveKey{cfg.Name, free}] = id
+	return cfg.Name, free, ""
+}
+
+// writableTapes counts the tapes a backup could write to.
+func writableTapes(lib *library.Library) int {
+	tapes, err := lib.Tapes()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, t := range tapes {
+		if (t.State == library.StateBlank || t.State == library.StateAppendable) && !t.MarkedFull && t.Used < t.EarlyWarning {
+			n++
+		}
+	}
+	return n
+}
+
+// wait records why a job waits, when that changed.
+func (q *queue) wait(j *catalog.Job, reason string) {
+	if j.Reason == reason && j.State == catalog.StateWaiting {
+		return
+	}
+	if err := q.s.env.Catalog.SetJobReason(j.ID, catalog.StateWaiting, reason); err != nil {
+		q.s.log.Error("recording a job's reason", "job", j.ID, "err", err)
+		return
+	}
+	q.s.bus.Event(monitor.Event{Kind: monitor.Queued, Time: q.s.opts.Clock.Now(), JobID: j.ID, Message: reason})
+}
+
+// fail ends a queued job that can never run.
+func (q *queue) fail(j *catalog.Job, err error) {
+	now := q.s.opts.Clock.Now()
+	j.State, j.Error, j.Reason, j.Finished = catalog.StateFailed, err.Error(), "", now
+	if j.Started.IsZero() {
+		j.Started = now
+	}
+	if uerr := q.s.env.Catalog.UpdateJob(j); uerr != nil {
+		q.s.log.Error("recording a failed job", "job", j.ID, "err", uerr)
+		return
+	}
+	q.s.log.Warn("job failed in the queue", "job", j.ID, "err", err)
+	q.s.bus.Event(monitor.Event{Kind: monitor.JobEnded, JobID: j.ID, Message: j.State})
+}

@@ -1,0 +1,394 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/index"
+	"github.com/kura-backup/kura/internal/stream"
+	"github.com/kura-backup/kura/internal/units"
+)
+
+// remoteProducer is the server's side of a backup through an agent: it
+// orders the agent to produce the stream and feeds the frames it sends to
+// the drive's span writer.
+type remoteProducer struct {
+	s       *Server
+	rj      *runningJob
+	bwlimit int64
+}
+
+var _ engine.Producer = (*remoteProducer)(nil)
+
+// production is one agent stream being received.
+type production struct {
+	spec   engine.ProduceSpec
+	sink   stream.FrameSink
+	idx    io.Writer
+	hooks  engine.ProduceHooks
+	once   sync.Once
+	attach chan struct{}        // closed when the agent's data stream arrives
+	done   chan prodResult      // the data stream ended (or broke)
+	close  chan api.BackupClose // the final frame table and saveset record
+	index  chan error           // the agent's index has been received
+}
+
+type prodResult struct {
+	frames []index.Frame
+	end    api.BackupEnd
+	err    error
+}
+
+func (p *remoteProducer) Produce(ctx context.Context, spec engine.ProduceSpec, sink stream.FrameSink, idx io.Writer, hooks engine.ProduceHooks) (*engine.Produced, error) {
+	s, rj := p.s, p.rj
+	prod := &production{spec: spec, sink: sink, idx: idx, hooks: hooks, attach: make(chan struct{}),
+		done: make(chan prodResult, 1), close: make(chan api.BackupClose, 1), index: make(chan error, 1)}
+	rj.mu.Lock()
+	rj.prod = prod
+	allowed := map[int64]bool{}
+	if spec.BaseID != 0 {
+		allowed[spec.BaseID] = true
+	}
+	rj.allowed = allowed
+	rj.mu.Unlock()
+	order := api.Order{JobID: rj.id, Kind: api.KindBackup, Issued: s.opts.Clock.Now(), Backup: &api.BackupOrder{
+		Paths: spec.Paths, Excludes: spec.Excludes, Compress: spec.Compress.String(), FrameSize: spec.FrameSize,
+		BaseID: spec.BaseID, BWLimit: p.bwlimit, Stream: rj.req.Stream, Streams: rj.req.Streams}}
+	if err := s.hub.send(rj.agent, order); err != nil {
+		return nil, err
+	}
+	// Wait for the agent to start streaming.
+	t := time.NewTimer(s.opts.StartTimeout)
+	defer t.Stop()
+	select {
+	case <-prod.attach:
+	case <-t.C:
+		return nil, fmt.Errorf("agent %s did not start the backup within %s (is it running? see `kura client list`)", rj.agent, s.opts.StartTimeout)
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	var res prodResult
+	select {
+	case res = <-prod.done:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	if res.err != nil {
+		return nil, res.err
+	}
+	return &engine.Produced{Frames: res.frames, Files: res.end.Files, Entries: res.end.Entries,
+		FinishIndex: func(frames []index.Frame, meta []byte) error {
+			prod.close <- api.BackupClose{Frames: frames, Meta: meta}
+			err, werr := waitFor(s, ctx, rj, prod.index)
+			if werr != nil {
+				return werr
+			}
+			return err
+		}}, nil
+}
+
+// agentBackupData receives a backup's stream from the agent.
+func (s *Server) agentBackupData(w http.ResponseWriter, r *http.Request, client string) error {
+	rj, err := s.agentJob(r, client)
+	if err != nil {
+		return err
+	}
+	rj.mu.Lock()
+	prod := rj.prod
+	rj.mu.Unlock()
+	if prod == nil {
+		return apiErr(http.StatusConflict, api.CodeConflict, "job %d is not a backup waiting for data", rj.id)
+	}
+	first := false
+	prod.once.Do(func() { first = true; close(prod.attach) })
+	if !first {
+		return apiErr(http.StatusConflict, api.CodeConflict, "job %d already has its data stream", rj.id)
+	}
+	res := s.receive(w, r, rj, prod)
+	prod.done <- res
+	if res.err != nil {
+		return apiErr(http.StatusBadGateway, api.CodeInternal, "backup stream of job %d: %v", rj.id, res.err)
+	}
+	// The engine closes the tape files and sends back the final frame
+	// table and record; the agent closes its index with them.
+	select {
+	case c := <-prod.close:
+		return writeJSON(w, c)
+	case <-rj.ctx.Done():
+		return apiErr(http.StatusConflict, api.CodeConflict, "job %d ended: %v", rj.id, context.Cause(rj.ctx))
+	case <-r.Context().Done():
+		return nil
+	}
+}
+
+// receive reads the data stream, each read bounded by the idle timeout so a
+// silent agent fails the job instead of holding the drive.
+func (s *Server) receive(w http.ResponseWriter, r *http.Request, rj *runningJob, prod *production) prodResult {
+	rc := http.NewResponseController(w)
+	// A canceled job (admin, revocation, shutdown) cuts the stream at once.
+	stop := context.AfterFunc(rj.ctx, func() { _ = rc.SetReadDeadline(time.Now()) })
+	defer stop()
+	defer rc.SetReadDeadline(time.Time{})
+	body := r.Body
+	var (
+		res    prodResult
+		buf    []byte
+		prevSB int64
+		prevF  int64
+		read   int64
+	)
+	fail := func(err error) prodResult {
+		res.err = fmt.Errorf("agent %s: the data stream broke after %s: %w", rj.agent, units.FormatSize(read), err)
+		return res
+	}
+	for {
+		_ = rc.SetReadDeadline(time.Now().Add(s.opts.IdleTimeout))
+		typ, payload, err := api.ReadMsg(body, buf)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			if rj.ctx.Err() != nil {
+				err = context.Cause(rj.ctx)
+			} else if errors.Is(err, os.ErrDeadlineExceeded) {
+				err = fmt.Errorf("%w: nothing for %s", errAgentGone, s.opts.IdleTimeout)
+			}
+			return fail(err)
+		}
+		buf = payload[:0]
+		read += int64(len(payload)) + 5
+		rj.touch(s.opts.Clock.Now())
+		switch typ {
+		case api.MsgFrame:
+			frame := payload
+			loc, err := prod.sink.WriteFrame(frame)
+			if err != nil {
+				res.err = fmt.Errorf("writing to tape: %w", err)
+				return res
+			}
+			prod.hooks.Phase.Media.Add(int64(len(frame)))
+			// Where the frame landed; the agent adds the uncompressed
+			// offsets and sizes it knows.
+			res.frames = append(res.frames, index.Frame{CSize: uint32(len(frame)), Part: int32(loc.Part), PartOffset: loc.Offset})
+		case api.MsgProgress:
+			var p api.Progress
+			if err := json.Unmarshal(payload, &p); err != nil {
+				return fail(fmt.Errorf("%w: %v", api.ErrBadMsg, err))
+			}
+			if p.Bytes > prevSB {
+				prod.hooks.Phase.Source.Add(p.Bytes - prevSB)
+				prevSB = p.Bytes
+			}
+			if p.Files > prevF {
+				prod.hooks.Phase.Files.Add(p.Files - prevF)
+				prevF = p.Files
+			}
+			if prod.hooks.Tick != nil {
+				prod.hooks.Tick(p.Path)
+			}
+		case api.MsgWarning:
+			var wm api.Warning
+			if err := json.Unmarshal(payload, &wm); err != nil {
+				return fail(fmt.Errorf("%w: %v", api.ErrBadMsg, err))
+			}
+			prod.hooks.Warn(wm.Path, wm.Message)
+		case api.MsgAbort:
+			var wm api.Warning
+			_ = json.Unmarshal(payload, &wm)
+			res.err = fmt.Errorf("agent %s gave up: %s", rj.agent, wm.Message)
+			return res
+		case api.MsgEnd:
+			if err := json.Unmarshal(payload, &res.end); err != nil {
+				return fail(fmt.Errorf("%w: %v", api.ErrBadMsg, err))
+			}
+			return res
+		}
+	}
+}
+
+// agentBackupIndex receives the agent's finished index.
+func (s *Server) agentBackupIndex(w http.ResponseWriter, r *http.Request, client string) error {
+	rj, err := s.agentJob(r, client)
+	if err != nil {
+		return err
+	}
+	rj.mu.Lock()
+	prod := rj.prod
+	rj.mu.Unlock()
+	if prod == nil {
+		return apiErr(http.StatusConflict, api.CodeConflict, "job %d is not a backup", rj.id)
+	}
+	_, err = io.Copy(prod.idx, &touchReader{r: r.Body, touch: func() { rj.touch(s.opts.Clock.Now()) }})
+	if err != nil {
+		err = fmt.Errorf("agent %s: receiving the index: %w", client, err)
+	}
+	prod.index <- err
+	if err != nil {
+		return apiErr(http.StatusBadGateway, api.CodeInternal, "%v", err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+type touchReader struct {
+	r     io.Reader
+	touch func()
+}
+
+func (t *touchReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	t.touch()
+	return n, err
+}
+
+// agentSavesetOf checks that the agent may read a saveset for this job.
+func (s *Server) agentSavesetOf(r *http.Request, client string) (*runningJob, *catalog.Saveset, error) {
+	rj, err := s.agentJob(r, client)
+	if err != nil {
+		return nil, nil, err
+	}
+	id, err := pathID(r, "ss")
+	if err != nil {
+		return nil, nil, err
+	}
+	rj.mu.Lock()
+	ok := rj.allowed[id]
+	rj.mu.Unlock()
+	if !ok {
+		s.log.Warn("refused: agent asked for a saveset outside its job", "client", client, "job", rj.id, "saveset", id)
+		return nil, nil, apiErr(http.StatusForbidden, api.CodeForbidden, "saveset %d is not part of job %d", id, rj.id)
+	}
+	ss, err := s.env.Catalog.Saveset(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rj, ss, nil
+}
+
+func (s *Server) agentSaveset(w http.ResponseWriter, r *http.Request, client string) error {
+	_, ss, err := s.agentSavesetOf(r, client)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, ss)
+}
+
+func (s *Server) agentSavesetIndex(w http.ResponseWriter, r *http.Request, client string) error {
+	_, ss, err := s.agentSavesetOf(r, client)
+	if err != nil {
+		return err
+	}
+	p, err := s.env.IndexFile(ss)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	http.ServeContent(w, r, "", st.ModTime(), f)
+	return nil
+}
+
+// agentSavesetData streams a saveset's media bytes from a frame location
+// (?part=P&offset=O) to the end of its data.
+func (s *Server) agentSavesetData(w http.ResponseWriter, r *http.Request, client string) error {
+	rj, ss, err := s.agentSavesetOf(r, client)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	part, err1 := strconv.Atoi(orDefault(q.Get("part"), "0"))
+	off, err2 := strconv.ParseInt(orDefault(q.Get("offset"), "0"), 10, 64)
+	if err1 != nil || err2 != nil || part < 0 || off < 0 || part >= len(ss.Parts) {
+		return badRequest("part and offset must be a location inside saveset %d", ss.ID)
+	}
+	src, err := engine.EnvStore{Env: s.env}.Data(ss)
+	if err != nil {
+		return err
+	}
+	rc, err := src.OpenAt(stream.Location{Part: part, Offset: off})
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	buf := make([]byte, 256<<10)
+	for {
+		n, rerr := rc.Read(buf)
+		if n > 0 {
+			if _, err := w.Write(buf[:n]); err != nil {
+				return nil // the agent went away or sought elsewhere
+			}
+			rj.touch(s.opts.Clock.Now())
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			// Headers are gone: cut the stream so the agent sees damage.
+			s.log.Warn("reading saveset data for an agent", "job", rj.id, "saveset", ss.ID, "err", rerr)
+			panic(http.ErrAbortHandler)
+		}
+	}
+}
+
+func (s *Server) agentProgress(w http.ResponseWriter, r *http.Request, client string) error {
+	rj, err := s.agentJob(r, client)
+	if err != nil {
+		return err
+	}
+	var p api.Progress
+	if err := readJSON(r, &p); err != nil {
+		return err
+	}
+	rj.mu.Lock()
+	prog := rj.prog
+	rj.mu.Unlock()
+	if prog != nil {
+		_ = prog(p)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) agentResult(w http.ResponseWriter, r *http.Request, client string) error {
+	rj, err := s.agentJob(r, client)
+	if err != nil {
+		return err
+	}
+	var res api.RestoreResult
+	if err := readJSON(r, &res); err != nil {
+		return err
+	}
+	rj.mu.Lock()
+	ch := rj.result
+	rj.mu.Unlock()
+	if ch == nil {
+		return apiErr(http.StatusConflict, api.CodeConflict, "job %d is not a restore", rj.id)
+	}
+	select {
+	case ch <- res:
+	default:
+		return apiErr(http.StatusConflict, api.CodeConflict, "job %d has its result already", rj.id)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

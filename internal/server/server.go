@@ -1,0 +1,409 @@
+// Package server is Kura's backup server: an HTTPS API (TLS 1.3, /api/v1)
+// over the local engine. It owns the catalog, the libraries and their
+// drives, and a job queue that runs one job per drive; agents dial in,
+// take job orders and stream their data straight to the drive's writer.
+//
+// Trust: a private CA in the server home signs the server certificate and
+// the agents' client certificates (internal/pki). Admin calls carry the
+// admin token (admin.token in the home) as a bearer token; agent calls are
+// mutual TLS, checked against the catalog's client table on every request,
+// so a revoked agent is refused at once.
+//
+// Invariants:
+//
+//   - A queued job is a catalog row with its request; a restart finds it
+//     and runs it. A job that was running when the server died is marked
+//     interrupted by the engine (its saveset incomplete) on the next start.
+//   - A job holds its drive from start to end, and a drive runs one job.
+//   - An agent sees only its own jobs: every agent endpoint checks that the
+//     job's agent is the caller.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/pki"
+)
+
+// Version is reported by GET /api/v1/server.
+var Version = "0.2"
+
+// Options configure a server. Zero values take the defaults.
+type Options struct {
+	Home  string   // server home (catalog, libraries, CA); default as the CLI's
+	Hosts []string // names and addresses for the server certificate, besides localhost
+	Name  string   // server name (default: host name)
+	Clock monitor.Clock
+	Log   io.Writer // the server log (default stderr)
+	// Console runs an admin verb on the server (POST /api/v1/console);
+	// nil disables the endpoint.
+	Console func(ctx context.Context, req api.ConsoleRequest, stdout, stderr io.Writer) int
+	// PollTimeout is how long an agent's order poll is held open (25 s).
+	PollTimeout time.Duration
+	// IdleTimeout is how long a running job waits on a silent agent before
+	// it fails (60 s).
+	IdleTimeout time.Duration
+	// StartTimeout is how long an order waits for its agent to pick it up
+	// and start (60 s).
+	StartTimeout time.Duration
+	// OnlineGrace: an agent counts as connected this long after its last
+	// poll ended (PollTimeout + 10 s).
+	OnlineGrace time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = monitor.SystemClock{}
+	}
+	if o.Log == nil {
+		o.Log = os.Stderr
+	}
+	if o.PollTimeout == 0 {
+		o.PollTimeout = 25 * time.Second
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = 60 * time.Second
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+	if o.OnlineGrace == 0 {
+		o.OnlineGrace = o.PollTimeout + 10*time.Second
+	}
+	if o.Name == "" {
+		o.Name, _ = os.Hostname()
+	}
+	return o
+}
+
+// Server is a running Kura server.
+type Server struct {
+	opts      Options
+	env       *engine.Env
+	ca        *pki.CA
+	cert      tls.Certificate
+	adminHash string
+	log       *slog.Logger
+	started   time.Time
+	bus       *bus
+	hub       *hub
+	q         *queue
+
+	mu      sync.Mutex
+	running map[int64]*runningJob
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// Files in the server home.
+const (
+	adminTokenFile = "admin.token"
+	pkiDir         = "pki"
+)
+
+// New opens (or sets up) the server home: catalog, CA, server certificate
+// and admin token. FirstStart reports whether the CA and token were made now.
+func New(opts Options) (*Server, error) {
+	opts = opts.withDefaults()
+	env, err := engine.Open(opts.Home)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts, env: env, log: slog.New(slog.NewTextHandler(opts.Log, nil)),
+		started: opts.Clock.Now(), running: map[int64]*runningJob{}}
+	fail := func(err error) (*Server, error) { env.Close(); return nil, err }
+	dir := filepath.Join(env.Home, pkiDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fail(err)
+	}
+	ca, _, err := pki.LoadOrCreateCA(dir, opts.Name)
+	if err != nil {
+		return fail(fmt.Errorf("server CA: %w", err))
+	}
+	s.ca = ca
+	if s.cert, err = ca.ServerCertificate(dir, opts.Hosts); err != nil {
+		return fail(fmt.Errorf("server certificate: %w", err))
+	}
+	tok, err := s.loadAdminToken()
+	if err != nil {
+		return fail(err)
+	}
+	s.adminHash = pki.HashSecret(tok.Secret)
+	s.bus = newBus()
+	env.Events = s.bus
+	env.Clock = opts.Clock
+	s.hub = newHub(s)
+	s.q = newQueue(s)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// loadAdminToken reads admin.token, or makes it on first start.
+func (s *Server) loadAdminToken() (pki.Token, error) {
+	p := filepath.Join(s.env.Home, adminTokenFile)
+	b, err := os.ReadFile(p)
+	if err == nil {
+		t, err := pki.ParseTokenKind(string(b), pki.KindAdmin)
+		if err != nil {
+			return pki.Token{}, fmt.Errorf("%s: %w", p, err)
+		}
+		if t.CAFingerprint != s.ca.Fingerprint() {
+			// The CA was replaced: the old token pins the old one.
+			return s.newAdminToken(p)
+		}
+		return t, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return pki.Token{}, err
+	}
+	return s.newAdminToken(p)
+}
+
+func (s *Server) newAdminToken(p string) (pki.Token, error) {
+	t, err := pki.NewToken(pki.KindAdmin, s.ca.Fingerprint())
+	if err != nil {
+		return pki.Token{}, err
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, []byte(t.String()+"\n"), 0o600); err != nil {
+		return pki.Token{}, err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return pki.Token{}, err
+	}
+	return t, nil
+}
+
+// Home is the server's home folder.
+func (s *Server) Home() string { return s.env.Home }
+
+// AdminTokenPath is where the admin token is kept.
+func (s *Server) AdminTokenPath() string { return filepath.Join(s.env.Home, adminTokenFile) }
+
+// CAFingerprint identifies the server's CA.
+func (s *Server) CAFingerprint() string { return s.ca.Fingerprint() }
+
+// Env is the server's engine environment (for tests and the console).
+func (s *Server) Env() *engine.Env { return s.env }
+
+// Serve answers on ln until ctx ends or Close is called. It starts the
+// job queue.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: s.Handler(), TLSConfig: pki.ServerTLSConfig(s.ca, s.cert),
+		ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext: func(net.Listener) context.Context { return s.ctx }}
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.q.run(s.ctx) }()
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-s.ctx.Done():
+		}
+		s.cancel()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		close(done)
+	}()
+	s.log.Info("server listening", "addr", ln.Addr().String(), "home", s.env.Home, "ca", s.ca.Fingerprint())
+	err := srv.ServeTLS(ln, "", "")
+	<-done
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// Close stops the queue, cancels running jobs, and closes the catalog.
+func (s *Server) Close() error {
+	s.cancel()
+	s.wg.Wait()
+	return s.env.Close()
+}
+
+// Handler is the API's HTTP handler.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	p := api.Prefix
+	admin := func(pattern string, h func(w http.ResponseWriter, r *http.Request) error) {
+		mux.Handle(pattern, s.adminOnly(h))
+	}
+	agent := func(pattern string, h func(w http.ResponseWriter, r *http.Request, client string) error) {
+		mux.Handle(pattern, s.agentOnly(h))
+	}
+	admin("GET "+p+"/server", s.getServer)
+	admin("POST "+p+"/tokens", s.postToken)
+	admin("GET "+p+"/clients", s.getClients)
+	admin("PATCH "+p+"/clients/{name}", s.patchClient)
+	admin("POST "+p+"/clients/{name}/revoke", s.revokeClient)
+	admin("POST "+p+"/jobs", s.postJob)
+	admin("GET "+p+"/jobs", s.getJobs)
+	admin("GET "+p+"/jobs/{id}", s.getJob)
+	admin("POST "+p+"/jobs/{id}/cancel", s.cancelJob)
+	admin("GET "+p+"/jobs/{id}/events", s.jobEvents)
+	admin("GET "+p+"/savesets", s.getSavesets)
+	admin("POST "+p+"/console", s.postConsole)
+	mux.Handle("POST "+p+"/enroll", s.plain(s.postEnroll))
+	agent("GET "+p+"/agent/orders", s.agentOrders)
+	agent("POST "+p+"/agent/jobs/{id}/data", s.agentBackupData)
+	agent("PUT "+p+"/agent/jobs/{id}/index", s.agentBackupIndex)
+	agent("GET "+p+"/agent/jobs/{id}/savesets/{ss}", s.agentSaveset)
+	agent("GET "+p+"/agent/jobs/{id}/savesets/{ss}/index", s.agentSavesetIndex)
+	agent("GET "+p+"/agent/jobs/{id}/savesets/{ss}/data", s.agentSavesetData)
+	agent("POST "+p+"/agent/jobs/{id}/progress", s.agentProgress)
+	agent("POST "+p+"/agent/jobs/{id}/result", s.agentResult)
+	mux.Handle("/", s.plain(func(w http.ResponseWriter, r *http.Request) error {
+		return apiErr(http.StatusNotFound, api.CodeNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path)
+	}))
+	return mux
+}
+
+// httpError is an error with its HTTP status and API code.
+type httpError struct {
+	status int
+	body   api.Error
+}
+
+func (e *httpError) Error() string { return e.body.Message }
+
+func apiErr(status int, code, format string, args ...any) error {
+	return &httpError{status: status, body: api.Error{Code: code, Message: fmt.Sprintf(format, args...)}}
+}
+
+func badRequest(format string, args ...any) error {
+	return apiErr(http.StatusBadRequest, api.CodeBadRequest, format, args...)
+}
+
+// writeErr answers with an error body; unexpected errors are logged and
+// answered as internal.
+func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
+	var he *httpError
+	if !errors.As(err, &he) {
+		switch {
+		case errors.Is(err, catalog.ErrNotFound):
+			he = &httpError{status: http.StatusNotFound, body: api.Error{Code: api.CodeNotFound, Message: err.Error()}}
+		case errors.Is(err, catalog.ErrInvalid):
+			he = &httpError{status: http.StatusBadRequest, body: api.Error{Code: api.CodeBadRequest, Message: err.Error()}}
+		case errors.Is(err, catalog.ErrExists):
+			he = &httpError{status: http.StatusConflict, body: api.Error{Code: api.CodeConflict, Message: err.Error()}}
+		default:
+			s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			he = &httpError{status: http.StatusInternalServerError, body: api.Error{Code: api.CodeInternal, Message: err.Error()}}
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(he.status)
+	_ = json.NewEncoder(w).Encode(he.body)
+}
+
+func writeJSON(w http.ResponseWriter, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	return json.NewEncoder(w).Encode(v)
+}
+
+// maxJSON bounds a JSON request body.
+const maxJSON = 1 << 20
+
+func readJSON(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxJSON))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("request body: %v", err)
+	}
+	return nil
+}
+
+func (s *Server) plain(h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeErr(w, r, err)
+		}
+	})
+}
+
+// adminOnly checks the bearer token.
+func (s *Server) adminOnly(h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+	return s.plain(func(w http.ResponseWriter, r *http.Request) error {
+		auth := r.Header.Get("Authorization")
+		const bearer = "Bearer "
+		if len(auth) <= len(bearer) || auth[:len(bearer)] != bearer {
+			s.log.Warn("refused: no admin token", "remote", r.RemoteAddr, "path", r.URL.Path)
+			return apiErr(http.StatusUnauthorized, api.CodeUnauthorized, "this call needs the admin token (kura login)")
+		}
+		t, err := pki.ParseTokenKind(auth[len(bearer):], pki.KindAdmin)
+		if err != nil || !pki.HashEqual(pki.HashSecret(t.Secret), s.adminHash) {
+			s.log.Warn("refused: wrong admin token", "remote", r.RemoteAddr, "path", r.URL.Path)
+			return apiErr(http.StatusUnauthorized, api.CodeUnauthorized, "wrong admin token")
+		}
+		return h(w, r)
+	})
+}
+
+// agentOnly checks the client certificate against the client table.
+func (s *Server) agentOnly(h func(w http.ResponseWriter, r *http.Request, client string) error) http.Handler {
+	return s.plain(func(w http.ResponseWriter, r *http.Request) error {
+		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+			s.log.Warn("refused: agent call without a valid client certificate", "remote", r.RemoteAddr, "path", r.URL.Path)
+			return apiErr(http.StatusUnauthorized, api.CodeUnauthorized, "agent calls need a client certificate from this server (kura agent enroll)")
+		}
+		cert := r.TLS.VerifiedChains[0][0]
+		name := cert.Subject.CommonName
+		c, err := s.env.Catalog.Client(name)
+		if err != nil {
+			s.log.Warn("refused: unknown client", "client", name, "remote", r.RemoteAddr)
+			return apiErr(http.StatusForbidden, api.CodeForbidden, "client %q is not enrolled here", name)
+		}
+		if !c.Revoked.IsZero() {
+			s.log.Warn("refused: revoked client", "client", name, "remote", r.RemoteAddr)
+			return apiErr(http.StatusForbidden, api.CodeForbidden, "client %q was revoked on %s", name, c.Revoked.Local().Format(time.DateTime))
+		}
+		if !pki.HashEqual(c.CertFingerprint, pki.Fingerprint(cert)) {
+			s.log.Warn("refused: certificate does not match the enrolled one", "client", name, "remote", r.RemoteAddr)
+			return apiErr(http.StatusForbidden, api.CodeForbidden, "client %q: this certificate is not the enrolled one", name)
+		}
+		s.hub.seen(name, r.RemoteAddr)
+		return h(w, r, name)
+	})
+}
+
+func pathID(r *http.Request, key string) (int64, error) {
+	id, err := strconv.ParseInt(r.PathValue(key), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, badRequest("%s must be a positive number, not %q", key, r.PathValue(key))
+	}
+	return id, nil
+}
+
+func (s *Server) getServer(w http.ResponseWriter, r *http.Request) error {
+	drives := 0
+	libs, err := s.env.Catalog.Libraries()
+	if err != nil {
+		return err
+	}
+	for _, l := range libs {
+		if lib, err := s.env.OpenLibrary(l.Name); err == nil {
+			drives += lib.Config().Drives
+		}
+	}
+	return writeJSON(w, api.ServerInfo{Name: s.opts.Name, Version: Version, CAFingerprint: s.ca.Fingerprint(),
+		Started: s.started, Drives: drives})
+}
