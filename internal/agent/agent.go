@@ -211,7 +211,6 @@ func (a *Agent) Name() string { return a.cfg.Name }
 // Server is the server address the agent dials.
 func (a *Agent) Server() string { return a.cfg.Server }
 
-
 // Run takes orders until ctx ends. Connection failures are retried with a
 // growing, jittered delay; a refusal (revoked, unknown) ends Run with its
 // error, since retrying cannot fix it.

@@ -274,4 +274,3 @@ func (a *Agent) fetchIndex(ctx context.Context, job, id int64) (*index.Reader, e
 	}
 	return index.OpenFile(f.Name())
 }
-
