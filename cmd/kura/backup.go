@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/apiclient"
 	"github.com/kura-backup/kura/internal/compress"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/monitor"
@@ -25,6 +28,9 @@ func newBackupCmd(g *globals) *cobra.Command {
 		comp     string
 		asJSON   bool
 		frameStr string
+		detach   bool
+		streams  int
+		bwlimit  string
 	)
 	cmd := &cobra.Command{
 		Use:   "backup [PATH...]",
@@ -69,6 +75,20 @@ skipped or changed file is listed), 4 the --verify phase found problems.`,
 				}
 			}
 			o.Paths, o.Level = args, level
+			srv, err := g.server()
+			if err != nil {
+				return err
+			}
+			if srv != nil {
+				defer srv.Close()
+				return remoteBackup(cmd, g, srv, o, comp, bwlimit, streams, detach, asJSON)
+			}
+			switch {
+			case g.client != "":
+				return usageErrorf("--client needs a server: %v", errNoServer)
+			case detach, streams > 1, bwlimit != "":
+				return usageErrorf("--detach, --streams and --bwlimit need a server: %v", errNoServer)
+			}
 			return withEnv(g, func(env *engine.Env) error {
 				stop := startProgress(env, !asJSON)
 				ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -94,7 +114,36 @@ skipped or changed file is listed), 4 the --verify phase found problems.`,
 	f.StringVar(&frameStr, "frame-size", "", "uncompressed bytes per stream frame (default 1MiB)")
 	f.IntVar(&o.Workers, "readers", 0, "files read in parallel ahead of the stream (default 4 per core)")
 	f.BoolVar(&asJSON, "json", false, "print the figures as JSON")
+	f.BoolVar(&detach, "detach", false, "with a server: queue the job, print its ID and return")
+	f.IntVar(&streams, "streams", 1, "with a server: split the client's paths over this many drives")
+	f.StringVar(&bwlimit, "bwlimit", "", "with a server: cap the job's network rate (100Mbit, 12.5MB/s)")
 	return cmd
+}
+
+// remoteBackup queues a backup of a client's paths on the server.
+func remoteBackup(cmd *cobra.Command, g *globals, srv *apiclient.Client, o engine.BackupOptions, comp, bwlimit string, streams int, detach, asJSON bool) error {
+	if g.client == "" {
+		return usageErrorf("with a server, say whose files to back up: --client NAME (see `kura client list`)")
+	}
+	for _, p := range o.Paths {
+		if !filepath.IsAbs(p) {
+			return usageErrorf("path %q: give absolute paths on the client", p)
+		}
+	}
+	if streams < 1 {
+		return usageErrorf("--streams must be at least 1")
+	}
+	var bw int64
+	if bwlimit != "" {
+		var err error
+		if bw, err = parseRate(bwlimit); err != nil {
+			return err
+		}
+	}
+	req := api.JobRequest{Kind: api.KindBackup, Client: g.client, Paths: o.Paths, Selection: o.Selection,
+		Excludes: o.Excludes, Level: o.Level, Compress: comp, Library: o.Library, Drive: o.Drive, Verify: o.Verify,
+		Label: o.Label, FrameSize: o.FrameSize, BWLimit: bw, Streams: streams}
+	return submitAndFollow(cmd, srv, req, detach, asJSON)
 }
 
 // printResult prints a job's figures and warnings.

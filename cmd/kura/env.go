@@ -10,7 +10,12 @@ import (
 
 // openEnv opens the local home and catalog for a command.
 func openEnv(g *globals) (*engine.Env, error) {
-	return engine.Open(g.home)
+	env, err := engine.Open(g.home)
+	if err != nil {
+		return nil, err
+	}
+	env.Client = g.client
+	return env, nil
 }
 
 // withEnv opens the local home for one command and closes it after fn.

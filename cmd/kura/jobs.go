@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/units"
@@ -40,9 +41,9 @@ func newJobsCmd(g *globals) *cobra.Command {
 					return printJSON(cmd.OutOrStdout(), jobs)
 				}
 				tw := table(cmd.OutOrStdout())
-				fmt.Fprintln(tw, "JOB\tKIND\tLEVEL\tSTATE\tSAVESET\tSTARTED\tELAPSED\tFILES\tSOURCE\tAVG KB/s\tPEAK KB/s\tWARNINGS")
+				fmt.Fprintln(tw, "JOB\tKIND\tCLIENT\tLEVEL\tSTATE\tSAVESET\tSTARTED\tELAPSED\tFILES\tSOURCE\tAVG KB/s\tPEAK KB/s\tWARNINGS")
 				for _, j := range jobs {
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", j.ID, j.Kind, dash(j.Level), j.State,
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", j.ID, j.Kind, dash(j.Client), dash(j.Level), j.State,
 						idOrDash(j.SavesetID), j.Started.Local().Format("2006-01-02 15:04:05"), elapsed(j.Started, j.Finished),
 						units.Thousands(j.Files), units.FormatSize(j.SourceBytes), units.Thousands(int64(j.AvgRate/1024)),
 						units.Thousands(int64(j.PeakRate/1024)), j.WarningCount)
@@ -74,6 +75,12 @@ func newJobsCmd(g *globals) *cobra.Command {
 				}
 				out := cmd.OutOrStdout()
 				fmt.Fprintf(out, "Job %d  %s %s  %s\n", j.ID, j.Kind, j.Level, j.State)
+				if j.Client != "" {
+					fmt.Fprintf(out, "  Client       %s\n", j.Client)
+				}
+				if j.Reason != "" {
+					fmt.Fprintf(out, "  Waiting      %s\n", j.Reason)
+				}
 				if j.SavesetID != 0 {
 					fmt.Fprintf(out, "  Saveset      %d (%s)\n", j.SavesetID, j.Selection)
 				}
@@ -112,8 +119,78 @@ func newJobsCmd(g *globals) *cobra.Command {
 		},
 	}
 	show.Flags().BoolVar(&showJSON, "json", false, "print as JSON")
-	cmd.AddCommand(list, show)
+
+	var watchJSON bool
+	watch := &cobra.Command{
+		Use:   "watch JOB",
+		Short: "Follow a job live until it ends, then print its figures",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0], "JOB")
+			if err != nil {
+				return err
+			}
+			srv, err := g.server()
+			if err != nil {
+				return err
+			}
+			if srv != nil {
+				defer srv.Close()
+				return followAndPrint(cmd, srv, []int64{id}, watchJSON)
+			}
+			return withEnv(g, func(env *engine.Env) error { return watchLocal(cmd, env, id, watchJSON) })
+		},
+	}
+	watch.Flags().BoolVar(&watchJSON, "json", false, "print the figures as JSON")
+	cancel := &cobra.Command{
+		Use:   "cancel JOB",
+		Short: "Cancel a queued or running job on the server",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0], "JOB")
+			if err != nil {
+				return err
+			}
+			srv, err := g.needServer()
+			if err != nil {
+				return fmt.Errorf("%w (a local job stops with Ctrl-C where it runs)", err)
+			}
+			defer srv.Close()
+			j, err := srv.Cancel(cmdContext(cmd), id)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Job %d: %s\n", j.ID, j.State)
+			return nil
+		},
+	}
+	cmd.AddCommand(list, show, watch, cancel)
 	return cmd
+}
+
+// watchLocal follows a job of another local process through the catalog.
+func watchLocal(cmd *cobra.Command, env *engine.Env, id int64, asJSON bool) error {
+	for {
+		j, err := env.Catalog.Job(id)
+		if err != nil {
+			return fmt.Errorf("job %d: %w", id, err)
+		}
+		switch j.State {
+		case catalog.StateQueued, catalog.StateWaiting, catalog.StateRunning:
+			select {
+			case <-time.After(200 * time.Millisecond): // polling another process's record
+			case <-cmdContext(cmd).Done():
+				return cmdContext(cmd).Err()
+			}
+			continue
+		}
+		var ss *catalog.Saveset
+		if j.SavesetID != 0 {
+			ss, _ = env.Catalog.Saveset(j.SavesetID)
+		}
+		aj := &api.Job{Job: *j, Figures: engine.JobFigures(j, ss)}
+		return printJobs(cmd, []*api.Job{aj}, asJSON)
+	}
 }
 
 func dash(s string) string {

@@ -14,6 +14,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"strings"
@@ -57,18 +58,22 @@ func main() {
 func run(args []string) int {
 	root := newRootCmd()
 	root.SetArgs(args)
-	err := root.Execute()
+	return exitCode(root.Execute(), os.Stderr)
+}
+
+// exitCode prints a command's error to w and returns its exit code.
+func exitCode(err error, w io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.Err != nil {
-			fmt.Fprintln(os.Stderr, "kura:", ee.Err)
+			fmt.Fprintln(w, "kura:", ee.Err)
 		}
 		return ee.Code
 	}
-	fmt.Fprintln(os.Stderr, "kura:", err)
+	fmt.Fprintln(w, "kura:", err)
 	// "kura frobnicate": cobra finds no such command before any of ours
 	// runs, and says so only in the error text.
 	if strings.HasPrefix(err.Error(), "unknown command ") {
@@ -81,10 +86,14 @@ func run(args []string) int {
 type globals struct {
 	home       string
 	cpuProfile string
+	client     string // --client: whose data (with a server)
+	local      bool   // --local: ignore a configured server
+	inServer   bool   // running inside the server's console: never remote
 }
 
-func newRootCmd() *cobra.Command {
-	g := &globals{}
+func newRootCmd() *cobra.Command { return newRootCmdWith(&globals{}) }
+
+func newRootCmdWith(g *globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kura",
 		Short: "Kura: network backup to a virtual tape library",
@@ -93,11 +102,17 @@ barcoded virtual tapes, written in checksummed blocks in a format that stock
 tools (cat, zstd, tar) can restore.
 
 With no server configured, every verb works on the local home
-($KURA_HOME, default ~/.local/share/kura); "kura backup DIR" needs no set-up.`,
+($KURA_HOME, default ~/.local/share/kura); "kura backup DIR" needs no set-up.
+
+With a server ("kura login", or KURA_SERVER and KURA_TOKEN), the verbs work
+against the server, and --client NAME says whose data: "kura backup
+--client web1 /srv" has agent web1 stream /srv to the server's drives.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&g.home, "home", "", "Kura home folder (default $KURA_HOME or ~/.local/share/kura)")
+	root.PersistentFlags().StringVar(&g.client, "client", "", "with a server: the client (agent) whose data a verb is about")
+	root.PersistentFlags().BoolVar(&g.local, "local", false, "work on the local home even when a server is configured")
 	root.PersistentFlags().StringVar(&g.cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for developers)")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
 	var stopProfile func()
@@ -127,6 +142,7 @@ With no server configured, every verb works on the local home
 		root.AddCommand(add(g))
 	}
 	usageArgs(root)
+	remoteVerbs(root, g)
 	return root
 }
 

@@ -42,6 +42,7 @@ type kura struct {
 	home string
 	dir  string              // working folder of the subprocess
 	cred *syscall.Credential // run as this user, if set
+	env  []string            // extra NAME=value pairs (KURA_SERVER, KURA_LOGIN …)
 }
 
 // newKura returns a runner with a fresh, empty home (which does not exist
@@ -67,34 +68,9 @@ func (r result) String() string {
 // run runs kura with args and returns what it printed and its exit code.
 func (k *kura) run(args ...string) result {
 	k.t.Helper()
-	bin := k.bin
-	if bin == "" {
-		var err error
-		if bin, err = os.Executable(); err != nil {
-			k.t.Fatal(err)
-		}
-	}
 	ctx, cancel := context.WithTimeout(k.t.Context(), commandTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = k.dir
-	// Under -race the runtime sleeps 1 s before every exit unless told not
-	// to; with ~150 subprocesses that would be most of the run time.
-	gorace := "atexit_sleep_ms=0"
-	if v := os.Getenv("GORACE"); v != "" {
-		gorace = v + " " + gorace
-	}
-	env := []string{runMainEnv + "=1", "KURA_HOME=" + k.home, "HOME=" + k.dir, "GORACE=" + gorace}
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if name != runMainEnv && name != "KURA_HOME" && name != "HOME" && name != "GORACE" {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = env
-	if k.cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: k.cred}
-	}
+	cmd := k.command(ctx, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -108,6 +84,43 @@ func (k *kura) run(args ...string) result {
 		k.t.Fatalf("kura %s: %v\n%s", strings.Join(args, " "), err, res)
 	}
 	return res
+}
+
+// command builds the kura subprocess for args, with the runner's home,
+// folder and environment.
+func (k *kura) command(ctx context.Context, args ...string) *exec.Cmd {
+	k.t.Helper()
+	bin := k.bin
+	if bin == "" {
+		var err error
+		if bin, err = os.Executable(); err != nil {
+			k.t.Fatal(err)
+		}
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = k.dir
+	// Under -race the runtime sleeps 1 s before every exit unless told not
+	// to; with ~150 subprocesses that would be most of the run time.
+	gorace := "atexit_sleep_ms=0"
+	if v := os.Getenv("GORACE"); v != "" {
+		gorace = v + " " + gorace
+	}
+	env := []string{runMainEnv + "=1", "KURA_HOME=" + k.home, "HOME=" + k.dir, "GORACE=" + gorace}
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case runMainEnv, "KURA_HOME", "HOME", "GORACE", "XDG_CONFIG_HOME", "KURA_SERVER", "KURA_TOKEN", "KURA_LOGIN":
+			// A developer's own login must never reach a test.
+		default:
+			env = append(env, kv)
+		}
+	}
+	env = append(env, k.env...)
+	cmd.Env = env
+	if k.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: k.cred}
+	}
+	return cmd
 }
 
 // expect runs kura and fails the test unless it exits with code.

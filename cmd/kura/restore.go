@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/engine"
 )
 
@@ -17,8 +19,10 @@ func init() { commands = append(commands, newRestoreCmd) }
 func newRestoreCmd(g *globals) *cobra.Command {
 	var (
 		o      engine.RestoreOptions
-		at     string
-		asJSON bool
+		at       string
+		asJSON   bool
+		detach   bool
+		toClient string
 	)
 	cmd := &cobra.Command{
 		Use:   "restore [SAVESET]",
@@ -58,6 +62,29 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 			if o.SavesetID == 0 && !o.Latest && o.At.IsZero() {
 				return usageErrorf("say which saveset to restore: an ID, --latest or --at TIME")
 			}
+			srv, err := g.server()
+			if err != nil {
+				return err
+			}
+			if srv != nil {
+				defer srv.Close()
+				if g.client == "" {
+					return usageErrorf("with a server, say whose saveset to restore: --client NAME (and --to-client to restore onto another machine)")
+				}
+				if o.To != "" && !filepath.IsAbs(o.To) {
+					return usageErrorf("--to %q: give an absolute path on the client", o.To)
+				}
+				req := api.JobRequest{Kind: api.KindRestore, Client: g.client, Saveset: o.SavesetID, Latest: o.Latest,
+					Selection: o.Selection, At: o.At, To: o.To, ToClient: toClient, Includes: o.Includes,
+					Overwrite: o.Overwrite, Sync: o.Sync}
+				return submitAndFollow(cmd, srv, req, detach, asJSON)
+			}
+			switch {
+			case g.client != "" || toClient != "":
+				return usageErrorf("--client and --to-client need a server: %v", errNoServer)
+			case detach:
+				return usageErrorf("--detach needs a server: %v", errNoServer)
+			}
 			return withEnv(g, func(env *engine.Env) error {
 				stop := startProgress(env, !asJSON)
 				ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -80,6 +107,8 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 	f.StringVar(&o.Overwrite, "overwrite", "always", "existing files: never, older (replace when older than the backup), always")
 	f.BoolVar(&o.Sync, "sync", false, "wait until the restored files are on disk before reporting success")
 	f.BoolVar(&asJSON, "json", false, "print the figures as JSON")
+	f.BoolVar(&detach, "detach", false, "with a server: queue the job, print its ID and return")
+	f.StringVar(&toClient, "to-client", "", "with a server: restore onto this client's machine instead of --client's")
 	return cmd
 }
 

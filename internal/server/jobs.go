@@ -55,8 +55,13 @@ func (s *Server) validate(req *api.JobRequest) error {
 	if err := catalog.ValidClientName(req.Client); err != nil {
 		return badRequest("client: %v", err)
 	}
-	if _, err := s.env.Catalog.Client(req.Client); err != nil {
+	owner, err := s.env.Catalog.Client(req.Client)
+	if err != nil {
 		return apiErr(http.StatusNotFound, api.CodeNotFound, "no client named %q is enrolled (kura client list)", req.Client)
+	}
+	if !owner.Revoked.IsZero() && (req.Kind == api.KindBackup || req.ToClient == "") {
+		// Its savesets stay restorable onto another client.
+		return apiErr(http.StatusForbidden, api.CodeForbidden, "client %s is revoked; restore its savesets onto another client with to_client", req.Client)
 	}
 	switch req.Kind {
 	case api.KindBackup:

@@ -407,3 +407,9 @@ func (s *Server) getServer(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, api.ServerInfo{Name: s.opts.Name, Version: Version, CAFingerprint: s.ca.Fingerprint(),
 		Started: s.started, Drives: drives})
 }
+
+// IsHome reports whether dir is a server home (it has the server's CA).
+func IsHome(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, pkiDir, "ca.crt"))
+	return err == nil
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kura-backup/kura/internal/agent"
+	"github.com/kura-backup/kura/internal/home"
+)
+
+func init() { commands = append(commands, newAgentCmd) }
+
+func agentHome(g *globals) (string, error) {
+	if g.home != "" {
+		return g.home, nil
+	}
+	return home.Dir()
+}
+
+func newAgentCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run this machine as a client of a Kura server",
+		Long: `An agent backs up and restores this machine's files for a Kura server. It
+dials out to the server (so it works behind NAT and firewalls), takes job
+orders, compresses before the network, and reconnects on its own.
+
+Enroll once with a one-time token from "kura token create", then run it
+(a systemd unit is in docs/operations.md).`,
+	}
+	var server, token, name string
+	enroll := &cobra.Command{
+		Use:   "enroll",
+		Short: "Enroll this machine with a server, using a one-time token",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if server == "" || token == "" {
+				return usageErrorf("enroll needs --server URL and --token TOKEN")
+			}
+			h, err := agentHome(g)
+			if err != nil {
+				return err
+			}
+			cfg, err := agent.Enroll(cmdContext(cmd), h, server, token, name)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Enrolled as client %q of %s (certificate in %s).\nNow run: kura agent run\n",
+				cfg.Name, cfg.Server, agent.Dir(h))
+			return nil
+		},
+	}
+	enroll.Flags().StringVar(&server, "server", "", "the server's address (https://HOST:PORT)")
+	enroll.Flags().StringVar(&token, "token", "", "a one-time enrollment token (kura token create)")
+	enroll.Flags().StringVar(&name, "name", "", "this client's name (default: host name)")
+	run := &cobra.Command{
+		Use:   "run",
+		Short: "Take job orders from the server until stopped",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := agentHome(g)
+			if err != nil {
+				return err
+			}
+			a, err := agent.Open(agent.Options{Home: h, Log: cmd.ErrOrStderr()})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Agent %s: connecting to %s\n", a.Name(), a.Server())
+			ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return a.Run(ctx)
+		},
+	}
+	cmd.AddCommand(enroll, run)
+	return cmd
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/server"
+	"github.com/kura-backup/kura/internal/units"
+)
+
+func init() { commands = append(commands, newClientCmd, newTokenCmd) }
+
+func newClientCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "client",
+		Short: "The clients (agents) enrolled with the server",
+	}
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List enrolled clients: connected or not, last seen, bandwidth limit, revoked",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.needServer()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			cs, err := c.Clients(cmdContext(cmd))
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if cs == nil {
+					cs = []api.Client{}
+				}
+				return printJSON(cmd.OutOrStdout(), cs)
+			}
+			tw := table(cmd.OutOrStdout())
+			fmt.Fprintln(tw, "CLIENT\tSTATE\tLAST SEEN\tADDRESS\tBWLIMIT\tENROLLED")
+			for _, cl := range cs {
+				state := "offline"
+				switch {
+				case !cl.Revoked.IsZero():
+					state = "revoked"
+				case cl.Connected:
+					state = "connected"
+				}
+				bw := "-"
+				if cl.BWLimit > 0 {
+					bw = units.FormatRate(float64(cl.BWLimit))
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cl.Name, state, timeOrDash(cl.LastSeen), dash(cl.Address), bw, timeOrDash(cl.Enrolled))
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	revoke := &cobra.Command{
+		Use:   "revoke NAME",
+		Short: "Revoke a client's certificate: it is refused at once and its running jobs stop",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.needServer()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			cl, err := c.RevokeClient(cmdContext(cmd), args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Client %s revoked at %s. Its savesets stay restorable; to enroll the name again make a new token.\n",
+				cl.Name, cl.Revoked.Local().Format(time.DateTime))
+			return nil
+		},
+	}
+	var bw string
+	set := &cobra.Command{
+		Use:   "set NAME",
+		Short: "Change a client's settings (its default bandwidth limit)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if bw == "" {
+				return usageErrorf("nothing to set: give --bwlimit RATE (0 for none)")
+			}
+			rate, err := parseRate(bw)
+			if err != nil {
+				return err
+			}
+			c, err := g.needServer()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			cl, err := c.UpdateClient(cmdContext(cmd), args[0], api.ClientUpdate{BWLimit: &rate})
+			if err != nil {
+				return err
+			}
+			if cl.BWLimit == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "Client %s: no bandwidth limit.\n", cl.Name)
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "Client %s: its jobs send at most %s by default.\n", cl.Name, units.FormatRate(float64(cl.BWLimit)))
+			}
+			return nil
+		},
+	}
+	set.Flags().StringVar(&bw, "bwlimit", "", "default bandwidth limit of the client's jobs (100Mbit, 12.5MB/s; 0 = none)")
+	cmd.AddCommand(list, revoke, set)
+	return cmd
+}
+
+// parseRate reads a --bwlimit value: 0, or a rate like 100Mbit or 12.5MB/s.
+func parseRate(s string) (int64, error) {
+	if s == "0" {
+		return 0, nil
+	}
+	r, err := units.ParseRate(s)
+	if err != nil {
+		return 0, usageErrorf("--bwlimit: %v", err)
+	}
+	return int64(r), nil
+}
+
+func timeOrDash(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+func newTokenCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "One-time enrollment tokens for new agents",
+	}
+	var (
+		expires time.Duration
+		name    string
+	)
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Make a one-time token that enrolls one agent (it also pins this server's CA)",
+		Long: `Make a one-time enrollment token. Through the API when logged in to a server;
+on the server machine itself without a login (with --home of the server).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := api.TokenRequest{Name: name, ExpiresSeconds: expires.Seconds()}
+			c, err := g.server()
+			if err != nil {
+				return err
+			}
+			var tok *api.TokenResponse
+			if c != nil {
+				defer c.Close()
+				if tok, err = c.CreateToken(cmdContext(cmd), req); err != nil {
+					return err
+				}
+			} else {
+				h, err := agentHome(g)
+				if err != nil {
+					return err
+				}
+				if !server.IsHome(h) {
+					return fmt.Errorf("%s is not a server home and %v", h, errNoServer)
+				}
+				srv, err := server.New(server.Options{Home: h, Log: io.Discard})
+				if err != nil {
+					return err
+				}
+				defer srv.Close()
+				t, err := srv.NewEnrollToken(name, expires)
+				if err != nil {
+					return err
+				}
+				tok = &t
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), tok.Token)
+			fmt.Fprintf(cmd.ErrOrStderr(), "One-time token, valid until %s.\n", tok.Expires.Local().Format(time.DateTime))
+			return nil
+		},
+	}
+	create.Flags().DurationVar(&expires, "expires", time.Hour, "how long the token stays valid")
+	create.Flags().StringVar(&name, "name", "", "the only client name this token may enroll (default: any)")
+	cmd.AddCommand(create)
+	return cmd
+}

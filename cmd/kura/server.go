@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kura-backup/kura/internal/server"
+)
+
+func init() { commands = append(commands, newServerCmd) }
+
+func newServerCmd(g *globals) *cobra.Command {
+	var (
+		listen string
+		hosts  []string
+		name   string
+	)
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the backup server: HTTPS API, job queue, libraries and drives",
+		Long: `Run the Kura server on this machine. It owns the catalog, the virtual tape
+libraries and their drives in its home, and runs queued jobs one per drive.
+Agents dial in to it; admins use the same kura binary with "kura login".
+
+On first start it creates its own certificate authority and an admin token
+(admin.token in the home) and prints how to log in and enroll agents.`,
+		Example: `  kura server --home /var/lib/kura --listen :8420 --host backup.example.com`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			home := g.home
+			if home == "" {
+				env, err := openEnv(g)
+				if err != nil {
+					return err
+				}
+				home = env.Home
+				env.Close()
+			}
+			if h, err := os.Hostname(); err == nil {
+				hosts = append(hosts, h)
+			}
+			srv, err := server.New(server.Options{Home: home, Hosts: hosts, Name: name, Log: cmd.ErrOrStderr(),
+				Console: consoleRunner(home)})
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return err
+			}
+			url := "https://" + ln.Addr().String()
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "Kura server listening on %s\n", url)
+			fmt.Fprintf(out, "  home            %s\n", srv.Home())
+			fmt.Fprintf(out, "  CA fingerprint  %s\n", srv.CAFingerprint())
+			fmt.Fprintf(out, "Log in (as an admin):\n  kura login --server %s --token \"$(cat %s)\"\n", url, srv.AdminTokenPath())
+			fmt.Fprintf(out, "Enroll an agent: make a one-time token here or after login,\n  kura token create --expires 1h\n")
+			fmt.Fprintf(out, "and on the client machine run\n  kura agent enroll --server %s --token TOKEN --name NAME && kura agent run\n", url)
+			ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return srv.Serve(ctx, ln)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", ":8420", "address to listen on (HOST:PORT)")
+	cmd.Flags().StringArrayVar(&hosts, "host", nil, "a name or address clients use to reach this server, for its certificate; repeatable")
+	cmd.Flags().StringVar(&name, "name", "", "server name (default: host name)")
+	return cmd
+}
+

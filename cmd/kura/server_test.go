@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// proc is a long-running kura (server, agent) started for a test.
+type proc struct {
+	lines chan string   // its stdout, line by line
+	done  chan struct{} // closed when it exited
+	stop  func()
+}
+
+// start runs kura in the background until the test ends (then it gets
+// SIGINT, as systemd would send SIGTERM). Its stderr goes to the test log.
+func (k *kura) start(args ...string) *proc {
+	k.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := k.command(ctx, args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		k.t.Fatal(err)
+	}
+	p := &proc{lines: make(chan string, 1000), done: make(chan struct{})}
+	name := args[0]
+	go func() {
+		sc := bufio.NewScanner(errPipe)
+		for sc.Scan() {
+			k.t.Logf("%s: %s", name, sc.Text())
+		}
+	}()
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			select {
+			case p.lines <- sc.Text():
+			default:
+			}
+		}
+		cmd.Wait()
+		close(p.done)
+	}()
+	p.stop = func() { cancel(); <-p.done }
+	k.t.Cleanup(p.stop)
+	return p
+}
+
+// line waits for a line of the process's output that contains want.
+func (p *proc) line(t *testing.T, want string) string {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case l := <-p.lines:
+			if strings.Contains(l, want) {
+				return l
+			}
+		case <-p.done:
+			t.Fatalf("process exited before printing %q", want)
+		case <-deadline:
+			t.Fatalf("no line with %q within 30 s", want)
+		}
+	}
+}
+
+// connected waits until `kura client list` shows every name connected.
+func (k *kura) connected(names ...string) {
+	k.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var cs []struct {
+			Name      string `json:"name"`
+			Connected bool   `json:"connected"`
+		}
+		r := k.run("client", "list", "--json")
+		if r.code == 0 && decodeJSON(r.stdout, &cs) == nil {
+			up := map[string]bool{}
+			for _, c := range cs {
+				up[c.Name] = c.Connected
+			}
+			all := true
+			for _, n := range names {
+				all = all && up[n]
+			}
+			if all {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond) // polling the server's view, not our own work
+	}
+	k.t.Fatalf("clients %v never all connected", names)
+}
+
+// The whole network path as a user meets it: a server, two agents that
+// enroll with one-time tokens, an admin CLI that logs in, backs up one
+// client and restores onto the other, watches a detached job, uses the
+// library verbs through the server, and revokes a client.
+func TestServerAgentsAndAdminCLI(t *testing.T) {
+	srvK := newKura(t)
+	srv := srvK.start("server", "--listen", "127.0.0.1:0")
+	url := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))
+	tokb, err := os.ReadFile(filepath.Join(srvK.home, "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminToken := strings.TrimSpace(string(tokb))
+
+	admin := newKura(t)
+	admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json")}
+	if r := admin.ok("login", "--server", url, "--token", adminToken); !strings.Contains(r.stdout, "Logged in") {
+		t.Fatalf("login said:\n%s", r)
+	}
+	// A login file is private.
+	if st, err := os.Stat(filepath.Join(admin.dir, "login.json")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("login file: %v, %v", st, err)
+	}
+
+	agents := map[string]*kura{}
+	for _, name := range []string{"c1", "c2"} {
+		tok := strings.TrimSpace(admin.ok("token", "create", "--expires", "10m").stdout)
+		k := newKura(t)
+		k.ok("agent", "enroll", "--server", url, "--token", tok, "--name", name)
+		// The token was for one enrollment only.
+		if r := newKura(t).run("agent", "enroll", "--server", url, "--token", tok, "--name", name+"x"); r.code == 0 || !strings.Contains(r.stderr, "used already") {
+			t.Fatalf("second use of a token:\n%s", r)
+		}
+		k.start("agent", "run")
+		agents[name] = k
+	}
+	admin.connected("c1", "c2")
+
+	src := filepath.Join(agents["c1"].dir, "src")
+	files, _ := sampleTree()
+	writeTree(t, src, files)
+	var fig figures
+	admin.json(0, &fig, "backup", "--client", "c1", "--json", "--compress", "low", src)
+	if fig.Status != "completed" || fig.Files == 0 || fig.SavesetID == 0 {
+		t.Fatalf("remote backup figures: %+v", fig)
+	}
+
+	// Restore c1's saveset onto c2, into a folder there.
+	dst := filepath.Join(agents["c2"].dir, "restored")
+	admin.ok("restore", "--client", "c1", "--to-client", "c2", itoa64(fig.SavesetID), "--to", dst)
+	sameTree(t, readTree(t, src), readTree(t, restoredAt(dst, src)))
+
+	// A detached job, then watched.
+	id := strings.TrimSpace(admin.ok("backup", "--client", "c1", "--detach", "--level", "incr", src).stdout)
+	if w := admin.ok("jobs", "watch", id); !strings.Contains(w.stdout, "Average") && !strings.Contains(w.stdout, "KB/s") {
+		t.Fatalf("jobs watch printed no figures:\n%s", w)
+	}
+	// Library and catalog verbs run on the server.
+	if r := admin.ok("vtl", "list"); !strings.Contains(r.stdout, "default") {
+		t.Fatalf("vtl list through the server:\n%s", r)
+	}
+	if r := admin.ok("jobs", "list"); !strings.Contains(r.stdout, "c1") {
+		t.Fatalf("jobs list through the server lacks the client:\n%s", r)
+	}
+	if r := admin.ok("ls", itoa64(fig.SavesetID), strings.TrimPrefix(src, "/")); !strings.Contains(r.stdout, "notes.txt") {
+		t.Fatalf("ls through the server:\n%s", r)
+	}
+
+	// A wrong admin token is refused.
+	bad := newKura(t)
+	parts := strings.Split(adminToken, "-")
+	bad.env = []string{"KURA_SERVER=" + url, "KURA_TOKEN=kura1-admin-" + strings.Repeat("A", 43) + "-" + parts[len(parts)-1]}
+	if r := bad.run("jobs", "list"); r.code != 1 || !strings.Contains(r.stderr, "wrong admin token") {
+		t.Fatalf("wrong admin token:\n%s", r)
+	}
+
+	// Revoking c2 cuts it off: its agent stops, and it cannot be backed up.
+	admin.ok("client", "revoke", "c2")
+	if r := admin.run("backup", "--client", "c2", "/tmp"); r.code != 1 || !strings.Contains(r.stderr, "revoked") {
+		t.Fatalf("backup of a revoked client:\n%s", r)
+	}
+	if r := admin.ok("client", "list"); !strings.Contains(r.stdout, "revoked") {
+		t.Fatalf("client list after revoke:\n%s", r)
+	}
+}
+
+func decodeJSON(s string, v any) error { return json.Unmarshal([]byte(s), v) }
