@@ -18,7 +18,7 @@ func init() { commands = append(commands, newRestoreCmd) }
 
 func newRestoreCmd(g *globals) *cobra.Command {
 	var (
-		o      engine.RestoreOptions
+		o        engine.RestoreOptions
 		at       string
 		asJSON   bool
 		detach   bool

@@ -72,4 +72,3 @@ On first start it creates its own certificate authority and an admin token
 	cmd.Flags().StringVar(&name, "name", "", "server name (default: host name)")
 	return cmd
 }
-
