@@ -99,7 +99,6 @@ func printJobs(cmd *cobra.Command, jobs []*api.Job, asJSON bool) error {
 		}
 	}
 	if len(jobs) > 1 && !asJSON {
-		fmt.Fprintf(cmd.OutOrStdout(), "Total of %d streams\n", len(jobs))
 		monitor.Render(cmd.OutOrStdout(), totalFigures(jobs))
 	}
 	return worst
@@ -202,7 +201,7 @@ func (v *progressView) event(ev monitor.Event) error {
 	defer v.mu.Unlock()
 	switch ev.Kind {
 	case monitor.Queued:
-		if ev.Message != "" && ev.Message != v.reasons[ev.JobID] {
+		if ev.Message != "" && ev.Message != "queued" && ev.Message != v.reasons[ev.JobID] {
 			v.reasons[ev.JobID] = ev.Message
 			v.clear()
 			fmt.Fprintf(v.cmd.ErrOrStderr(), "job %d: %s\n", ev.JobID, ev.Message)

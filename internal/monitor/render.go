@@ -22,7 +22,11 @@ import (
 // its own error state when it matters).
 func Render(w io.Writer, f Figures) {
 	var b strings.Builder
-	b.WriteString("Job " + strconv.FormatInt(f.JobID, 10))
+	if f.JobID != 0 {
+		b.WriteString("Job " + strconv.FormatInt(f.JobID, 10))
+	} else {
+		b.WriteString("Total") // the sum of several jobs (the streams of a split backup)
+	}
 	kind := f.Kind
 	if kind == "" {
 		kind = "job"
