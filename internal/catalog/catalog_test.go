@@ -94,8 +94,8 @@ func TestMigrateForward(t *testing.T) {
 	saved := migrations
 	t.Cleanup(func() { migrations = saved })
 	migrations = append(append([][]string{}, saved...), []string{
-		`CREATE TABLE policies (name TEXT PRIMARY KEY)`,
-		`INSERT INTO policies (name) VALUES ('weekly')`,
+		`CREATE TABLE future_things (name TEXT PRIMARY KEY)`,
+		`INSERT INTO future_things (name) VALUES ('weekly')`,
 	})
 	c2, err := Open(path)
 	if err != nil {
@@ -106,7 +106,7 @@ func TestMigrateForward(t *testing.T) {
 		t.Fatalf("schema version %d, want %d", v, len(saved)+1)
 	}
 	var n int
-	if err := c2.db.QueryRow(`SELECT COUNT(*) FROM policies`).Scan(&n); err != nil || n != 1 {
+	if err := c2.db.QueryRow(`SELECT COUNT(*) FROM future_things`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("new migration not applied once: %d rows, %v", n, err)
 	}
 	if _, err := c2.Library("default"); err != nil {

@@ -3,6 +3,7 @@ package catalog
 import (
 	"database/sql"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 )
@@ -53,6 +54,22 @@ type Saveset struct {
 	IndexBytes   int64     `json:"index_bytes"`
 	IndexEntries int64     `json:"index_entries"`
 	Expired      bool      `json:"expired"`
+	// Policy names the policy whose run made the saveset ("" = an ad-hoc
+	// backup, which retention never expires).
+	Policy       string `json:"policy,omitempty"`
+	ExpireReason string `json:"expire_reason,omitempty"` // why it expired (retention's reason)
+	// Copies are further copies of the saveset on other libraries (kura
+	// copy); a restore reads whichever copy is available.
+	Copies []Copy `json:"copies,omitempty"`
+}
+
+// Copy is a second (third …) copy of a saveset's tape files.
+type Copy struct {
+	Copy      int       `json:"copy"` // 1, 2, …
+	Library   string    `json:"library"`
+	Created   time.Time `json:"created"`
+	Parts     []Part    `json:"parts"`
+	IndexPart Part      `json:"index_part"`
 }
 
 func (s *Saveset) validate() error {
@@ -76,7 +93,7 @@ func (s *Saveset) validate() error {
 // savesetColumns are the savesets columns after id, in the order of
 // savesetArgs and scanSaveset.
 const savesetColumns = `job_id, client, selection, level, base_id, status, created, finished, paths, label,
-	files, source_bytes, media_bytes, codec, library, index_bytes, index_entries, expired`
+	files, source_bytes, media_bytes, codec, library, index_bytes, index_entries, expired, policy, expire_reason`
 
 func savesetArgs(s *Saveset) ([]any, error) {
 	paths, err := encodeList(s.Paths)
@@ -85,7 +102,7 @@ func savesetArgs(s *Saveset) ([]any, error) {
 	}
 	return []any{s.JobID, s.Client, s.Selection, s.Level, s.BaseID, s.Status, toDB(s.Created), toDB(s.Finished),
 		paths, s.Label, s.Files, s.SourceBytes, s.MediaBytes, s.Codec, s.Library, s.IndexBytes, s.IndexEntries,
-		s.Expired}, nil
+		s.Expired, s.Policy, s.ExpireReason}, nil
 }
 
 // Part kinds in saveset_parts.
@@ -107,8 +124,30 @@ func insertParts(tx *sql.Tx, s *Saveset) error {
 			return err
 		}
 	}
+	for _, c := range s.Copies {
+		if c.Copy <= 0 || c.Library == "" {
+			return fmt.Errorf("saveset %d: copy %d without a number or library: %w", s.ID, c.Copy, ErrInvalid)
+		}
+		if _, err := tx.Exec(`INSERT INTO saveset_copies (saveset_id, copy, library, created) VALUES (?, ?, ?, ?)`,
+			s.ID, c.Copy, c.Library, toDB(c.Created)); err != nil {
+			return err
+		}
+		for i, p := range c.Parts {
+			if _, err := tx.Exec(q, s.ID, copyKind(c.Copy, partData), i, p.Barcode, p.File, p.Bytes); err != nil {
+				return err
+			}
+		}
+		if p := c.IndexPart; p.Barcode != "" {
+			if _, err := tx.Exec(q, s.ID, copyKind(c.Copy, partIndex), 0, p.Barcode, p.File, p.Bytes); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
+
+// copyKind is the saveset_parts kind of a copy's parts: "copy2-data".
+func copyKind(n int, kind string) string { return fmt.Sprintf("copy%d-%s", n, kind) }
 
 // CreateSaveset records a new saveset. When s.ID is 0 the catalog assigns the
 // next free ID and stores it in s; otherwise s.ID is used as given (a tape
@@ -163,6 +202,9 @@ func (c *Catalog) UpdateSaveset(s *Saveset) error {
 			return err
 		}
 		if _, err := tx.Exec(`DELETE FROM saveset_parts WHERE saveset_id = ?`, s.ID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`DELETE FROM saveset_copies WHERE saveset_id = ?`, s.ID); err != nil {
 			return err
 		}
 		return insertParts(tx, s)
@@ -327,7 +369,7 @@ func (c *Catalog) querySavesets(where string, args []any) ([]*Saveset, error) {
 		)
 		err := rows.Scan(&s.ID, &s.JobID, &s.Client, &s.Selection, &s.Level, &s.BaseID, &s.Status,
 			&created, &finished, &paths, &s.Label, &s.Files, &s.SourceBytes, &s.MediaBytes, &s.Codec,
-			&s.Library, &s.IndexBytes, &s.IndexEntries, &s.Expired,
+			&s.Library, &s.IndexBytes, &s.IndexEntries, &s.Expired, &s.Policy, &s.ExpireReason,
 			&kind, &seq, &barcode, &file, &bytes)
 		if err != nil {
 			return nil, err
@@ -352,10 +394,88 @@ func (c *Catalog) querySavesets(where string, args []any) ([]*Saveset, error) {
 		case partIndex:
 			cur.IndexPart = p
 		default:
-			return nil, fmt.Errorf("saveset %d: unknown part kind %q", s.ID, kind.String)
+			var n int
+			var what string
+			if _, err := fmt.Sscanf(kind.String, "copy%d-%s", &n, &what); err != nil || n <= 0 {
+				return nil, fmt.Errorf("saveset %d: unknown part kind %q", s.ID, kind.String)
+			}
+			c := cur.copy(n)
+			switch what {
+			case partData:
+				c.Parts = append(c.Parts, p)
+			case partIndex:
+				c.IndexPart = p
+			default:
+				return nil, fmt.Errorf("saveset %d: unknown part kind %q", s.ID, kind.String)
+			}
 		}
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, c.loadCopies(out, where, args)
+}
+
+// copy returns the saveset's copy n, adding it if needed.
+func (s *Saveset) copy(n int) *Copy {
+	for i := range s.Copies {
+		if s.Copies[i].Copy == n {
+			return &s.Copies[i]
+		}
+	}
+	s.Copies = append(s.Copies, Copy{Copy: n})
+	return &s.Copies[len(s.Copies)-1]
+}
+
+// loadCopies fills in the library and time of the copies of sets.
+func (c *Catalog) loadCopies(sets []*Saveset, where string, args []any) error {
+	has := false
+	for _, s := range sets {
+		has = has || len(s.Copies) > 0
+	}
+	if !has {
+		return nil
+	}
+	byID := map[int64]*Saveset{}
+	for _, s := range sets {
+		byID[s.ID] = s
+	}
+	rows, err := c.db.Query(`SELECT c.saveset_id, c.copy, c.library, c.created FROM saveset_copies c
+		JOIN savesets s ON s.id = c.saveset_id WHERE `+where, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id      int64
+			n       int
+			lib     string
+			created sql.NullInt64
+		)
+		if err := rows.Scan(&id, &n, &lib, &created); err != nil {
+			return err
+		}
+		if s := byID[id]; s != nil {
+			cp := s.copy(n)
+			cp.Library, cp.Created = lib, fromDB(created)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, s := range sets {
+		sort.Slice(s.Copies, func(i, j int) bool { return s.Copies[i].Copy < s.Copies[j].Copy })
+	}
+	return nil
+}
+
+// ExpireSaveset marks a saveset expired, with the reason retention gave.
+func (c *Catalog) ExpireSaveset(id int64, reason string) error {
+	return c.write(func(tx *sql.Tx) error {
+		return execOne(tx, fmt.Sprintf("saveset %d", id),
+			`UPDATE savesets SET expired = 1, expire_reason = ? WHERE id = ?`, reason, id)
+	})
 }
 
 // prefixColumns qualifies each column of a comma-separated list.

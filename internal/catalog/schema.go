@@ -117,4 +117,43 @@ var migrations = [][]string{
 		`ALTER TABLE jobs ADD COLUMN parent_id INTEGER NOT NULL DEFAULT 0`,
 		`CREATE INDEX jobs_parent ON jobs (parent_id)`,
 	},
+	// 4: policies, retention and the life of a tape: which policy made a
+	// saveset and why it expired, tape pools, second copies of savesets.
+	{
+		`CREATE TABLE policies (
+			name             TEXT PRIMARY KEY,
+			client           TEXT NOT NULL,
+			selection        TEXT NOT NULL,
+			full_cron        TEXT NOT NULL,
+			diff_cron        TEXT NOT NULL,
+			incr_cron        TEXT NOT NULL,
+			zone             TEXT NOT NULL,
+			keep_generations INTEGER NOT NULL,
+			keep_days        INTEGER NOT NULL,
+			library          TEXT NOT NULL,
+			pool             TEXT NOT NULL,
+			verify           INTEGER NOT NULL,
+			bwlimit          INTEGER NOT NULL,
+			compress         TEXT NOT NULL,
+			copy_to          TEXT NOT NULL,
+			created          INTEGER,
+			last_run         INTEGER,
+			last_slot        INTEGER
+		)`,
+		`ALTER TABLE savesets ADD COLUMN policy TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE savesets ADD COLUMN expire_reason TEXT NOT NULL DEFAULT ''`,
+		`CREATE INDEX savesets_policy ON savesets (policy)`,
+		`ALTER TABLE tapes ADD COLUMN pool TEXT NOT NULL DEFAULT ''`,
+		`CREATE TABLE saveset_copies (
+			saveset_id INTEGER NOT NULL REFERENCES savesets (id) ON DELETE CASCADE,
+			copy       INTEGER NOT NULL,
+			library    TEXT NOT NULL,
+			created    INTEGER,
+			PRIMARY KEY (saveset_id, copy)
+		)`,
+		`CREATE TABLE settings (
+			name  TEXT PRIMARY KEY,
+			value TEXT NOT NULL
+		)`,
+	},
 }
