@@ -55,6 +55,10 @@ type BackupOptions struct {
 	Producer Producer
 	// Host names the machine the data comes from (default: this host).
 	Host string
+	// Policy names the policy this backup runs for (recorded with the
+	// saveset, for retention); Pool is its tape pool. Without a pool the
+	// backup writes to tapes outside any pool.
+	Policy, Pool string
 	// KeySuffix is added to the selection key, so that each stream of a
 	// backup split over several drives finds its own base ("#2/3").
 	KeySuffix string
@@ -199,7 +203,7 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 	}
 	defer lock.release()
 	ss := &catalog.Saveset{JobID: job.ID, Client: e.Client, Selection: selKey, Level: level, Status: "running",
-		Created: start, Paths: paths, Label: opts.Label, Codec: opts.Compress.String(), Library: libCfg.Name}
+		Created: start, Paths: paths, Label: opts.Label, Codec: opts.Compress.String(), Library: libCfg.Name, Policy: opts.Policy}
 	if base != nil {
 		ss.BaseID = base.ID
 	}
@@ -275,8 +279,15 @@ func (b *backupRun) run() error {
 		return err
 	}
 	defer drv.Release()
-	first, barcode, err := drv.LoadWritable()
+	allow, err := e.poolFilter(b.opts.Pool)
 	if err != nil {
+		return err
+	}
+	first, barcode, err := drv.LoadWritableIf(allow)
+	if err != nil {
+		return err
+	}
+	if err := e.claimTape(barcode, b.opts.Pool); err != nil {
 		return err
 	}
 	cur := tape.Device(first)
@@ -288,8 +299,11 @@ func (b *backupRun) run() error {
 		if err := b.lib.MarkFull(curBarcode); err != nil {
 			return nil, "", err
 		}
-		t, bc, err := drv.LoadWritable(append(exclude, b.tapes...)...)
+		t, bc, err := drv.LoadWritableIf(allow, append(exclude, b.tapes...)...)
 		if err != nil {
+			return nil, "", err
+		}
+		if err := e.claimTape(bc, b.opts.Pool); err != nil {
 			return nil, "", err
 		}
 		e.logf(b.job, "tape %s reached its early-warning point: continuing on tape %s", curBarcode, bc)

@@ -174,6 +174,15 @@ func (d *Drive) Load(barcode string) (*tape.Tape, error) {
 // With none, it fails with ErrNoTape: "no writable tape in library NAME:
 // add tapes with `kura tape add`".
 func (d *Drive) LoadWritable(exclude ...string) (*tape.Tape, string, error) {
+	return d.LoadWritableIf(nil, exclude...)
+}
+
+// TapeFilter says whether a writable tape may be taken (tape pools): blank
+// reports whether the tape holds no tape files.
+type TapeFilter func(barcode string, blank bool) bool
+
+// LoadWritableIf is LoadWritable among the tapes allow accepts (nil: all).
+func (d *Drive) LoadWritableIf(allow TapeFilter, exclude ...string) (*tape.Tape, string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.check(); err != nil {
@@ -206,6 +215,9 @@ func (d *Drive) LoadWritable(exclude ...string) (*tape.Tape, string, error) {
 				continue
 			}
 			c := cand{bc: bc, here: e.Drive == d.n, blank: ts.State == StateBlank, used: ts.Used}
+			if allow != nil && !allow(bc, c.blank) {
+				continue
+			}
 			switch {
 			case c.here && !c.blank:
 				c.ranking = 1
@@ -219,6 +231,9 @@ func (d *Drive) LoadWritable(exclude ...string) (*tape.Tape, string, error) {
 			cands = append(cands, c)
 		}
 		if len(cands) == 0 {
+			if allow != nil {
+				return fmt.Errorf("%w for this pool in library %s: add tapes with `kura tape add` or let retention recycle some", ErrNoTape, d.lib.cfg.Name)
+			}
 			return fmt.Errorf("%w in library %s: add tapes with `kura tape add`", ErrNoTape, d.lib.cfg.Name)
 		}
 		best := slices.MinFunc(cands, func(a, b cand) int {

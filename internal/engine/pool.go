@@ -1,0 +1,55 @@
+package engine
+
+import (
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/library"
+)
+
+// Tape pools. Every tape belongs to one pool, named in the catalog; the
+// scratch pool (catalog.ScratchPool, "") holds blank and recycled tapes and
+// the tapes of ad-hoc backups. A backup for a policy writes to its pool:
+// an appendable tape of the pool first, then a blank one from scratch (or
+// the pool), which then joins the pool. Retention returns a tape whose
+// savesets have all expired to scratch, erased.
+
+// poolFilter says which writable tapes a backup for pool may take.
+func (e *Env) poolFilter(pool string) (library.TapeFilter, error) {
+	pools, err := e.Catalog.TapePools()
+	if err != nil {
+		return nil, err
+	}
+	return func(barcode string, blank bool) bool {
+		p := pools[barcode]
+		return p == pool || (blank && p == catalog.ScratchPool)
+	}, nil
+}
+
+// claimTape puts a tape a backup has taken into its pool.
+func (e *Env) claimTape(barcode, pool string) error {
+	cur, err := e.Catalog.TapePool(barcode)
+	if err != nil || cur == pool {
+		return err
+	}
+	return e.Catalog.SetTapePool(barcode, pool)
+}
+
+// WritableTapes counts the tapes of a library a backup for pool could
+// write to (the server's queue waits "for a tape" when there are none).
+func (e *Env) WritableTapes(lib *library.Library, pool string) (int, error) {
+	allow, err := e.poolFilter(pool)
+	if err != nil {
+		return 0, err
+	}
+	tapes, err := lib.Tapes()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, t := range tapes {
+		blank := t.State == library.StateBlank
+		if (blank || t.State == library.StateAppendable) && !t.MarkedFull && t.Used < t.EarlyWarning && t.MailSlot == 0 && allow(t.Barcode, blank) {
+			n++
+		}
+	}
+	return n, nil
+}
