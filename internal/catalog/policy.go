@@ -11,7 +11,7 @@ import (
 // selection: the server runs it at 1 a.m. when nobody is watching.
 type Policy struct {
 	Name            string    `json:"name"`
-	Client          string    `json:"client"`
+	Client          string    `json:"client"` // "" is the local machine
 	Selection       string    `json:"selection"`
 	FullCron        string    `json:"full_cron,omitempty"`
 	DiffCron        string    `json:"diff_cron,omitempty"`
@@ -40,8 +40,8 @@ func policyArgs(p *Policy) []any {
 
 // CreatePolicy records a new policy; ErrExists if the name is taken.
 func (c *Catalog) CreatePolicy(p *Policy) error {
-	if p.Name == "" || p.Client == "" || p.Selection == "" {
-		return fmt.Errorf("catalog: a policy needs a name, a client and a selection: %w", ErrInvalid)
+	if p.Name == "" || p.Selection == "" {
+		return fmt.Errorf("catalog: a policy needs a name and a selection: %w", ErrInvalid)
 	}
 	if p.Created.IsZero() {
 		p.Created = now()

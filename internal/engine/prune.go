@@ -1,0 +1,256 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/home"
+	"github.com/kura-backup/kura/internal/retention"
+)
+
+// SavesetDecision is retention's verdict on one saveset, with what an
+// admin needs to read it.
+type SavesetDecision struct {
+	retention.Decision
+	Policy  string    `json:"policy"`
+	Client  string    `json:"client"`
+	Level   string    `json:"level"`
+	Status  string    `json:"status"`
+	Created time.Time `json:"created"`
+}
+
+// Rule codes for savesets retention does not judge.
+const (
+	RuleAdHoc         = "ad-hoc"         // not made by a policy: never expired automatically
+	RuleNoPolicy      = "policy-removed" // its policy was removed: kept until erased by hand
+	RuleAlreadyExpiry = retention.RuleAlreadyExpired
+)
+
+// Retention decides, for every saveset in the catalog, whether it is kept
+// or expired and which rule decided, at time now. It changes nothing.
+func (e *Env) Retention(now time.Time) ([]SavesetDecision, error) {
+	sets, err := e.Catalog.Savesets(catalog.SavesetFilter{})
+	if err != nil {
+		return nil, err
+	}
+	policies, err := e.Catalog.Policies()
+	if err != nil {
+		return nil, err
+	}
+	rules := map[string]retention.Rules{}
+	for _, p := range policies {
+		rules[p.Name] = retention.Rules{KeepGenerations: p.KeepGenerations, KeepDays: p.KeepDays}
+	}
+	byPolicy := map[string][]retention.Saveset{}
+	info := map[int64]*catalog.Saveset{}
+	var out []SavesetDecision
+	for _, s := range sets {
+		info[s.ID] = s
+		d := SavesetDecision{Policy: s.Policy, Client: s.Client, Level: s.Level, Status: s.Status, Created: s.Created}
+		switch _, known := rules[s.Policy]; {
+		case s.Policy == "" && s.Expired:
+			d.Decision = retention.Decision{ID: s.ID, Rule: RuleAlreadyExpiry, Reason: "expired: " + orText(s.ExpireReason, "erased by hand")}
+		case s.Policy == "":
+			d.Decision = retention.Decision{ID: s.ID, Keep: true, Rule: RuleAdHoc,
+				Reason: "kept: an ad-hoc backup (not made by a policy) is never expired automatically"}
+		case !known && s.Expired:
+			d.Decision = retention.Decision{ID: s.ID, Rule: RuleAlreadyExpiry, Reason: "expired: " + orText(s.ExpireReason, "erased by hand")}
+		case !known:
+			d.Decision = retention.Decision{ID: s.ID, Keep: true, Rule: RuleNoPolicy,
+				Reason: fmt.Sprintf("kept: policy %s no longer exists, so nothing expires it (erase its tapes by hand)", s.Policy)}
+		default:
+			byPolicy[s.Policy] = append(byPolicy[s.Policy], retention.Saveset{ID: s.ID, BaseID: s.BaseID, Level: s.Level,
+				Status: s.Status, Policy: s.Policy, Created: s.Created, Expired: s.Expired})
+			continue
+		}
+		out = append(out, d)
+	}
+	for name, group := range byPolicy {
+		for _, dec := range retention.Decide(group, rules[name], now) {
+			s := info[dec.ID]
+			out = append(out, SavesetDecision{Decision: dec, Policy: name, Client: s.Client, Level: s.Level, Status: s.Status, Created: s.Created})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func orText(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// PruneOptions say how a prune runs.
+type PruneOptions struct {
+	DryRun bool      // decide and report, change nothing
+	Now    time.Time // the moment retention is judged at (zero: the clock)
+}
+
+// PruneResult is what a prune decided and did.
+type PruneResult struct {
+	Decisions []SavesetDecision `json:"decisions"`
+	Expired   []int64           `json:"expired"`  // savesets expired now
+	Recycled  []string          `json:"recycled"` // tapes erased and returned to scratch
+	Notes     []string          `json:"notes"`
+	DryRun    bool              `json:"dry_run"`
+}
+
+// Prune applies retention: it expires the savesets the rules no longer
+// keep (each with its reason) and returns to scratch, erased, every tape
+// whose savesets have all expired. Prunes are serialized by a lock in the
+// home, so two at once lose nothing; while a backup runs, tapes are not
+// recycled (its first parts may sit on a tape it already left, not yet in
+// the catalog), only expiries are recorded.
+func (e *Env) Prune(ctx context.Context, opts PruneOptions) (*PruneResult, error) {
+	unlock, err := e.lockPrune(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	now := opts.Now
+	if now.IsZero() {
+		now = e.now()
+	}
+	decisions, err := e.Retention(now)
+	if err != nil {
+		return nil, err
+	}
+	res := &PruneResult{Decisions: decisions, DryRun: opts.DryRun, Expired: []int64{}, Recycled: []string{}, Notes: []string{}}
+	expiring := map[int64]bool{}
+	for _, d := range decisions {
+		if d.Keep || d.Rule == retention.RuleAlreadyExpired {
+			continue
+		}
+		expiring[d.ID] = true
+		res.Expired = append(res.Expired, d.ID)
+		if opts.DryRun {
+			continue
+		}
+		if err := e.Catalog.ExpireSaveset(d.ID, d.Reason); err != nil {
+			return res, err
+		}
+		_ = os.Remove(filepath.Join(home.IndexDir(e.Home), fmt.Sprintf("%d.idx", d.ID)))
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	running, err := e.runningBackups()
+	if err != nil {
+		return res, err
+	}
+	if running > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d backup(s) running: tapes are recycled by the next prune", running))
+		return res, nil
+	}
+	recycle, err := e.recyclable(expiring)
+	if err != nil {
+		return res, err
+	}
+	for _, bc := range recycle {
+		if opts.DryRun {
+			res.Recycled = append(res.Recycled, bc)
+			continue
+		}
+		if _, err := e.EraseTape(bc, false); err != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("tape %s not recycled: %v", bc, err))
+			continue
+		}
+		if err := e.Catalog.SetTapePool(bc, catalog.ScratchPool); err != nil {
+			return res, err
+		}
+		res.Recycled = append(res.Recycled, bc)
+	}
+	return res, nil
+}
+
+// recyclable lists the tapes whose every saveset is expired (or about to
+// be: expiring), and that hold at least one.
+func (e *Env) recyclable(expiring map[int64]bool) ([]string, error) {
+	libs, err := e.Catalog.Libraries()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range libs {
+		lib, err := e.OpenLibrary(l.Name)
+		if err != nil {
+			continue // a library folder that is gone: nothing to recycle there
+		}
+		tapes, err := lib.Tapes()
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range tapes {
+			if t.Files == 0 || t.MailSlot > 0 {
+				continue
+			}
+			sets, err := e.Catalog.Savesets(catalog.SavesetFilter{Barcode: t.Barcode})
+			if err != nil {
+				return nil, err
+			}
+			if len(sets) == 0 {
+				continue // holds nothing the catalog knows: leave it to an admin
+			}
+			all := true
+			for _, s := range sets {
+				all = all && (s.Expired || expiring[s.ID])
+			}
+			if all {
+				out = append(out, t.Barcode)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// runningBackups counts backup and copy jobs in state running.
+func (e *Env) runningBackups() (int, error) {
+	jobs, err := e.Catalog.Jobs(1000)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, j := range jobs {
+		if j.State == catalog.StateRunning && (j.Kind == catalog.KindBackup || j.Kind == catalog.KindCopy) && e.ownerAlive(j.Owner) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// lockPrune takes the home's prune lock, waiting for another prune.
+func (e *Env) lockPrune(ctx context.Context) (func(), error) {
+	if err := os.MkdirAll(e.runDir(), 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(e.runDir(), "prune.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if err != unix.EWOULDBLOCK {
+			f.Close()
+			return nil, fmt.Errorf("prune lock: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("waiting for another prune: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond): // another process holds the lock
+		}
+	}
+}
