@@ -20,6 +20,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kura-backup/kura/internal/api"
 )
 
 // Exit codes; see the package comment.
@@ -89,6 +91,8 @@ type globals struct {
 	client     string // --client: whose data (with a server)
 	local      bool   // --local: ignore a configured server
 	inServer   bool   // running inside the server's console: never remote
+	// submit queues a job on the server this console runs in (nil outside).
+	submit func(api.JobRequest) ([]int64, error)
 }
 
 func newRootCmd() *cobra.Command { return newRootCmdWith(&globals{}) }

@@ -93,7 +93,7 @@ func (g *globals) needServer() (*apiclient.Client, error) {
 
 // consoleVerbs run on the server as they are when a server is configured.
 var consoleVerbs = []string{"vtl", "tape", "drive", "selection", "savesets", "saveset", "ls", "find",
-	"jobs list", "jobs show", "verify", "plan"}
+	"jobs list", "jobs show", "verify", "copy", "plan", "policy create", "policy edit", "policy list", "policy show", "policy rm", "prune"}
 
 func isConsoleVerb(c *cobra.Command) bool {
 	path := strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
@@ -175,7 +175,7 @@ func cmdContext(cmd *cobra.Command) context.Context {
 
 // consoleRunner is the server's side of the console: it runs one allowed
 // verb in-process on the server home.
-func consoleRunner(home string) func(ctx context.Context, req api.ConsoleRequest, stdout, stderr io.Writer) int {
+func consoleRunner(home string, submit func(api.JobRequest) ([]int64, error)) func(ctx context.Context, req api.ConsoleRequest, stdout, stderr io.Writer) int {
 	return func(ctx context.Context, req api.ConsoleRequest, stdout, stderr io.Writer) int {
 		for _, a := range req.Args {
 			if a == "--" {
@@ -188,7 +188,7 @@ func consoleRunner(home string) func(ctx context.Context, req api.ConsoleRequest
 				}
 			}
 		}
-		g := &globals{inServer: true}
+		g := &globals{inServer: true, submit: submit}
 		root := newRootCmdWith(g)
 		_ = root.PersistentFlags().Set("home", home)
 		_ = root.PersistentFlags().Set("client", req.Client)

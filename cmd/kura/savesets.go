@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,7 +18,7 @@ func newSavesetsCmd(g *globals) *cobra.Command {
 	var (
 		f             catalog.SavesetFilter
 		selection, st string
-		asJSON        bool
+		asJSON, why   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "savesets",
@@ -31,9 +32,15 @@ func newSavesetsCmd(g *globals) *cobra.Command {
 				if st != "" {
 					f.Statuses = []string{st}
 				}
+				if g.client != "" {
+					f.Clients = []string{g.client}
+				}
 				sets, err := env.Catalog.Savesets(f)
 				if err != nil {
 					return err
+				}
+				if why {
+					return printWhy(cmd, env, sets, asJSON)
 				}
 				if asJSON {
 					if sets == nil {
@@ -60,7 +67,50 @@ func newSavesetsCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&f.Barcode, "tape", "", "only savesets on this tape")
 	cmd.Flags().StringVar(&st, "status", "", "only savesets in this state (complete, running, failed, incomplete)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	cmd.Flags().BoolVar(&why, "why", false, "say for each saveset whether retention keeps or expires it, and which rule decided")
 	return cmd
+}
+
+// printWhy prints retention's decision on each saveset.
+func printWhy(cmd *cobra.Command, env *engine.Env, sets []*catalog.Saveset, asJSON bool) error {
+	decisions, err := env.Retention(time.Now())
+	if err != nil {
+		return err
+	}
+	byID := map[int64]engine.SavesetDecision{}
+	for _, d := range decisions {
+		byID[d.ID] = d
+	}
+	var out []engine.SavesetDecision
+	for _, s := range sets {
+		if d, ok := byID[s.ID]; ok {
+			out = append(out, d)
+		}
+	}
+	if asJSON {
+		if out == nil {
+			out = []engine.SavesetDecision{}
+		}
+		return printJSON(cmd.OutOrStdout(), out)
+	}
+	tw := table(cmd.OutOrStdout())
+	fmt.Fprintln(tw, "ID\tCREATED\tLEVEL\tPOLICY\tGEN\tVERDICT\tRULE\tWHY")
+	for _, d := range out {
+		verdict := "keep"
+		if !d.Keep {
+			verdict = "expire"
+			if d.Rule == "already-expired" {
+				verdict = "expired"
+			}
+		}
+		gen := "-"
+		if d.Generation > 0 {
+			gen = fmt.Sprint(d.Generation)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.Created.Local().Format("2006-01-02 15:04"), d.Level,
+			dash(d.Policy), gen, verdict, d.Rule, d.Reason)
+	}
+	return tw.Flush()
 }
 
 func newSavesetCmd(g *globals) *cobra.Command {

@@ -113,6 +113,8 @@ type JobRequest struct {
 	BWLimit   int64    `json:"bwlimit,omitempty"` // bytes/s; 0 = the client's default
 	Streams   int      `json:"streams,omitempty"` // split over this many drives
 	Stream    int      `json:"stream,omitempty"`  // which stream this job is (1-based; set by the server)
+	Policy    string   `json:"policy,omitempty"`  // the policy this backup runs for (set by the scheduler or policy run)
+	Pool      string   `json:"pool,omitempty"`    // its tape pool
 
 	// restore and verify
 	Saveset   int64     `json:"saveset,omitempty"`
@@ -127,6 +129,11 @@ type JobRequest struct {
 	// verify
 	VerifyLevel string  `json:"verify_level,omitempty"`
 	Sample      float64 `json:"sample,omitempty"`
+}
+
+// PolicyRun asks for a run of a policy now (POST /api/v1/policies/NAME/run).
+type PolicyRun struct {
+	Level string `json:"level"` // full (default), diff or incr
 }
 
 // JobsSubmitted answers a submission: one job, or one per stream.

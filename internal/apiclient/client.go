@@ -257,3 +257,9 @@ func (c *Client) follow(ctx context.Context, id int64, fn func(monitor.Event) er
 func (c *Client) Enroll(ctx context.Context, req api.EnrollRequest, out *api.EnrollResponse) error {
 	return c.call(ctx, "POST", "/enroll", req, out)
 }
+
+// RunPolicy queues a run of a policy now at a level.
+func (c *Client) RunPolicy(ctx context.Context, name, level string) ([]int64, error) {
+	var out api.JobsSubmitted
+	return out.Jobs, c.call(ctx, "POST", "/policies/"+url.PathEscape(name)+"/run", api.PolicyRun{Level: level}, &out)
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -76,6 +77,10 @@ func (s *Server) validate(req *api.JobRequest) error {
 		for _, p := range req.Paths {
 			if len(p) == 0 || p[0] != '/' || bytes.IndexByte([]byte(p), 0) >= 0 {
 				return badRequest("path %q: paths on a client must be absolute", p)
+			}
+			if c := path.Clean(p); c != p {
+				// The engine refuses it too, but only once the job runs.
+				return badRequest("path %q: paths on a client must be clean (%s)", p, c)
 			}
 		}
 		for _, x := range req.Excludes {
@@ -377,7 +382,7 @@ func (s *Server) runBackup(ctx context.Context, j *catalog.Job, rj *runningJob) 
 	}
 	opts := engine.BackupOptions{Paths: req.Paths, Selection: req.Selection, Library: req.Library, Drive: rj.drive,
 		Level: orDefault(req.Level, engine.LevelFull), Compress: level, Excludes: req.Excludes, Verify: req.Verify,
-		Label: req.Label, FrameSize: req.FrameSize, Host: req.Client, Job: j,
+		Label: req.Label, FrameSize: req.FrameSize, Host: req.Client, Job: j, Policy: req.Policy, Pool: req.Pool,
 		Producer: &remoteProducer{s: s, rj: rj, bwlimit: bw}}
 	if req.Streams > 1 {
 		opts.KeySuffix = fmt.Sprintf("#%d/%d", req.Stream, req.Streams)
@@ -451,7 +456,7 @@ func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob)
 // not start within StartTimeout or falls silent for IdleTimeout.
 func waitFor[T any](s *Server, ctx context.Context, rj *runningJob, ch <-chan T) (T, error) {
 	var zero T
-	start := s.opts.Clock.Now()
+	start := time.Now() // timeouts run on real time; the clock is for schedules and records
 	tick := time.NewTicker(min(s.opts.IdleTimeout/4, time.Second))
 	defer tick.Stop()
 	for {
@@ -461,7 +466,7 @@ func waitFor[T any](s *Server, ctx context.Context, rj *runningJob, ch <-chan T)
 		case <-ctx.Done():
 			return zero, context.Cause(ctx)
 		case <-tick.C:
-			now := s.opts.Clock.Now()
+			now := time.Now()
 			if !rj.started.Load() {
 				if now.Sub(start) > s.opts.StartTimeout {
 					return zero, fmt.Errorf("agent %s did not start the job within %s (is it running? see `kura client list`)", rj.agent, s.opts.StartTimeout)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
-	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
 )
 
@@ -23,6 +22,7 @@ type queue struct {
 
 	mu     sync.Mutex
 	drives map[driveKey]int64 // reserved drive → job
+	pools  map[int64]string   // pool of each job holding a drive
 }
 
 type driveKey struct {
@@ -31,7 +31,7 @@ type driveKey struct {
 }
 
 func newQueue(s *Server) *queue {
-	return &queue{s: s, kickc: make(chan struct{}, 1), drives: map[driveKey]int64{}}
+	return &queue{s: s, kickc: make(chan struct{}, 1), drives: map[driveKey]int64{}, pools: map[int64]string{}}
 }
 
 // kick asks the queue to look again.
@@ -51,7 +51,7 @@ func (q *queue) run(ctx context.Context) {
 		case <-ctx.Done():
 			q.s.mu.Lock()
 			for _, rj := range q.s.running {
-				rj.cancel(fmt.Errorf("%w: the server is stopping", context.Canceled))
+				rj.cancel(errStopping)
 			}
 			q.s.mu.Unlock()
 			return
@@ -67,6 +67,7 @@ func (q *queue) release(rj *runningJob) {
 	}
 	q.mu.Lock()
 	delete(q.drives, driveKey{rj.lib, rj.drive})
+	delete(q.pools, rj.id)
 	q.mu.Unlock()
 }
 
@@ -120,12 +121,13 @@ func (q *queue) schedule(ctx context.Context) {
 		}
 		jctx, cancel := context.WithCancelCause(s.ctx)
 		rj.ctx, rj.cancel = jctx, cancel
-		rj.activity.Store(s.opts.Clock.Now().UnixNano())
+		rj.activity.Store(time.Now().UnixNano())
 		s.mu.Lock()
 		s.running[j.ID] = rj
 		s.mu.Unlock()
 		s.log.Info("job starting", "job", j.ID, "kind", req.Kind, "client", req.Client, "agent", agent, "library", rj.lib, "drive", rj.drive)
-		go s.runJob(jctx, j, rj)
+		s.wg.Add(1) // Close waits for the job to record its end
+		go func() { defer s.wg.Done(); s.runJob(jctx, j, rj) }()
 	}
 }
 
@@ -139,12 +141,6 @@ func (q *queue) reserve(id int64, req api.JobRequest) (string, int, string) {
 	cfg := lib.Config()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	inUse := 0
-	for k := range q.drives {
-		if k.lib == cfg.Name {
-			inUse++
-		}
-	}
 	free := 0
 	for n := 1; n <= cfg.Drives; n++ {
 		if _, taken := q.drives[driveKey{cfg.Name, n}]; taken {
@@ -162,26 +158,22 @@ func (q *queue) reserve(id int64, req api.JobRequest) (string, int, string) {
 		}
 		return "", 0, fmt.Sprintf("waiting for a drive (all %d drives of library %s are busy)", cfg.Drives, cfg.Name)
 	}
-	if writableTapes(lib) <= inUse {
-		return "", 0, fmt.Sprintf("waiting for a tape (library %s has no free writable tape: kura tape add --vtl %s)", cfg.Name, cfg.Name)
-	}
-	q.drives[driveKey{cfg.Name, free}] = id
-	return cfg.Name, free, ""
-}
-
-// writableTapes counts the tapes a backup could write to.
-func writableTapes(lib *library.Library) int {
-	tapes, err := lib.Tapes()
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, t := range tapes {
-		if (t.State == library.StateBlank || t.State == library.StateAppendable) && !t.MarkedFull && t.Used < t.EarlyWarning {
-			n++
+	inPool := 0
+	for k, id := range q.drives {
+		if k.lib == cfg.Name && q.pools[id] == req.Pool {
+			inPool++
 		}
 	}
-	return n
+	if n, err := s.env.WritableTapes(lib, req.Pool); err != nil || n <= inPool {
+		what := "no free writable tape"
+		if req.Pool != "" {
+			what = fmt.Sprintf("no free writable tape in pool %s or scratch", req.Pool)
+		}
+		return "", 0, fmt.Sprintf("waiting for a tape (library %s has %s: kura tape add --vtl %s)", cfg.Name, what, cfg.Name)
+	}
+	q.pools[id] = req.Pool
+	q.drives[driveKey{cfg.Name, free}] = id
+	return cfg.Name, free, ""
 }
 
 // wait records why a job waits, when that changed.

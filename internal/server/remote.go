@@ -168,7 +168,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, rj *runningJob,
 		}
 		buf = payload[:0]
 		read += int64(len(payload)) + 5
-		rj.touch(s.opts.Clock.Now())
+		rj.touch(time.Now())
 		switch typ {
 		case api.MsgFrame:
 			frame := payload
@@ -229,7 +229,7 @@ func (s *Server) agentBackupIndex(w http.ResponseWriter, r *http.Request, client
 	if prod == nil {
 		return apiErr(http.StatusConflict, api.CodeConflict, "job %d is not a backup", rj.id)
 	}
-	_, err = io.Copy(prod.idx, &touchReader{r: r.Body, touch: func() { rj.touch(s.opts.Clock.Now()) }})
+	_, err = io.Copy(prod.idx, &touchReader{r: r.Body, touch: func() { rj.touch(time.Now()) }})
 	if err != nil {
 		err = fmt.Errorf("agent %s: receiving the index: %w", client, err)
 	}
@@ -337,7 +337,7 @@ func (s *Server) agentSavesetData(w http.ResponseWriter, r *http.Request, client
 			if _, err := w.Write(buf[:n]); err != nil {
 				return nil // the agent went away or sought elsewhere
 			}
-			rj.touch(s.opts.Clock.Now())
+			rj.touch(time.Now())
 		}
 		if rerr == io.EOF {
 			return nil

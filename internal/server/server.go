@@ -57,6 +57,12 @@ type Options struct {
 	Console func(ctx context.Context, req api.ConsoleRequest, stdout, stderr io.Writer) int
 	// PollTimeout is how long an agent's order poll is held open (25 s).
 	PollTimeout time.Duration
+	// SchedulerEvery is how often the scheduler looks at the policies (15 s);
+	// 0 keeps the default, a negative value turns the scheduler off (tests
+	// call Tick themselves).
+	SchedulerEvery time.Duration
+	// AfterPrune runs after the daily prune (the catalog's own backup).
+	AfterPrune func(ctx context.Context)
 	// IdleTimeout is how long a running job waits on a silent agent before
 	// it fails (60 s).
 	IdleTimeout time.Duration
@@ -84,6 +90,9 @@ func (o Options) withDefaults() Options {
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 60 * time.Second
 	}
+	if o.SchedulerEvery == 0 {
+		o.SchedulerEvery = 15 * time.Second
+	}
 	if o.OnlineGrace == 0 {
 		o.OnlineGrace = o.PollTimeout + 10*time.Second
 	}
@@ -109,8 +118,8 @@ type Server struct {
 	mu      sync.Mutex
 	running map[int64]*runningJob
 	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	cancel  context.CancelCauseFunc
+	wg      sync.WaitGroup // the queue and the running jobs
 }
 
 // Files in the server home.
@@ -152,7 +161,7 @@ func New(opts Options) (*Server, error) {
 	env.Clock = opts.Clock
 	s.hub = newHub(s)
 	s.q = newQueue(s)
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	return s, nil
 }
 
@@ -212,13 +221,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		BaseContext: func(net.Listener) context.Context { return s.ctx }}
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.q.run(s.ctx) }()
+	if s.opts.SchedulerEvery > 0 {
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.runScheduler(s.ctx) }()
+	}
 	done := make(chan struct{})
 	go func() {
 		select {
 		case <-ctx.Done():
 		case <-s.ctx.Done():
 		}
-		s.cancel()
+		s.cancel(errStopping)
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
@@ -233,9 +246,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// Close stops the queue, cancels running jobs, and closes the catalog.
+// errStopping is why the jobs running when the server stops are canceled.
+var errStopping = fmt.Errorf("%w: the server is stopping", context.Canceled)
+
+// Close stops the queue, cancels running jobs and waits for them to record
+// their end, and closes the catalog.
 func (s *Server) Close() error {
-	s.cancel()
+	s.cancel(errStopping)
 	s.wg.Wait()
 	return s.env.Close()
 }
@@ -262,6 +279,7 @@ func (s *Server) Handler() http.Handler {
 	admin("GET "+p+"/jobs/{id}/events", s.jobEvents)
 	admin("GET "+p+"/savesets", s.getSavesets)
 	admin("POST "+p+"/console", s.postConsole)
+	admin("POST "+p+"/policies/{name}/run", s.postPolicyRun)
 	mux.Handle("POST "+p+"/enroll", s.plain(s.postEnroll))
 	agent("GET "+p+"/agent/orders", s.agentOrders)
 	agent("POST "+p+"/agent/jobs/{id}/data", s.agentBackupData)
@@ -309,6 +327,9 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 			s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 			he = &httpError{status: http.StatusInternalServerError, body: api.Error{Code: api.CodeInternal, Message: err.Error()}}
 		}
+	}
+	if he.status == http.StatusBadRequest {
+		s.log.Warn("refused: bad request", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "err", he.body.Message)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(he.status)

@@ -62,8 +62,13 @@ var fastOpts = server.Options{PollTimeout: time.Second, IdleTimeout: 3 * time.Se
 
 func startServer(t *testing.T, home, addr string) *rig {
 	t.Helper()
+	return startServerWith(t, home, addr, fastOpts)
+}
+
+// startServerWith starts a server with opts (Home, Log and Name are set here).
+func startServerWith(t *testing.T, home, addr string, opts server.Options) *rig {
+	t.Helper()
 	lw := &logWriter{t: t, prefix: "server: "}
-	opts := fastOpts
 	opts.Home, opts.Log, opts.Name = home, lw, "test"
 	srv, err := server.New(opts)
 	if err != nil {

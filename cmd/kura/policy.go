@@ -1,0 +1,367 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/compress"
+	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/units"
+)
+
+func init() { commands = append(commands, newPolicyCmd) }
+
+// policyFlags are the flags create and edit share.
+type policyFlags struct {
+	p       catalog.Policy
+	bwlimit string
+}
+
+func (f *policyFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.p.Selection, "selection", "", "the client's selection set to back up")
+	fs.StringVar(&f.p.FullCron, "full", "", "cron schedule of full backups (5 fields: min hour day month weekday, or @daily …)")
+	fs.StringVar(&f.p.DiffCron, "diff", "", "cron schedule of differential backups")
+	fs.StringVar(&f.p.IncrCron, "incr", "", "cron schedule of incremental backups")
+	fs.StringVar(&f.p.Zone, "zone", "", "time zone of the schedules (IANA name, e.g. Asia/Tokyo; default the server's)")
+	fs.IntVar(&f.p.KeepGenerations, "keep-generations", 0, "keep the N newest complete generations (a full and what depends on it)")
+	fs.IntVar(&f.p.KeepDays, "keep-days", 0, "keep every saveset younger than D days")
+	fs.StringVar(&f.p.Library, "vtl", "", "library to write to (default: the default library)")
+	fs.StringVar(&f.p.Pool, "pool", "", "tape pool (default: the policy's name)")
+	fs.BoolVar(&f.p.Verify, "verify", false, "verify each backup as a phase of its job")
+	fs.StringVar(&f.bwlimit, "bwlimit", "", "bandwidth limit of its backups (100Mbit, 12.5MB/s; default the client's)")
+	fs.StringVar(&f.p.Compress, "compress", "auto", "none, low, medium, high or auto")
+	fs.StringVar(&f.p.CopyTo, "copy-to", "", "after each backup, copy the saveset to this library (offsite copy)")
+}
+
+func newPolicyCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "policy",
+		Short: "Backup policies: schedules, retention and the tape pool of a client's selection",
+		Long: `A policy backs up one client's selection set on schedules (standard 5-field
+cron, in a time zone), keeps generations by count and age, and writes to its
+own tape pool. The server runs policies on their schedules; after downtime a
+missed run happens once. "kura savesets --why" says which rule keeps or
+expires each saveset, and "kura prune" applies the rules.`,
+		Example: `  kura policy create nightly --client web1 --selection www --full "0 1 * * 0" --incr "0 1 * * 1-6" --keep-generations 4 --zone Asia/Tokyo
+  kura policy run nightly --level full
+  kura savesets --why`,
+	}
+	var cf policyFlags
+	create := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a policy",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p := cf.p
+			p.Name, p.Client = args[0], g.client
+			if p.Pool == "" {
+				p.Pool = p.Name
+			}
+			if cf.bwlimit != "" {
+				bw, err := parseRate(cf.bwlimit)
+				if err != nil {
+					return err
+				}
+				p.BWLimit = bw
+			}
+			return withEnv(g, func(env *engine.Env) error {
+				if err := env.CheckPolicy(&p, g.inServer); err != nil {
+					return usageErrorf("%v", err)
+				}
+				if err := env.Catalog.CreatePolicy(&p); err != nil {
+					if errors.Is(err, catalog.ErrExists) {
+						return usageErrorf("policy %q exists already (kura policy edit)", p.Name)
+					}
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Policy %s created.\n", p.Name)
+				printPolicy(cmd, env, &p)
+				return nil
+			})
+		},
+	}
+	cf.add(create.Flags())
+
+	var ef policyFlags
+	edit := &cobra.Command{
+		Use:   "edit NAME",
+		Short: "Change a policy: only the flags given change",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withEnv(g, func(env *engine.Env) error {
+				p, err := env.Catalog.Policy(args[0])
+				if errors.Is(err, catalog.ErrNotFound) {
+					return fmt.Errorf("no policy named %q (see `kura policy list`)", args[0])
+				}
+				if err != nil {
+					return err
+				}
+				fs := cmd.Flags()
+				set := func(name string, apply func()) {
+					if fs.Changed(name) {
+						apply()
+					}
+				}
+				set("selection", func() { p.Selection = ef.p.Selection })
+				set("full", func() { p.FullCron = ef.p.FullCron })
+				set("diff", func() { p.DiffCron = ef.p.DiffCron })
+				set("incr", func() { p.IncrCron = ef.p.IncrCron })
+				set("zone", func() { p.Zone = ef.p.Zone })
+				set("keep-generations", func() { p.KeepGenerations = ef.p.KeepGenerations })
+				set("keep-days", func() { p.KeepDays = ef.p.KeepDays })
+				set("vtl", func() { p.Library = ef.p.Library })
+				set("pool", func() { p.Pool = ef.p.Pool })
+				set("verify", func() { p.Verify = ef.p.Verify })
+				set("compress", func() { p.Compress = ef.p.Compress })
+				set("copy-to", func() { p.CopyTo = ef.p.CopyTo })
+				if fs.Changed("bwlimit") {
+					bw, err := parseRate(ef.bwlimit)
+					if err != nil {
+						return err
+					}
+					p.BWLimit = bw
+				}
+				if err := env.CheckPolicy(p, g.inServer); err != nil {
+					return usageErrorf("%v", err)
+				}
+				if err := env.Catalog.UpdatePolicy(p); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Policy %s changed.\n", p.Name)
+				printPolicy(cmd, env, p)
+				return nil
+			})
+		},
+	}
+	ef.add(edit.Flags())
+
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List policies with their schedules, retention and next run",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withEnv(g, func(env *engine.Env) error {
+				ps, err := env.Catalog.Policies()
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					if ps == nil {
+						ps = []*catalog.Policy{}
+					}
+					return printJSON(cmd.OutOrStdout(), ps)
+				}
+				tw := table(cmd.OutOrStdout())
+				fmt.Fprintln(tw, "POLICY\tCLIENT\tSELECTION\tSCHEDULES\tKEEP\tPOOL\tNEXT RUN\tLAST RUN")
+				now := time.Now()
+				for _, p := range ps {
+					next, level := engine.NextRun(p, now)
+					nextText := "-"
+					if !next.IsZero() {
+						nextText = next.Local().Format("2006-01-02 15:04") + " " + level
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, dash(p.Client), p.Selection, schedules(p),
+						keepText(p), p.Pool, nextText, timeOrDash(p.LastRun))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+
+	var showJSON bool
+	show := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Show a policy",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withEnv(g, func(env *engine.Env) error {
+				p, err := env.Catalog.Policy(args[0])
+				if errors.Is(err, catalog.ErrNotFound) {
+					return fmt.Errorf("no policy named %q (see `kura policy list`)", args[0])
+				}
+				if err != nil {
+					return err
+				}
+				if showJSON {
+					return printJSON(cmd.OutOrStdout(), p)
+				}
+				printPolicy(cmd, env, p)
+				return nil
+			})
+		},
+	}
+	show.Flags().BoolVar(&showJSON, "json", false, "print as JSON")
+
+	rm := &cobra.Command{
+		Use:   "rm NAME",
+		Short: "Remove a policy (its savesets stay, and are no longer expired automatically)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withEnv(g, func(env *engine.Env) error {
+				if err := env.Catalog.DeletePolicy(args[0]); err != nil {
+					if errors.Is(err, catalog.ErrNotFound) {
+						return fmt.Errorf("no policy named %q (see `kura policy list`)", args[0])
+					}
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Policy %s removed; its savesets stay until you erase their tapes.\n", args[0])
+				return nil
+			})
+		},
+	}
+
+	var level string
+	var detach, runJSON bool
+	run := &cobra.Command{
+		Use:   "run NAME",
+		Short: "Run a policy now (default level: full)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch level {
+			case engine.LevelFull, engine.LevelIncr, engine.LevelDiff:
+			default:
+				return usageErrorf("--level: unknown level %q (full, incr or diff)", level)
+			}
+			srv, err := g.server()
+			if err != nil {
+				return err
+			}
+			var p *catalog.Policy
+			if err := withEnv(g, func(env *engine.Env) error {
+				if srv != nil {
+					return nil
+				}
+				p, err = env.Catalog.Policy(args[0])
+				if errors.Is(err, catalog.ErrNotFound) {
+					return fmt.Errorf("no policy named %q (see `kura policy list`)", args[0])
+				}
+				return err
+			}); err != nil {
+				return err
+			}
+			switch {
+			case srv != nil:
+				// Through the server: it knows the policy and queues the job.
+				defer srv.Close()
+				ids, err := srv.RunPolicy(cmdContext(cmd), args[0], level)
+				if err != nil {
+					return err
+				}
+				if detach {
+					for _, id := range ids {
+						fmt.Fprintln(cmd.OutOrStdout(), id)
+					}
+					return nil
+				}
+				return followAndPrint(cmd, srv, ids, runJSON)
+			case g.submit != nil:
+				ids, err := g.submit(policyJob(p, level))
+				if err != nil {
+					return err
+				}
+				for _, id := range ids {
+					fmt.Fprintln(cmd.OutOrStdout(), id)
+				}
+				return nil
+			case p.Client != "":
+				return fmt.Errorf("policy %s backs up client %s: run it through the server (%v)", p.Name, p.Client, errNoServer)
+			}
+			// A policy of this machine, run here.
+			return withEnv(g, func(env *engine.Env) error {
+				sel, err := env.Catalog.Selection("", p.Selection)
+				if err != nil {
+					return err
+				}
+				lvl, _ := compress.ParseLevel(p.Compress)
+				res, err := env.Backup(cmdContext(cmd), engine.BackupOptions{Selection: sel.Name, Library: p.Library, Level: level,
+					Compress: lvl, Verify: p.Verify, Policy: p.Name, Pool: p.Pool})
+				if res != nil {
+					printResult(cmd, res, runJSON)
+				}
+				return jobError(err)
+			})
+		},
+	}
+	run.Flags().StringVar(&level, "level", "full", "full, incr or diff")
+	run.Flags().BoolVar(&detach, "detach", false, "with a server: queue the job, print its ID and return")
+	run.Flags().BoolVar(&runJSON, "json", false, "print the figures as JSON")
+	cmd.AddCommand(create, edit, list, show, rm, run)
+	return cmd
+}
+
+// policyJob is the job a policy run submits.
+func policyJob(p *catalog.Policy, level string) api.JobRequest {
+	return api.JobRequest{Kind: api.KindBackup, Client: p.Client, Selection: p.Selection, Level: level,
+		Compress: p.Compress, Library: p.Library, Verify: p.Verify, BWLimit: p.BWLimit, Policy: p.Name, Pool: p.Pool}
+}
+
+func schedules(p *catalog.Policy) string {
+	var s []string
+	for _, c := range []struct{ l, e string }{{"full", p.FullCron}, {"diff", p.DiffCron}, {"incr", p.IncrCron}} {
+		if c.e != "" {
+			s = append(s, c.l+" "+c.e)
+		}
+	}
+	if len(s) == 0 {
+		return "(run by hand)"
+	}
+	return strings.Join(s, "; ")
+}
+
+func keepText(p *catalog.Policy) string {
+	var s []string
+	if p.KeepGenerations > 0 {
+		s = append(s, fmt.Sprintf("%d gen", p.KeepGenerations))
+	}
+	if p.KeepDays > 0 {
+		s = append(s, fmt.Sprintf("%d days", p.KeepDays))
+	}
+	return strings.Join(s, " + ")
+}
+
+func printPolicy(cmd *cobra.Command, env *engine.Env, p *catalog.Policy) {
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "Policy %s\n", p.Name)
+	fmt.Fprintf(out, "  Client       %s\n", orDash(p.Client, "this machine"))
+	fmt.Fprintf(out, "  Selection    %s\n", p.Selection)
+	fmt.Fprintf(out, "  Schedules    %s", schedules(p))
+	if p.Zone != "" {
+		fmt.Fprintf(out, " (%s)", p.Zone)
+	}
+	fmt.Fprintln(out)
+	if next, level := engine.NextRun(p, time.Now()); !next.IsZero() {
+		fmt.Fprintf(out, "  Next run     %s (%s)\n", next.Local().Format("2006-01-02 15:04 MST"), level)
+	}
+	fmt.Fprintf(out, "  Retention    %s\n", keepText(p))
+	fmt.Fprintf(out, "  Library      %s, pool %s\n", orDash(p.Library, engine.DefaultLibrary), p.Pool)
+	if p.CopyTo != "" {
+		fmt.Fprintf(out, "  Copy to      %s\n", p.CopyTo)
+	}
+	extra := []string{"compress " + orDash(p.Compress, "auto")}
+	if p.Verify {
+		extra = append(extra, "verify")
+	}
+	if p.BWLimit > 0 {
+		extra = append(extra, "bwlimit "+units.FormatRate(float64(p.BWLimit)))
+	}
+	fmt.Fprintf(out, "  Options      %s\n", strings.Join(extra, ", "))
+	if !p.LastRun.IsZero() {
+		fmt.Fprintf(out, "  Last run     %s\n", p.LastRun.Local().Format("2006-01-02 15:04:05"))
+	}
+}
+
+func orDash(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}

@@ -1,0 +1,119 @@
+package server_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/server"
+)
+
+// Three weeks of a policy's schedules, driven by a fake clock: a full on
+// Sundays and an incremental on the other days, one run per day; a run
+// missed while the server was down happens once; the daily prune keeps two
+// generations and says why for the rest.
+func TestSchedulerRunsPoliciesAndPrunes(t *testing.T) {
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sunday 2026-11-01 00:59 in Tokyo.
+	clock := monitor.NewFakeClock(time.Date(2026, 11, 1, 0, 59, 0, 0, tokyo))
+	opts := fastOpts
+	opts.Clock, opts.SchedulerEvery = clock, -1
+	r := startServerWith(t, t.TempDir(), "", opts)
+	r.runAgent("c1")
+	src := t.TempDir()
+	makeTree(t, src, 6, 1)
+	cat := r.srv.Env().Catalog
+	if err := cat.CreateSelection(catalog.Selection{Client: "c1", Name: "data", Paths: []string{src}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreatePolicy(&catalog.Policy{Name: "nightly", Client: "c1", Selection: "data", Zone: "Asia/Tokyo",
+		FullCron: "0 1 * * 0", IncrCron: "0 1 * * 1-6", KeepGenerations: 2, Pool: "nightly", Compress: "low"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// tickAndWait runs the scheduler at the clock's time and waits for the
+	// jobs it started; it returns them.
+	seen := map[int64]bool{}
+	tickAndWait := func() []*catalog.Job {
+		t.Helper()
+		r.srv.Tick(ctx)
+		jobs, err := cat.Jobs(1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var started []*catalog.Job
+		for _, j := range jobs {
+			if !seen[j.ID] {
+				seen[j.ID] = true
+				started = append(started, &r.wait(j.ID).Job)
+			}
+		}
+		return started
+	}
+	// Before 01:00 nothing is due.
+	if got := tickAndWait(); len(got) != 0 {
+		t.Fatalf("before the first slot: %d jobs", len(got))
+	}
+	levels := map[string]int{}
+	for day := range 21 {
+		clock.Set(time.Date(2026, 11, 1+day, 1, 0, 30, 0, tokyo))
+		got := tickAndWait()
+		if len(got) != 1 {
+			t.Fatalf("day %d: %d jobs started, want 1", day, len(got))
+		}
+		want := "incr"
+		if day%7 == 0 {
+			want = "full"
+		}
+		if got[0].Level != want || got[0].State != catalog.StateSucceeded {
+			t.Fatalf("day %d: job %+v, want a succeeded %s", day, got[0], want)
+		}
+		levels[got[0].Level]++
+		// A second tick in the same slot starts nothing.
+		clock.Advance(5 * time.Minute)
+		if again := tickAndWait(); len(again) != 0 {
+			t.Fatalf("day %d: a second tick started %d jobs", day, len(again))
+		}
+	}
+	if levels["full"] != 3 || levels["incr"] != 18 {
+		t.Fatalf("levels: %v", levels)
+	}
+	// Down for three days: one run, not three.
+	clock.Set(time.Date(2026, 11, 25, 9, 0, 0, 0, tokyo))
+	if got := tickAndWait(); len(got) != 1 {
+		t.Fatalf("after downtime: %d jobs, want 1", len(got))
+	}
+	// The daily prune ran during those days: two generations kept (the
+	// newest full is of Nov 15), the first expired with a reason.
+	sets, err := cat.Savesets(catalog.SavesetFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var expired, kept int
+	for _, s := range sets {
+		if s.Policy != "nightly" {
+			t.Errorf("saveset %d has policy %q", s.ID, s.Policy)
+		}
+		if s.Expired {
+			expired++
+			if s.ExpireReason == "" {
+				t.Errorf("saveset %d expired without a reason", s.ID)
+			}
+			if !s.Created.Before(time.Date(2026, 11, 8, 0, 0, 0, 0, tokyo)) {
+				t.Errorf("saveset %d of %s expired; only the first week should", s.ID, s.Created)
+			}
+		} else {
+			kept++
+		}
+	}
+	if expired != 7 {
+		t.Fatalf("%d savesets expired, want the first week's 7 (kept %d)", expired, kept)
+	}
+}
+
+var _ = server.Options{}
