@@ -30,7 +30,7 @@ dials out to the server (so it works behind NAT and firewalls), takes job
 orders, compresses before the network, and reconnects on its own.
 
 Enroll once with a one-time token from "kura token create", then run it
-(a systemd unit is in docs/operations.md).`,
+(a systemd unit is in docs/systemd/).`,
 	}
 	var server, token, name string
 	enroll := &cobra.Command{

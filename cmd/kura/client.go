@@ -149,6 +149,9 @@ func newTokenCmd(g *globals) *cobra.Command {
 on the server machine itself without a login (with --home of the server).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if expires < time.Second || expires > 720*time.Hour {
+				return usageErrorf("--expires must be between 1s and 720h")
+			}
 			req := api.TokenRequest{Name: name, ExpiresSeconds: expires.Seconds()}
 			c, err := g.server()
 			if err != nil {

@@ -38,6 +38,9 @@ Instead of logging in, KURA_SERVER and KURA_TOKEN may be set.`,
 			if err != nil {
 				return usageErrorf("--token: %v", err)
 			}
+			if err := apiclient.CheckHost(cmdContext(cmd), server, t.CAFingerprint); err != nil {
+				return err
+			}
 			var ca *x509.Certificate
 			c, err := apiclient.New(server, pki.PinnedTLSConfig(t.CAFingerprint, func(c *x509.Certificate) { ca = c }), token)
 			if err != nil {

@@ -58,6 +58,12 @@ On first start it creates its own certificate authority and an admin token
 				return err
 			}
 			url := "https://" + ln.Addr().String()
+			if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
+				// Listening on every address: show the name clients use.
+				if h, err := os.Hostname(); err == nil {
+					url = fmt.Sprintf("https://%s:%d", h, tcp.Port)
+				}
+			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "Kura server listening on %s\n", url)
 			fmt.Fprintf(out, "  home            %s\n", srv.Home())

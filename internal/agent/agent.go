@@ -66,6 +66,9 @@ func Enroll(ctx context.Context, home, server, token, name string) (*Config, err
 	if _, err := os.Stat(filepath.Join(dir, configFile)); err == nil {
 		return nil, fmt.Errorf("this home is enrolled already (%s); remove that folder to enroll again", dir)
 	}
+	if err := apiclient.CheckHost(ctx, server, t.CAFingerprint); err != nil {
+		return nil, err
+	}
 	keyPEM, csr, err := pki.NewClientKey(name)
 	if err != nil {
 		return nil, err
@@ -219,6 +222,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer a.c.Close()
 	backoff := a.opts.MinBackoff
 	connected := false
+	failing := false // a failure to connect is logged once, until it connects
 	for ctx.Err() == nil {
 		o, err := a.poll(ctx)
 		if err != nil {
@@ -230,9 +234,13 @@ func (a *Agent) Run(ctx context.Context) error {
 				a.log.Error("the server refuses this agent", "err", err)
 				return fmt.Errorf("the server refuses this agent: %w", err)
 			}
-			if connected {
+			switch {
+			case connected:
 				a.log.Warn("lost the server; reconnecting", "err", err)
-				connected = false
+				connected, failing = false, true
+			case !failing:
+				a.log.Warn("cannot reach the server; retrying with backoff", "server", a.cfg.Server, "err", err)
+				failing = true
 			}
 			d := backoff/2 + rand.N(backoff/2+1)
 			select {
@@ -244,7 +252,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		if !connected {
 			a.log.Info("connected", "server", a.cfg.Server)
-			connected = true
+			connected, failing = true, false
 		}
 		backoff = a.opts.MinBackoff
 		if o == nil {

@@ -149,6 +149,30 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 		return err
 	}
 
+	// Figures go out every few seconds from now on, so a long base
+	// index download or a walk over unchanged files never looks silent.
+	beatDone := make(chan struct{})
+	defer func() {
+		select {
+		case <-beatDone:
+		default:
+			close(beatDone)
+		}
+	}()
+	go func() {
+		t := time.NewTicker(heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				if sink.progress() != nil {
+					return
+				}
+			case <-beatDone:
+				return
+			}
+		}
+	}()
 	level, err := compress.ParseLevel(b.Compress)
 	if err != nil {
 		return abort(err)
@@ -181,21 +205,6 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 	defer os.Remove(idx.Name())
 	defer idx.Close()
 
-	beatDone := make(chan struct{})
-	go func() {
-		t := time.NewTicker(heartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				if sink.progress() != nil {
-					return
-				}
-			case <-beatDone:
-				return
-			}
-		}
-	}()
 	prod, err := engine.LocalProducer{}.Produce(ctx, spec, sink, idx, engine.ProduceHooks{Phase: phase, Warn: sink.warn})
 	close(beatDone)
 	if err == nil {

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/pki"
 )
 
 // Client talks to one server.
@@ -262,4 +264,34 @@ func (c *Client) Enroll(ctx context.Context, req api.EnrollRequest, out *api.Enr
 func (c *Client) RunPolicy(ctx context.Context, name, level string) ([]int64, error) {
 	var out api.JobsSubmitted
 	return out.Jobs, c.call(ctx, "POST", "/policies/"+url.PathEscape(name)+"/run", api.PolicyRun{Level: level}, &out)
+}
+
+// CheckHost connects to the server trusting only the CA with fingerprint
+// fp, and checks that the server's certificate is valid for the host the
+// address names: later calls verify it that way, so a login or enrollment
+// that would only work once is refused up front.
+func CheckHost(ctx context.Context, base, fp string) error {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("server address %q: want https://HOST:PORT", base)
+	}
+	host := u.Hostname()
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(host, "443")
+	}
+	d := tls.Dialer{Config: pki.PinnedTLSConfig(fp, nil)}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s: %w", base, err)
+	}
+	defer conn.Close()
+	certs := conn.(*tls.Conn).ConnectionState().PeerCertificates
+	if len(certs) == 0 {
+		return fmt.Errorf("%s: the server showed no certificate", base)
+	}
+	if err := certs[0].VerifyHostname(host); err != nil {
+		return fmt.Errorf("the server's certificate is not valid for %q (%v): use a name it has, or restart the server with --host %s", host, err, host)
+	}
+	return nil
 }

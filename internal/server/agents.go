@@ -109,6 +109,15 @@ func (s *Server) agentOrders(w http.ResponseWriter, r *http.Request, client stri
 	defer t.Stop()
 	select {
 	case o := <-ss.orders:
+		s.mu.Lock()
+		_, live := s.running[o.JobID]
+		s.mu.Unlock()
+		if !live {
+			// Its job ended (it waited too long for the agent): drop it;
+			// the agent polls again at once.
+			w.WriteHeader(http.StatusNoContent)
+			return nil
+		}
 		o.IdleLimit = s.opts.IdleTimeout.Seconds()
 		s.log.Info("order sent", "client", client, "job", o.JobID, "kind", o.Kind)
 		return writeJSON(w, o)

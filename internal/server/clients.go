@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/x509"
 	"errors"
 	"net/http"
 	"time"
@@ -76,6 +77,15 @@ func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) error {
 	if t.CAFingerprint != s.ca.Fingerprint() {
 		return refuse(http.StatusUnauthorized, api.CodeUnauthorized, "the token was made by another server")
 	}
+	// Everything that can be checked without the token is checked first, so
+	// a refused enrollment does not burn it.
+	old, oldErr := s.env.Catalog.Client(req.Name)
+	if oldErr == nil && old.Revoked.IsZero() {
+		return refuse(http.StatusConflict, api.CodeConflict, "a client named "+req.Name+" is enrolled already; revoke it first")
+	}
+	if csr, err := x509.ParseCertificateRequest(req.CSR); err != nil || csr.CheckSignature() != nil {
+		return badRequest("certificate request: not a valid signed CSR")
+	}
 	now := s.opts.Clock.Now()
 	rec, err := s.env.Catalog.UseToken(pki.HashSecret(t.Secret), now, req.Name)
 	switch {
@@ -91,10 +101,7 @@ func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) error {
 	if rec.Name != "" && rec.Name != req.Name {
 		return refuse(http.StatusForbidden, api.CodeForbidden, "the token is for client "+rec.Name)
 	}
-	if old, err := s.env.Catalog.Client(req.Name); err == nil {
-		if old.Revoked.IsZero() {
-			return refuse(http.StatusConflict, api.CodeConflict, "a client named "+req.Name+" is enrolled already; revoke it first")
-		}
+	if oldErr == nil {
 		// A revoked name may enroll again with a fresh token: a new machine
 		// taking over the name. Its old certificate stays refused.
 		if err := s.env.Catalog.RemoveClient(req.Name); err != nil {

@@ -80,3 +80,21 @@ func TestAgentDisconnectedMidBackup(t *testing.T) {
 	r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{small}, Drive: 1})
 	r.restoreAndCheck("c1", first.SavesetID, small)
 }
+
+// A slow but steady agent is not taken for a silent one: at a bandwidth
+// limit under which one frame takes longer than the idle timeout to
+// arrive, the backup still succeeds.
+func TestSlowAgentIsNotIdle(t *testing.T) {
+	opts := fastOpts
+	opts.IdleTimeout = time.Second
+	r := startServerWith(t, t.TempDir(), "", opts)
+	r.runAgent("c1")
+	src := t.TempDir()
+	randomFiles(t, src, 1, 1<<20, 23)
+	// A 1 MiB frame at 384 KiB/s takes over 2.5 s.
+	j := r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none", BWLimit: 384 << 10})
+	if el := j.Finished.Sub(j.Started); el < 2*opts.IdleTimeout {
+		t.Fatalf("the backup took %s; the test needs frames slower than the idle timeout", el)
+	}
+	r.restoreAndCheck("c1", j.SavesetID, src)
+}

@@ -102,9 +102,26 @@ func (s *Server) validate(req *api.JobRequest) error {
 		if req.Streams < 0 || req.Streams > maxStreams {
 			return badRequest("streams must be between 1 and %d", maxStreams)
 		}
+		// A library or drive that does not exist would wait forever.
+		lib, err := s.env.OpenLibrary(req.Library)
+		if err != nil {
+			return badRequest("%v", err)
+		}
+		if n := lib.Config().Drives; req.Drive < 0 || req.Drive > n {
+			return badRequest("library %s has drives 1 to %d, not %d", lib.Config().Name, n, req.Drive)
+		}
 	case api.KindRestore:
 		if req.Saveset == 0 && !req.Latest && req.At.IsZero() {
 			return badRequest("say which saveset to restore: an ID, latest or at")
+		}
+		if req.Saveset != 0 {
+			ss, err := s.env.Catalog.Saveset(req.Saveset)
+			if err != nil {
+				return apiErr(http.StatusNotFound, api.CodeNotFound, "no saveset %d", req.Saveset)
+			}
+			if ss.Client != req.Client {
+				return badRequest("saveset %d belongs to client %q, not %q (say --client %s)", ss.ID, ss.Client, req.Client, ss.Client)
+			}
 		}
 		if req.ToClient != "" {
 			c, err := s.env.Catalog.Client(req.ToClient)
@@ -145,8 +162,7 @@ func (s *Server) postJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.WriteHeader(http.StatusAccepted)
-	return writeJSON(w, api.JobsSubmitted{Jobs: ids})
+	return writeJSONStatus(w, http.StatusAccepted, api.JobsSubmitted{Jobs: ids})
 }
 
 // Submit queues a job (one per stream) and returns the job IDs.
@@ -248,6 +264,9 @@ func (s *Server) Cancel(id int64, why string) error {
 		return apiErr(http.StatusConflict, api.CodeConflict, "job %d has ended (%s)", id, j.State)
 	}
 	j.State, j.Error, j.Finished, j.Reason = catalog.StateCanceled, why, s.opts.Clock.Now(), ""
+	if j.Started.IsZero() {
+		j.Started = j.Finished // it never ran
+	}
 	if err := s.env.Catalog.UpdateJob(j); err != nil {
 		return err
 	}

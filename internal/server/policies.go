@@ -45,8 +45,7 @@ func (s *Server) postPolicyRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.WriteHeader(http.StatusAccepted)
-	return writeJSON(w, api.JobsSubmitted{Jobs: ids})
+	return writeJSONStatus(w, http.StatusAccepted, api.JobsSubmitted{Jobs: ids})
 }
 
 func policyJob(p *catalog.Policy, level string) api.JobRequest {

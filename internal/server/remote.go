@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kura-backup/kura/internal/api"
@@ -136,24 +137,22 @@ func (s *Server) agentBackupData(w http.ResponseWriter, r *http.Request, client 
 // silent agent fails the job instead of holding the drive.
 func (s *Server) receive(w http.ResponseWriter, r *http.Request, rj *runningJob, prod *production) prodResult {
 	rc := http.NewResponseController(w)
+	body := &idleReader{r: r.Body, rc: rc, idle: s.opts.IdleTimeout}
 	// A canceled job (admin, revocation, shutdown) cuts the stream at once.
-	stop := context.AfterFunc(rj.ctx, func() { _ = rc.SetReadDeadline(time.Now()) })
+	stop := context.AfterFunc(rj.ctx, body.cut)
 	defer stop()
 	defer rc.SetReadDeadline(time.Time{})
-	body := r.Body
 	var (
 		res    prodResult
 		buf    []byte
 		prevSB int64
 		prevF  int64
-		read   int64
 	)
 	fail := func(err error) prodResult {
-		res.err = fmt.Errorf("agent %s: the data stream broke after %s: %w", rj.agent, units.FormatSize(read), err)
+		res.err = fmt.Errorf("agent %s: the data stream broke after %s: %w", rj.agent, units.FormatSize(body.n.Load()), err)
 		return res
 	}
 	for {
-		_ = rc.SetReadDeadline(time.Now().Add(s.opts.IdleTimeout))
 		typ, payload, err := api.ReadMsg(body, buf)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
@@ -167,7 +166,6 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, rj *runningJob,
 			return fail(err)
 		}
 		buf = payload[:0]
-		read += int64(len(payload)) + 5
 		rj.touch(time.Now())
 		switch typ {
 		case api.MsgFrame:
@@ -215,6 +213,45 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, rj *runningJob,
 			return res
 		}
 	}
+}
+
+// idleReader bounds the reads of an agent's data stream by the idle
+// timeout, renewed as bytes arrive rather than per message: under a low
+// bandwidth limit one frame may take longer than the timeout to come in.
+// The silence it lets pass is between 7/8 of the timeout and the timeout.
+type idleReader struct {
+	r    io.Reader
+	rc   *http.ResponseController
+	idle time.Duration
+	n    atomic.Int64 // bytes read
+
+	mu      sync.Mutex
+	cutOff  bool
+	renewed time.Time
+}
+
+func (d *idleReader) Read(p []byte) (int, error) {
+	d.mu.Lock()
+	if d.cutOff {
+		d.mu.Unlock()
+		return 0, os.ErrDeadlineExceeded
+	}
+	if now := time.Now(); now.Sub(d.renewed) > d.idle/8 {
+		_ = d.rc.SetReadDeadline(now.Add(d.idle))
+		d.renewed = now
+	}
+	d.mu.Unlock()
+	n, err := d.r.Read(p)
+	d.n.Add(int64(n))
+	return n, err
+}
+
+// cut ends the stream now: the pending read fails, and so does every later one.
+func (d *idleReader) cut() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.cutOff = true
+	_ = d.rc.SetReadDeadline(time.Now())
 }
 
 // agentBackupIndex receives the agent's finished index.

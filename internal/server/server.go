@@ -341,6 +341,13 @@ func writeJSON(w http.ResponseWriter, v any) error {
 	return json.NewEncoder(w).Encode(v)
 }
 
+// writeJSONStatus answers with a status other than 200 and a JSON body.
+func writeJSONStatus(w http.ResponseWriter, status int, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	return json.NewEncoder(w).Encode(v)
+}
+
 // maxJSON bounds a JSON request body.
 const maxJSON = 1 << 20
 
@@ -389,9 +396,12 @@ func (s *Server) agentOnly(h func(w http.ResponseWriter, r *http.Request, client
 		cert := r.TLS.VerifiedChains[0][0]
 		name := cert.Subject.CommonName
 		c, err := s.env.Catalog.Client(name)
-		if err != nil {
+		if errors.Is(err, catalog.ErrNotFound) {
 			s.log.Warn("refused: unknown client", "client", name, "remote", r.RemoteAddr)
 			return apiErr(http.StatusForbidden, api.CodeForbidden, "client %q is not enrolled here", name)
+		}
+		if err != nil {
+			return fmt.Errorf("looking up client %s: %w", name, err) // a 500: the agent retries
 		}
 		if !c.Revoked.IsZero() {
 			s.log.Warn("refused: revoked client", "client", name, "remote", r.RemoteAddr)
