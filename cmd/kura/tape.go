@@ -40,7 +40,7 @@ func newTapeCmd(g *globals) *cobra.Command {
 					return printJSON(cmd.OutOrStdout(), tapes)
 				}
 				tw := table(cmd.OutOrStdout())
-				fmt.Fprintln(tw, "BARCODE\tLIBRARY\tLOCATION\tSTATE\tUSED\tCAPACITY\tFILES\tSAVESETS")
+				fmt.Fprintln(tw, "BARCODE\tLIBRARY\tPOOL\tLOCATION\tSTATE\tUSED\tCAPACITY\tFILES\tSAVESETS")
 				for _, t := range tapes {
 					var ids []string
 					for _, id := range t.Savesets {
@@ -50,7 +50,7 @@ func newTapeCmd(g *globals) *cobra.Command {
 					if t.Error != "" {
 						state += " (" + t.Error + ")"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", t.Barcode, t.Library, t.Location, state,
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", t.Barcode, t.Library, orDash(t.Pool, "scratch"), t.Location, state,
 						units.FormatSize(t.Used), units.FormatSize(t.Capacity), t.Files, dash(strings.Join(ids, ",")))
 				}
 				return tw.Flush()

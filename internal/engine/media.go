@@ -88,6 +88,7 @@ type TapeInfo struct {
 	library.TapeStatus
 	Library  string  `json:"library"`
 	Savesets []int64 `json:"savesets"`
+	Pool     string  `json:"pool"` // "" is scratch
 }
 
 // Tapes lists the tapes of one library, or of all.
@@ -106,6 +107,10 @@ func (e *Env) Tapes(libName string) ([]TapeInfo, error) {
 		}
 		libs = []catalog.Library{rec}
 	}
+	pools, err := e.Catalog.TapePools()
+	if err != nil {
+		return nil, err
+	}
 	var out []TapeInfo
 	for _, rec := range libs {
 		lib, err := library.Open(rec.Dir)
@@ -117,7 +122,7 @@ func (e *Env) Tapes(libName string) ([]TapeInfo, error) {
 			return nil, err
 		}
 		for _, t := range tapes {
-			ti := TapeInfo{TapeStatus: t, Library: rec.Name, Savesets: []int64{}}
+			ti := TapeInfo{TapeStatus: t, Library: rec.Name, Savesets: []int64{}, Pool: pools[t.Barcode]}
 			sets, err := e.liveSavesets("", t.Barcode)
 			if err != nil {
 				return nil, err
