@@ -93,7 +93,8 @@ func (g *globals) needServer() (*apiclient.Client, error) {
 
 // consoleVerbs run on the server as they are when a server is configured.
 var consoleVerbs = []string{"vtl", "tape", "drive", "selection", "savesets", "saveset", "ls", "find",
-	"jobs list", "jobs show", "verify", "copy", "plan", "policy create", "policy edit", "policy list", "policy show", "policy rm", "prune"}
+	"jobs list", "jobs show", "verify", "copy", "plan", "policy create", "policy edit", "policy list", "policy show", "policy rm", "prune",
+	"catalog backup", "catalog list"}
 
 func isConsoleVerb(c *cobra.Command) bool {
 	path := strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")

@@ -285,10 +285,23 @@ func (e *Env) openIndex(ss *catalog.Saveset) (*index.Reader, error) {
 	return index.OpenFile(p)
 }
 
+// indexCachePath is where the home caches the index of the tape files a
+// saveset record describes: ID.idx for the saveset's own, ID.copyN.idx for
+// its copy N (a record made by copyView). A copy's index lists the same
+// entries as the saveset's, with the frame table of the copy's tapes.
+func (e *Env) indexCachePath(ss *catalog.Saveset) string {
+	name := fmt.Sprintf("%d.idx", ss.ID)
+	if n := copyInUse(ss); n > 0 {
+		name = fmt.Sprintf("%d.copy%d.idx", ss.ID, n)
+	}
+	return filepath.Join(home.IndexDir(e.Home), name)
+}
+
 // IndexFile returns the path of a saveset's index in the home's cache,
 // reading it back from its tape when the cache lacks it or it is damaged.
+// For a copy view it is the copy's index (indexCachePath).
 func (e *Env) IndexFile(ss *catalog.Saveset) (string, error) {
-	p := filepath.Join(home.IndexDir(e.Home), fmt.Sprintf("%d.idx", ss.ID))
+	p := e.indexCachePath(ss)
 	r, err := index.OpenFile(p)
 	if err == nil {
 		r.Close()

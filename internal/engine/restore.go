@@ -19,7 +19,6 @@ import (
 
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/index"
-	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/span"
 	"github.com/kura-backup/kura/internal/stream"
@@ -91,19 +90,22 @@ func (e *Env) Restore(ctx context.Context, opts RestoreOptions) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	total, err := e.checkChain(ss, opts.Includes)
+	plan, err := e.checkChain(ss, opts.Includes, true)
 	if err != nil {
 		return nil, err
 	}
 	job := &catalog.Job{Kind: "restore", State: "running", Client: e.Client, Selection: ss.Selection,
 		SavesetID: ss.ID, Level: ss.Level, Started: e.now()}
+	for _, n := range plan.notes {
+		e.logf(job, "%s", n)
+	}
 	lock, err := e.startJob(job)
 	if err != nil {
 		return nil, err
 	}
 	defer lock.release()
-	out, runErr := e.RestoreFiles(ctx, EnvStore{Env: e}, ss, opts, job.ID, total)
-	return e.FinishRestore(job, ss, opts, out, runErr)
+	out, runErr := e.RestoreFiles(ctx, EnvStore{Env: e}, plan.ss, opts, job.ID, plan.total)
+	return e.FinishRestore(job, plan.ss, opts, out, runErr)
 }
 
 // RestoreOutcome is what the restoring side reports: figures, warnings and
@@ -136,8 +138,21 @@ type EnvStore struct{ Env *Env }
 
 var _ SavesetStore = EnvStore{}
 
-// Saveset returns a saveset record from the catalog.
-func (s EnvStore) Saveset(id int64) (*catalog.Saveset, error) { return s.Env.Catalog.Saveset(id) }
+// Saveset returns a saveset record from the catalog, as it is read: when
+// the saveset's own tapes are offline and a copy's are all online, the
+// record of that copy (copyView). Its index and data then come from the
+// copy.
+func (s EnvStore) Saveset(id int64) (*catalog.Saveset, error) {
+	ss, err := s.Env.Catalog.Saveset(id)
+	if err != nil {
+		return nil, err
+	}
+	r, _, err := s.Env.readable(ss, true)
+	if err != nil || r == nil {
+		return ss, nil // reading it names what is offline
+	}
+	return r, nil
+}
 
 // OpenIndex opens a saveset's index, from the cache or its tape.
 func (s EnvStore) OpenIndex(ss *catalog.Saveset) (*index.Reader, error) { return s.Env.openIndex(ss) }
@@ -806,65 +821,100 @@ func fileMode(m uint32) os.FileMode {
 	return mode
 }
 
+// chainPlan is what checkChain found before a restore.
+type chainPlan struct {
+	total int64            // bytes of file content the restore will write
+	ss    *catalog.Saveset // the chosen saveset, or the copy it is read through
+	notes []string         // one line per saveset read from a copy, for the job log
+}
+
 // checkChain makes sure that every saveset a restore will read exists, is
-// complete, and that its tapes are online, before anything is written: an
-// exported tape is named with the command that brings it back.
-//
-// It returns the bytes of file content the restore will write.
-func (e *Env) checkChain(ss *catalog.Saveset, includes []string) (int64, error) {
-	idx, err := e.openIndex(ss)
-	if err != nil {
-		return 0, err
+// complete, and that its tapes are online, before anything is written. With
+// copies, a saveset whose own tapes are offline is read from a copy whose
+// tapes are all online (see readable); only when no copy is either does the
+// restore fail, naming the saveset's own exported tapes with the command
+// that brings them back.
+func (e *Env) checkChain(ss *catalog.Saveset, includes []string, copies bool) (*chainPlan, error) {
+	plan := &chainPlan{ss: ss}
+	var offline []string
+	// use finds the record to read s through (nil: none is online).
+	use := func(s *catalog.Saveset) (*catalog.Saveset, error) {
+		r, off, err := e.readable(s, copies)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			for _, b := range off {
+				offline = appendUnique(offline, b)
+			}
+			return nil, nil
+		}
+		if r != s {
+			plan.notes = append(plan.notes, copyNote(s, r, off))
+		}
+		return r, nil
 	}
-	var total int64
-	need := map[int64]bool{ss.ID: true}
+	top, err := use(ss)
+	if err != nil {
+		return nil, err
+	}
+	if top != nil {
+		plan.ss = top
+	}
+	// Without a readable record the cached index still names the chain,
+	// so that the error lists every tape to bring back.
+	idx, err := e.openIndex(plan.ss)
+	if err != nil {
+		if len(offline) > 0 {
+			return nil, offlineError(offline)
+		}
+		return nil, err
+	}
+	need := map[int64]bool{}
 	it := idx.Iter()
 	for it.Next() {
 		en := it.Entry()
 		if en.Type != index.TypeFile || !included(en.Path, includes) {
 			continue
 		}
-		total += en.Size
-		if en.Flags&index.FlagUnchanged != 0 {
+		plan.total += en.Size
+		if en.Flags&index.FlagUnchanged != 0 && int64(en.Source) != ss.ID {
 			need[int64(en.Source)] = true
 		}
 	}
 	err = it.Err()
 	idx.Close()
 	if err != nil {
-		return 0, fmt.Errorf("reading the index of saveset %d: %w", ss.ID, err)
+		return nil, fmt.Errorf("reading the index of saveset %d: %w", ss.ID, err)
 	}
-	var offline []string
+	ids := make([]int64, 0, len(need))
 	for id := range need {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
 		s, err := e.Catalog.Saveset(id)
 		if err != nil {
-			return 0, fmt.Errorf("saveset %d, which holds unchanged files of saveset %d: %w", id, ss.ID, err)
+			return nil, fmt.Errorf("saveset %d, which holds unchanged files of saveset %d: %w", id, ss.ID, err)
 		}
 		if s.Status != catalog.StatusComplete || s.Expired {
-			return 0, fmt.Errorf("saveset %d, which holds unchanged files of saveset %d, is %s", id, ss.ID, savesetState(s))
+			return nil, fmt.Errorf("saveset %d, which holds unchanged files of saveset %d, is %s", id, ss.ID, savesetState(s))
 		}
-		for _, p := range s.Parts {
-			lib, err := e.LibraryOfTape(p.Barcode)
-			if err != nil {
-				return 0, err
-			}
-			t, err := lib.OpenTape(p.Barcode)
-			if errors.Is(err, library.ErrExported) {
-				offline = appendUnique(offline, p.Barcode)
-				continue
-			}
-			if err != nil {
-				return 0, err
-			}
-			t.Close()
+		if _, err := use(s); err != nil {
+			return nil, err
 		}
 	}
 	if len(offline) > 0 {
-		sort.Strings(offline)
-		return 0, fmt.Errorf("this restore needs tapes that are exported (offline): %s; bring them back with `kura tape import BARCODE`",
-			strings.Join(offline, ", "))
+		return nil, offlineError(offline)
 	}
-	return total, nil
+	return plan, nil
+}
+
+// offlineError names the exported tapes a restore needs.
+func offlineError(barcodes []string) error {
+	sort.Strings(barcodes)
+	return fmt.Errorf("this restore needs tapes that are exported (offline): %s; bring them back with `kura tape import BARCODE`",
+		strings.Join(barcodes, ", "))
 }
 
 // RestoreWith runs a restore whose files are written elsewhere (by an
@@ -884,10 +934,13 @@ func (e *Env) RestoreWith(ctx context.Context, job *catalog.Job, opts RestoreOpt
 	if err != nil {
 		return nil, err
 	}
-	total, err := e.checkChain(ss, opts.Includes)
+	// The server serves an agent the saveset's own tape files (by ID), so a
+	// restore through an agent does not read copies yet.
+	plan, err := e.checkChain(ss, opts.Includes, false)
 	if err != nil {
 		return nil, err
 	}
+	total := plan.total
 	if job == nil {
 		job = &catalog.Job{}
 	}
