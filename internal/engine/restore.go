@@ -934,9 +934,9 @@ func (e *Env) RestoreWith(ctx context.Context, job *catalog.Job, opts RestoreOpt
 	if err != nil {
 		return nil, err
 	}
-	// The server serves an agent the saveset's own tape files (by ID), so a
-	// restore through an agent does not read copies yet.
-	plan, err := e.checkChain(ss, opts.Includes, false)
+	// The server serves the agent each saveset through EnvStore, which
+	// reads a copy when the saveset's own tapes are offline.
+	plan, err := e.checkChain(ss, opts.Includes, true)
 	if err != nil {
 		return nil, err
 	}
@@ -951,6 +951,9 @@ func (e *Env) RestoreWith(ctx context.Context, job *catalog.Job, opts RestoreOpt
 		return nil, err
 	}
 	defer lock.release()
+	for _, n := range plan.notes {
+		e.logf(job, "%s", n)
+	}
 	out, runErr := run(ss, total)
 	return e.FinishRestore(job, ss, opts, out, runErr)
 }

@@ -409,14 +409,33 @@ func (s *Server) runBackup(ctx context.Context, j *catalog.Job, rj *runningJob) 
 			opts.Label = fmt.Sprintf("stream %d of %d", req.Stream, req.Streams)
 		}
 	}
-	res, err := s.jobEnv(req.Client).Backup(ctx, opts)
+	env := s.jobEnv(req.Client)
+	res, err := env.Backup(ctx, opts)
 	if res != nil && res.Note != "" {
 		s.log.Info("backup note", "job", j.ID, "note", res.Note)
+	}
+	if res != nil && res.Figures.SavesetID != 0 && (err == nil || errors.Is(err, engine.ErrWarnings)) && req.Policy != "" {
+		s.copyStep(ctx, env, req.Policy, res.Figures.SavesetID)
 	}
 	if bw > 0 && err == nil {
 		s.log.Info("backup within bandwidth limit", "job", j.ID, "limit", units.FormatSize(bw)+"/s")
 	}
 	return err
+}
+
+// copyStep makes the second copy a policy asks for (its own job, kind
+// copy); a failed copy fails that job, not the backup.
+func (s *Server) copyStep(ctx context.Context, env *engine.Env, policy string, id int64) {
+	p, err := s.env.Catalog.Policy(policy)
+	if err != nil || p.CopyTo == "" {
+		return
+	}
+	res, err := env.Copy(ctx, id, engine.CopyOptions{Library: p.CopyTo, Verify: p.Verify})
+	if err != nil {
+		s.log.Error("policy copy step failed", "policy", policy, "saveset", id, "to", p.CopyTo, "err", err)
+		return
+	}
+	s.log.Info("policy copy step", "policy", policy, "saveset", id, "to", p.CopyTo, "job", res.Figures.JobID)
 }
 
 func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob) error {

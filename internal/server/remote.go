@@ -45,6 +45,14 @@ type production struct {
 	index  chan error           // the agent's index has been received
 }
 
+// claim takes the one place of the data stream, for its handler or for
+// Produce giving up on it; it reports whether the caller got it.
+func (p *production) claim() bool {
+	first := false
+	p.once.Do(func() { first = true; close(p.attach) })
+	return first
+}
+
 type prodResult struct {
 	frames []index.Frame
 	end    api.BackupEnd
@@ -69,20 +77,30 @@ func (p *remoteProducer) Produce(ctx context.Context, spec engine.ProduceSpec, s
 	if err := s.hub.send(rj.agent, order); err != nil {
 		return nil, err
 	}
-	// Wait for the agent to start streaming.
+	// Wait for the agent to start streaming. Once Produce returns the
+	// engine aborts sink, so no handler may be writing to it then: a
+	// stream that arrived is waited for (the job's end cuts its reads at
+	// once), and one that did not is shut out.
 	t := time.NewTimer(s.opts.StartTimeout)
 	defer t.Stop()
 	select {
 	case <-prod.attach:
 	case <-t.C:
-		return nil, fmt.Errorf("agent %s did not start the backup within %s (is it running? see `kura client list`)", rj.agent, s.opts.StartTimeout)
+		if prod.claim() {
+			return nil, fmt.Errorf("agent %s did not start the backup within %s (is it running? see `kura client list`)", rj.agent, s.opts.StartTimeout)
+		}
+		// It came just now: take it.
 	case <-ctx.Done():
+		if !prod.claim() {
+			<-prod.done
+		}
 		return nil, context.Cause(ctx)
 	}
 	var res prodResult
 	select {
 	case res = <-prod.done:
 	case <-ctx.Done():
+		<-prod.done
 		return nil, context.Cause(ctx)
 	}
 	if res.err != nil {
@@ -111,10 +129,8 @@ func (s *Server) agentBackupData(w http.ResponseWriter, r *http.Request, client 
 	if prod == nil {
 		return apiErr(http.StatusConflict, api.CodeConflict, "job %d is not a backup waiting for data", rj.id)
 	}
-	first := false
-	prod.once.Do(func() { first = true; close(prod.attach) })
-	if !first {
-		return apiErr(http.StatusConflict, api.CodeConflict, "job %d already has its data stream", rj.id)
+	if !prod.claim() {
+		return apiErr(http.StatusConflict, api.CodeConflict, "job %d takes no data stream now (it has one, or it is ending)", rj.id)
 	}
 	res := s.receive(w, r, rj, prod)
 	prod.done <- res
@@ -306,7 +322,9 @@ func (s *Server) agentSavesetOf(r *http.Request, client string) (*runningJob, *c
 		s.log.Warn("refused: agent asked for a saveset outside its job", "client", client, "job", rj.id, "saveset", id)
 		return nil, nil, apiErr(http.StatusForbidden, api.CodeForbidden, "saveset %d is not part of job %d", id, rj.id)
 	}
-	ss, err := s.env.Catalog.Saveset(id)
+	// The record to read: the saveset's own tapes, or a copy whose tapes
+	// are online when its own are exported.
+	ss, err := engine.EnvStore{Env: s.env}.Saveset(id)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,82 @@
+package server_test
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/library"
+)
+
+// A policy with a copy step writes a second copy to another library; with
+// the first copy's tapes exported, a restore through an agent reads the
+// second copy.
+func TestPolicyCopyStepAndRestoreFromCopyThroughAgent(t *testing.T) {
+	r := startServer(t, t.TempDir(), "")
+	r.runAgent("c1")
+	env := r.srv.Env()
+	if _, err := env.CreateLibrary(library.Config{Name: "offsite", Slots: 2, Drives: 1, TapeSize: 64 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	makeTree(t, src, 8, 5)
+	if err := env.Catalog.CreateSelection(catalog.Selection{Client: "c1", Name: "data", Paths: []string{src}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Catalog.CreatePolicy(&catalog.Policy{Name: "p", Client: "c1", Selection: "data", KeepGenerations: 2,
+		Pool: "p", CopyTo: "offsite"}); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := r.admin.RunPolicy(t.Context(), "p", engine.LevelFull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := r.wait(ids[0])
+	if b.State != catalog.StateSucceeded {
+		t.Fatalf("policy backup: %s %s", b.State, b.Error)
+	}
+	// The copy step is a job of its own, after the backup.
+	var copyJob int64
+	deadline := time.Now().Add(30 * time.Second)
+	for copyJob == 0 && time.Now().Before(deadline) {
+		jobs, err := env.Catalog.Jobs(100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			if j.Kind == catalog.KindCopy && j.SavesetID == b.SavesetID {
+				copyJob = j.ID
+			}
+		}
+		time.Sleep(20 * time.Millisecond) // polling the catalog for the job the server starts
+	}
+	if copyJob == 0 {
+		t.Fatal("no copy job after the policy's backup")
+	}
+	if cj := r.wait(copyJob); cj.State != catalog.StateSucceeded {
+		t.Fatalf("copy job: %s %s", cj.State, cj.Error)
+	}
+	ss, err := env.Catalog.Saveset(b.SavesetID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss.Copies) != 1 || ss.Copies[0].Library != "offsite" {
+		t.Fatalf("the policy's copy step made copies %+v", ss.Copies)
+	}
+	lib, err := env.OpenLibrary("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lib.Export(ss.Parts[0].Barcode); err != nil {
+		t.Fatal(err)
+	}
+	to := t.TempDir()
+	rs := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: ss.ID, To: to})[0])
+	if rs.State != catalog.StateSucceeded {
+		t.Fatalf("restore from the copy: %s %s", rs.State, rs.Error)
+	}
+	sameTree(t, src, filepath.Join(to, src))
+}
