@@ -15,6 +15,7 @@ const (
 	KindVerify  = "verify"
 	KindCopy    = "copy"
 	KindScan    = "scan"
+	KindCatalog = "catalog" // a backup of the catalog itself to tape
 )
 
 // Job states. Queued and waiting jobs have not started; running jobs are in
@@ -90,7 +91,7 @@ func (j *Job) validate() error {
 	if j.ID < 0 {
 		return fmt.Errorf("catalog: job ID %d: %w", j.ID, ErrInvalid)
 	}
-	if !oneOf(j.Kind, KindBackup, KindRestore, KindVerify, KindCopy, KindScan) {
+	if !oneOf(j.Kind, KindBackup, KindRestore, KindVerify, KindCopy, KindScan, KindCatalog) {
 		return fmt.Errorf("catalog: job kind %q: %w", j.Kind, ErrInvalid)
 	}
 	if !validJobState(j.State) {

@@ -9,8 +9,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/catalogbackup"
 	"github.com/kura-backup/kura/internal/home"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/library"
@@ -32,7 +34,14 @@ func (e *Env) RegisterLibrary(dir string) (*library.Library, error) {
 	name := lib.Config().Name
 	if rec, err := e.Catalog.Library(name); err == nil {
 		if rec.Dir != abs {
-			return nil, fmt.Errorf("a library named %q is already registered at %s", name, rec.Dir)
+			if _, err := library.Open(rec.Dir); err == nil {
+				return nil, fmt.Errorf("a library named %q is already registered at %s", name, rec.Dir)
+			}
+			// Its recorded folder holds no library any more (moved, or a
+			// catalog restored on another machine): take it here.
+			if err := e.Catalog.MoveLibrary(name, abs); err != nil {
+				return nil, err
+			}
 		}
 	} else if errors.Is(err, catalog.ErrNotFound) {
 		if err := e.Catalog.AddLibrary(catalog.Library{Name: name, Dir: abs, Created: e.now()}); err != nil {
@@ -47,7 +56,7 @@ func (e *Env) RegisterLibrary(dir string) (*library.Library, error) {
 // ScanFound is what a scan found on one tape file.
 type ScanFound struct {
 	File      int    `json:"file"`
-	Kind      string `json:"kind"` // "data", "index", "unknown", "incomplete"
+	Kind      string `json:"kind"` // "data", "index", "catalog", "unknown", "incomplete"
 	SavesetID int64  `json:"saveset_id,omitempty"`
 	Part      int    `json:"part,omitempty"`  // 1-based, as in the tape file's tag
 	Added     bool   `json:"added,omitempty"` // a catalog record was (re)built from it
@@ -80,7 +89,9 @@ func (e *Env) Scan(barcode string) ([]ScanFound, error) {
 			continue
 		}
 		if err := e.scanFile(t, fi, &f); err != nil {
-			f.Kind = "unknown"
+			if f.Kind == "" {
+				f.Kind = "unknown"
+			}
 			f.Note = err.Error()
 		}
 		found = append(found, f)
@@ -96,9 +107,27 @@ func (e *Env) scanFile(t *tape.Tape, fi tape.FileInfo, f *ScanFound) error {
 	defer fr.Close()
 	head := make([]byte, 8)
 	if _, err := io.ReadFull(fr, head); err != nil {
-		return fmt.Errorf("too short to be a saveset: %w", err)
+		if strings.HasPrefix(fi.Tag, catalogTagPrefix) {
+			f.Kind = "catalog"
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("too short to be a saveset: %w", err)
+		}
+		return err
 	}
 	if m := binary.LittleEndian.Uint32(head); m&0xFFFFFFF0 == 0x184D2A50 {
+		if _, err := fr.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		// A catalog backup has a label frame of its own kind.
+		if cl, err := catalogbackup.ReadLabel(fr); err == nil {
+			f.Kind = "catalog"
+			f.Note = catalogBackupNote(cl)
+			return nil
+		} else if !errors.Is(err, catalogbackup.ErrNotBackup) {
+			f.Kind = "catalog"
+			return fmt.Errorf("a damaged catalog backup: %w", err)
+		}
 		if _, err := fr.Seek(0, io.SeekStart); err != nil {
 			return err
 		}
@@ -140,11 +169,20 @@ func (e *Env) scanFile(t *tape.Tape, fi tape.FileInfo, f *ScanFound) error {
 	ss.IndexPart = catalog.Part{Barcode: t.Label().Barcode, File: fi.Number, Bytes: fi.Bytes}
 	ss.Status = "complete"
 	ss.JobID = 0
-	if _, err := e.Catalog.Saveset(ss.ID); err == nil {
-		f.Note = "already in the catalog"
-		return nil
-	}
-	if err := e.Catalog.CreateSaveset(&ss); err != nil {
+	if old, err := e.Catalog.Saveset(ss.ID); err == nil {
+		if old.Status != catalog.StatusIncomplete {
+			f.Note = "already in the catalog"
+			return nil
+		}
+		// Its process died after the index reached the tape (or it was
+		// being written when the catalog was backed up): the tape says it
+		// is complete.
+		ss.JobID = old.JobID
+		if err := e.Catalog.UpdateSaveset(&ss); err != nil {
+			return err
+		}
+		f.Note = "was incomplete in the catalog; complete on tape"
+	} else if err := e.Catalog.CreateSaveset(&ss); err != nil {
 		return err
 	}
 	for _, p := range ss.Parts {

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/units"
+)
+
+func init() { commands = append(commands, newCatalogCmd) }
+
+func newCatalogCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "catalog",
+		Short: "The catalog's own backups: write one to tape, find them, restore one after losing the catalog",
+	}
+
+	var (
+		vtl        string
+		drive      int
+		backupJSON bool
+	)
+	backup := &cobra.Command{
+		Use:   "backup",
+		Short: "Write a consistent snapshot of the catalog to a tape",
+		Long: `Write a consistent snapshot of the catalog as one tape file on a writable tape
+of a library, in a drive of its own; safe while backups run. The server does
+this after its daily prune. The tape file is self-describing: "zstd -dc" of it
+gives catalog.db back, and "kura catalog restore" finds it from the library
+folders alone.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withEnv(g, func(env *engine.Env) error {
+				rec, err := env.BackupCatalog(cmdContext(cmd), engine.CatalogBackupOptions{Library: vtl, Drive: drive})
+				if err != nil {
+					return err
+				}
+				if backupJSON {
+					return printJSON(cmd.OutOrStdout(), rec)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Catalog backed up to tape %s, tape file %d (library %s, job %d): %d savesets (last ID %d), %s on tape.\n",
+					rec.Barcode, rec.File, rec.Library, rec.JobID, rec.Savesets, rec.LastSavesetID, units.FormatSize(rec.TapeBytes))
+				return nil
+			})
+		},
+	}
+	backup.Flags().StringVar(&vtl, "vtl", "", "library (default: the default library)")
+	backup.Flags().IntVar(&drive, "drive", 0, "drive number (default: any free drive)")
+	backup.Flags().BoolVar(&backupJSON, "json", false, "print as JSON")
+
+	var (
+		dirs     []string
+		listJSON bool
+	)
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the catalog backups on the tapes of library folders, newest first (needs no catalog)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withEnv(g, func(env *engine.Env) error {
+				copies, notes, err := env.FindCatalogBackups(dirs)
+				if err != nil {
+					return err
+				}
+				if listJSON {
+					if copies == nil {
+						copies = []engine.CatalogCopy{}
+					}
+					return printJSON(cmd.OutOrStdout(), copies)
+				}
+				tw := table(cmd.OutOrStdout())
+				fmt.Fprintln(tw, "TAPE\tFILE\tLIBRARY\tCREATED\tSAVESETS\tLAST ID\tSIZE\tSTATE")
+				for _, c := range copies {
+					if c.Label == nil {
+						fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t-\t-\t-\tunreadable: %s\n", c.Barcode, c.File, c.Library,
+							c.Written.Local().Format("2006-01-02 15:04:05"), c.Error)
+						continue
+					}
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%s\tlabel ok\n", c.Barcode, c.File, c.Library,
+						c.Label.Created.Local().Format("2006-01-02 15:04:05"), c.Label.Savesets, c.Label.LastSavesetID,
+						units.FormatSize(c.Label.Size))
+				}
+				tw.Flush()
+				printNotes(cmd.OutOrStdout(), notes)
+				if len(copies) == 0 {
+					fmt.Fprintln(cmd.OutOrStdout(), "No catalog backups found.")
+				}
+				return nil
+			})
+		},
+	}
+	list.Flags().StringArrayVar(&dirs, "vtl-dir", nil, "a library folder to search (repeat; default: every library in the home's vtl folder)")
+	list.Flags().BoolVar(&listJSON, "json", false, "print as JSON")
+
+	var (
+		ropts       engine.CatalogRestoreOptions
+		restoreJSON bool
+	)
+	restore := &cobra.Command{
+		Use:   "restore",
+		Short: "Restore the catalog from the newest good catalog backup on tape (after losing it)",
+		Long: `Find the catalog backups on the tapes of library folders (default: every
+library in the home's vtl folder), check the newest one (tape block CRCs, zstd
+checksums, SHA-256) and install it as the home's catalog; a damaged one is
+skipped for the next newest. Then the library folders are matched with the
+libraries the catalog records, and the tapes written after the backup are
+scanned, so that the savesets made since come back too (--no-scan leaves that
+to "kura tape scan").
+
+It runs on the server's machine, with the server stopped, and never through
+the server. A home whose catalog holds savesets or jobs is replaced only with
+--force (the old catalog is kept as catalog.db.replaced-TIME).`,
+		Example: `  kura catalog restore
+  kura catalog restore --vtl-dir /backup/lib1 --vtl-dir /backup/offsite
+  kura catalog restore --tape KUR003 --file 12 --force`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if ropts.File != 0 && ropts.Barcode == "" {
+				return usageErrorf("--file needs --tape")
+			}
+			if ropts.File < 0 {
+				return usageErrorf("--file must be a tape file number (1 or more)")
+			}
+			return withEnv(g, func(env *engine.Env) error {
+				res, err := env.RestoreCatalog(cmdContext(cmd), ropts)
+				if res == nil && err != nil {
+					return err
+				}
+				if restoreJSON {
+					if perr := printJSON(cmd.OutOrStdout(), res); perr != nil {
+						return perr
+					}
+				} else {
+					printCatalogRestore(cmd.OutOrStdout(), res)
+				}
+				if err != nil {
+					return fmt.Errorf("the catalog was restored, but: %w", err)
+				}
+				return nil
+			})
+		},
+	}
+	rf := restore.Flags()
+	rf.StringArrayVar(&ropts.LibraryDirs, "vtl-dir", nil, "a library folder to search and register (repeat; default: every library in the home's vtl folder)")
+	rf.StringVar(&ropts.Barcode, "tape", "", "restore a catalog backup on this tape (the newest on it, or --file)")
+	rf.IntVar(&ropts.File, "file", 0, "the tape file number of the catalog backup (with --tape)")
+	rf.BoolVar(&ropts.Force, "force", false, "replace a catalog that holds savesets or jobs (kept as catalog.db.replaced-TIME)")
+	rf.BoolVar(&ropts.NoScan, "no-scan", false, "do not scan the tapes written after the backup; list them instead")
+	rf.BoolVar(&restoreJSON, "json", false, "print as JSON")
+
+	cmd.AddCommand(backup, list, restore)
+	return cmd
+}
+
+func printCatalogRestore(w io.Writer, res *engine.CatalogRestoreResult) {
+	from := res.From
+	l := from.Label
+	when := l.Created.Local().Format("2006-01-02 15:04:05")
+	fmt.Fprintf(w, "Catalog restored from tape %s, tape file %d (library %s): the catalog of %s, %d savesets (last ID %d).\n",
+		from.Barcode, from.File, from.Library, when, l.Savesets, l.LastSavesetID)
+	for _, s := range res.Skipped {
+		fmt.Fprintf(w, "Skipped the catalog backup on tape %s, tape file %d: %s\n", s.Barcode, s.File, s.Error)
+	}
+	if len(res.Scanned) > 0 {
+		fmt.Fprintf(w, "Scanned tape(s) %s, written after the backup: ", strings.Join(res.Scanned, ", "))
+		if len(res.Rebuilt) == 0 {
+			fmt.Fprintln(w, "no saveset records to rebuild.")
+		} else {
+			ids := make([]string, len(res.Rebuilt))
+			for i, id := range res.Rebuilt {
+				ids[i] = fmt.Sprint(id)
+			}
+			fmt.Fprintf(w, "rebuilt saveset(s) %s.\n", strings.Join(ids, ", "))
+		}
+	}
+	if len(res.Rescan) > 0 {
+		fmt.Fprintf(w, "Savesets written after %s are not in the catalog yet: they come back with `kura tape scan`. Before any new backup, run:\n", when)
+		for _, bc := range res.Rescan {
+			fmt.Fprintf(w, "  kura tape scan %s\n", bc)
+		}
+	} else {
+		fmt.Fprintf(w, "Savesets written after %s on tapes not in these libraries come back with `kura tape scan BARCODE`.\n", when)
+	}
+	printNotes(w, res.Notes)
+}
+
+func printNotes(w io.Writer, notes []string) {
+	for _, n := range notes {
+		fmt.Fprintln(w, "Note:", n)
+	}
+}
