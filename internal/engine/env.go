@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kura-backup/kura/internal/catalog"
@@ -191,11 +192,19 @@ func (e *Env) barcodePrefix(name, asked string) (string, error) {
 	return "", fmt.Errorf("no free barcode prefix for library %s: give one with --barcode-prefix", name)
 }
 
+// defaultLibraryMu serializes the creation of the default library.
+var defaultLibraryMu sync.Mutex
+
 // OpenLibrary opens a registered library by name. An empty name means the
 // default library, which is created on first use.
 func (e *Env) OpenLibrary(name string) (*library.Library, error) {
 	if name == "" {
 		name = DefaultLibrary
+	}
+	if name == DefaultLibrary {
+		// Two jobs of one process may be the first to need it.
+		defaultLibraryMu.Lock()
+		defer defaultLibraryMu.Unlock()
 	}
 	rec, err := e.Catalog.Library(name)
 	if errors.Is(err, catalog.ErrNotFound) {

@@ -5,8 +5,8 @@ import "time"
 // Due decides whether a run is due at now for a policy whose last run
 // started at last (zero: never), and for which slot. The slot is the latest
 // activation in (last, now], so after downtime the missed slots collapse
-// into one run for the latest. Passing the last run's slot as last works as
-// well, and is what keeps two checks from starting one slot twice.
+// into one run for the latest. The last run's slot (catalog.Policy.LastSlot)
+// works as last as well as its start time.
 //
 // A policy that has never run only counts a slot at most catchUp before
 // now, so a new policy does not fire at once for a slot long past; catchUp

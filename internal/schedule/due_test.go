@@ -143,38 +143,64 @@ func simulate(entries []Entry, start, end time.Time, tick, catchUp time.Duration
 	return runs
 }
 
-// TestSimulate30Days checks the server's loop minute by minute for 30 days:
-// "0 1 * * *" runs exactly once a day, on time, also across DST changes.
+// TestSimulate30Days runs the server's loop minute by minute for 30 days,
+// across the start of summer time in Berlin: "0 1 * * *" runs exactly once
+// a day, at 01:00.
 func TestSimulate30Days(t *testing.T) {
-	for _, c := range []struct {
-		expr, zone, start string
-		runAt             string // the local time each run starts
-	}{
-		{"0 1 * * *", "UTC", "2025-06-01 00:00", "01:00"},
-		{"0 1 * * *", "Europe/Berlin", "2026-03-15 00:00", "01:00"},
-		{"0 1 * * *", "America/New_York", "2025-10-20 00:00", "01:00"},
-		{"30 2 * * *", "America/New_York", "2025-02-25 00:00", "02:30"}, // 03:00 on 2025-03-09
-		{"30 1 * * *", "America/New_York", "2025-10-20 00:00", "01:30"},
-	} {
-		s := mustParse(t, c.expr, c.zone)
-		start := at(t, s.Location(), c.start)
+	for _, zone := range []string{"UTC", "Europe/Berlin"} {
+		s := mustParse(t, "0 1 * * *", zone)
+		start := at(t, s.Location(), "2026-03-15 00:00") // summer time from 2026-03-29
 		runs := simulate([]Entry{{"incr", s}}, start, start.AddDate(0, 0, 30), time.Minute, time.Minute)
-		days := map[string]int{}
-		for _, r := range runs {
-			f := strings.Fields(r)
-			days[f[1]]++
-			if f[2] != c.runAt && !(c.runAt == "02:30" && f[1] == "2025-03-09" && f[2] == "03:00") {
-				t.Errorf("%s: run at %s, want %s", s, r, c.runAt)
-			}
+		checkDaily(t, s, runs, 30, "01:00")
+	}
+}
+
+// TestSimulateDST runs the server's loop minute by minute over the days
+// around New York's clock changes: a job in the spring-forward gap runs once,
+// at 03:00; a job in the fall-back overlap runs once.
+func TestSimulateDST(t *testing.T) {
+	for _, c := range []struct {
+		expr, start string
+		runAt       []string
+	}{
+		{"30 2 * * *", "2025-03-08 00:00", []string{"02:30", "03:00", "02:30"}},
+		{"30 1 * * *", "2025-11-01 00:00", []string{"01:30", "01:30", "01:30"}},
+		{"0 * * * *", "2025-11-02 00:00", nil},
+	} {
+		s := mustParse(t, c.expr, "America/New_York")
+		start := at(t, s.Location(), c.start)
+		runs := simulate([]Entry{{"incr", s}}, start, start.AddDate(0, 0, len(c.runAt)), time.Minute, time.Minute)
+		checkDaily(t, s, runs, len(c.runAt), c.runAt...)
+	}
+	// Hourly on the long day: 25 hours, 24 wall-clock hours, 24 runs.
+	s := mustParse(t, "0 * * * *", "America/New_York")
+	start := at(t, s.Location(), "2025-11-02 00:00")
+	if runs := simulate([]Entry{{"incr", s}}, start, start.AddDate(0, 0, 1), time.Minute, time.Minute); len(runs) != 24 {
+		t.Errorf("%s on 2025-11-02: %d runs, want 24:\n%s", s, len(runs), strings.Join(runs, "\n"))
+	}
+}
+
+// checkDaily checks that runs holds exactly one run on each of n days, at
+// runAt[i] on day i (or all at runAt[0]).
+func checkDaily(t *testing.T, s *Schedule, runs []string, n int, runAt ...string) {
+	t.Helper()
+	if len(runAt) == 0 {
+		return
+	}
+	days := map[string]int{}
+	for i, r := range runs {
+		f := strings.Fields(r) // Mon 2006-01-02 15:04 MST level slot ...
+		days[f[1]]++
+		want := runAt[0]
+		if len(runAt) == n && i < n {
+			want = runAt[i]
 		}
-		if len(runs) != 30 || len(days) != 30 {
-			t.Errorf("%s: %d runs on %d days, want 30 on 30:\n%s", s, len(runs), len(days), strings.Join(runs, "\n"))
+		if f[2] != want {
+			t.Errorf("%s: run %d at %s, want at %s", s, i, r, want)
 		}
-		for d, n := range days {
-			if n != 1 {
-				t.Errorf("%s: %d runs on %s", s, n, d)
-			}
-		}
+	}
+	if len(runs) != n || len(days) != n {
+		t.Errorf("%s: %d runs on %d days, want %d on %d:\n%s", s, len(runs), len(days), n, n, strings.Join(runs, "\n"))
 	}
 }
 
@@ -191,14 +217,15 @@ func TestSimulateGolden(t *testing.T) {
 	start := at(t, loc, "2026-03-16 00:00") // a Monday; DST starts 2026-03-29
 	down, up := at(t, loc, "2026-03-28 20:00"), at(t, loc, "2026-03-30 12:00")
 	var b strings.Builder
-	for _, r := range simulate(entries, start, down, time.Minute, time.Minute) {
+	const tick = 5 * time.Minute // the server's check interval
+	for _, r := range simulate(entries, start, down, tick, tick) {
 		fmt.Fprintln(&b, r)
 	}
 	fmt.Fprintf(&b, "-- down %s to %s\n", down.Format("Mon 15:04"), up.Format("Mon 15:04"))
 	// The server comes back knowing the last run: Saturday's incr.
 	last := at(t, loc, "2026-03-28 01:00")
-	for now := up; now.Before(start.AddDate(0, 0, 21)); now = now.Add(time.Minute) {
-		if level, slot, due := DueLevel(entries, last, now, time.Minute); due {
+	for now := up; now.Before(start.AddDate(0, 0, 21)); now = now.Add(tick) {
+		if level, slot, due := DueLevel(entries, last, now, tick); due {
 			fmt.Fprintf(&b, "%s %s slot %s\n", now.Format("Mon 2006-01-02 15:04 MST"), level, slot.Format("Mon 15:04 MST"))
 			last = now
 		}

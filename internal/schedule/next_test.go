@@ -88,6 +88,14 @@ func TestNext(t *testing.T) {
 			[]string{"2026-03-29 Sun 03:00 CEST", "2026-03-30 Mon 02:30 CEST"}},
 		{"Berlin fall", "30 2 * * *", "Europe/Berlin", "2026-10-24 12:00",
 			[]string{"2026-10-25 Sun 02:30 CEST", "2026-10-26 Mon 02:30 CET"}},
+		// Past the zone's explicit transitions the TZ rule takes over
+		// (and Time.ZoneBounds errs in leap years: golang/go#81583).
+		{"Berlin 2040 spring", "30 2 * * *", "Europe/Berlin", "2040-03-24 12:00",
+			[]string{"2040-03-25 Sun 03:00 CEST", "2040-03-26 Mon 02:30 CEST"}},
+		{"Berlin 2040 year end", "0 1 * * *", "Europe/Berlin", "2040-12-30 12:00",
+			[]string{"2040-12-31 Mon 01:00 CET", "2041-01-01 Tue 01:00 CET"}},
+		{"New York 2100 fall", "30 1 * * *", "America/New_York", "2100-11-06 12:00",
+			[]string{"2100-11-07 Sun 01:30 EDT", "2100-11-08 Mon 01:30 EST"}},
 		// Australia/Lord_Howe moves by half an hour: 2025-10-05 02:00 -> 02:30.
 		{"half-hour shift", "15 2 * * *", "Australia/Lord_Howe", "2025-10-04 12:00",
 			[]string{"2025-10-05 Sun 02:30 +11", "2025-10-06 Mon 02:15 +11"}},
@@ -116,26 +124,31 @@ func TestZonesDiffer(t *testing.T) {
 	}
 }
 
-// TestNextInvariants walks several schedules and zones through a year,
-// checking that activations strictly increase, fall on matching wall clocks
-// (or the end of a gap), and that no wall-clock minute fires twice.
+// TestNextInvariants walks several schedules and zones through 2025 (the
+// minutely one through the autumn change), checking that activations
+// strictly increase, fall on matching wall clocks (or the end of a gap), and
+// that no wall-clock minute fires twice.
 func TestNextInvariants(t *testing.T) {
-	for _, c := range []struct{ expr, zone string }{
-		{"*/11 * * * *", "America/New_York"},
-		{"30 1,2 * * *", "Europe/Berlin"},
-		{"0 0 1,15 * MON", "Australia/Lord_Howe"},
-		{"0 2 * * *", "America/Santiago"},
+	for _, c := range []struct {
+		expr, zone string
+		from       time.Month
+		months     int
+	}{
+		{"*/11 * * * *", "America/New_York", time.October, 2},
+		{"30 1,2 * * *", "Europe/Berlin", time.January, 12},
+		{"0 0 1,15 * MON", "Australia/Lord_Howe", time.January, 12},
+		{"0 2 * * *", "America/Santiago", time.January, 12},
 	} {
 		s := mustParse(t, c.expr, c.zone)
 		seen := map[wall]bool{}
-		prev := time.Date(2025, 1, 1, 0, 0, 0, 0, s.Location())
-		end := prev.AddDate(1, 0, 0)
+		prev := time.Date(2025, c.from, 1, 0, 0, 0, 0, s.Location())
+		end := prev.AddDate(0, c.months, 0)
 		for prev.Before(end) {
 			a := s.Next(prev)
 			if !a.After(prev) {
 				t.Fatalf("%s: Next(%v) = %v, not after", s, prev, a)
 			}
-			w := wallOf(a)
+			w := s.wallOf(a)
 			if seen[w] {
 				t.Fatalf("%s: wall clock %v fired twice (at %v)", s, w, a)
 			}
@@ -143,8 +156,8 @@ func TestNextInvariants(t *testing.T) {
 			if a.Second() != 0 {
 				t.Fatalf("%s: activation %v not on a minute", s, a)
 			}
-			if start, _ := a.ZoneBounds(); !a.Equal(start) { // not the end of a gap: the wall clock matches
-				if !s.dayMatches(w.d, a.Weekday()) || s.month&(1<<w.m) == 0 || s.hour&(1<<w.h) == 0 || s.minute&(1<<w.min) == 0 {
+			if _, off := a.Add(-time.Second).Zone(); off == offsetOf(a) { // not the end of a gap: the wall clock matches
+				if !s.dayMatches(a.Day(), a.Weekday()) || s.month&(1<<a.Month()) == 0 || s.hour&(1<<w.h) == 0 || s.minute&(1<<w.min) == 0 {
 					t.Fatalf("%s: activation %v does not match", s, a)
 				}
 			}
@@ -152,6 +165,8 @@ func TestNextInvariants(t *testing.T) {
 		}
 	}
 }
+
+func offsetOf(t time.Time) int { _, off := t.Zone(); return off }
 
 // TestNextGolden draws the activations of a few schedules around the
 // daylight-saving changes of 2025, in wall-clock and UTC time.
@@ -198,5 +213,30 @@ func golden(t *testing.T, name, got string) {
 	}
 	if got != string(want) {
 		t.Errorf("%s differs from the output (rerun with -update and review the diff):\n%s", path, got)
+	}
+}
+
+// TestCivil checks the day arithmetic against the time package.
+func TestCivil(t *testing.T) {
+	for _, start := range []time.Time{
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1899, 12, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1969, 12, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2096, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2399, 12, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		for d := start; d.Before(start.AddDate(5, 0, 0)); d = d.AddDate(0, 0, 1) {
+			n := floorDiv(d.Unix(), 86400)
+			y, m, dd := civil(n)
+			if y != d.Year() || m != d.Month() || dd != d.Day() || weekday(n) != d.Weekday() {
+				t.Fatalf("day %d: civil %d-%d-%d %v, want %v %v", n, y, m, dd, weekday(n), d, d.Weekday())
+			}
+			if got := days(y, m, dd); got != n {
+				t.Fatalf("days(%v) = %d, want %d", d, got, n)
+			}
+		}
+	}
+	if got, want := days(2025, 13, 1), days(2026, 1, 1); got != want {
+		t.Errorf("days(2025, 13, 1) = %d, want %d", got, want)
 	}
 }

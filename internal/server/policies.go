@@ -151,7 +151,20 @@ func (s *Server) maybePrune(ctx context.Context, now time.Time) {
 	s.log.Info("daily prune", "expired", res.Expired, "recycled", res.Recycled, "notes", res.Notes)
 	if s.opts.AfterPrune != nil {
 		s.opts.AfterPrune(ctx)
+		return
 	}
+	// Then the catalog protects itself: a consistent snapshot to tape. It
+	// takes a drive of its own, so it runs beside the queue's jobs.
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		cb, err := s.env.BackupCatalog(ctx, engine.CatalogBackupOptions{})
+		if err != nil {
+			s.log.Error("catalog backup after the daily prune failed", "err", err)
+			return
+		}
+		s.log.Info("catalog backed up", "tape", cb.Barcode, "file", cb.File)
+	}()
 }
 
 func scheduleDue(entries []schedule.Entry, last, now time.Time) (string, time.Time, bool) {

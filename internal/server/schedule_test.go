@@ -48,7 +48,7 @@ func TestSchedulerRunsPoliciesAndPrunes(t *testing.T) {
 		}
 		var started []*catalog.Job
 		for _, j := range jobs {
-			if !seen[j.ID] {
+			if !seen[j.ID] && j.Kind == catalog.KindBackup {
 				seen[j.ID] = true
 				started = append(started, &r.wait(j.ID).Job)
 			}
@@ -113,6 +113,26 @@ func TestSchedulerRunsPoliciesAndPrunes(t *testing.T) {
 	}
 	if expired != 7 {
 		t.Fatalf("%d savesets expired, want the first week's 7 (kept %d)", expired, kept)
+	}
+	// After each daily prune the catalog went to tape.
+	var catalogJobs int
+	jobs, err := cat.Jobs(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if j.Kind == catalog.KindCatalog {
+			if j := r.wait(j.ID); j.State != catalog.StateSucceeded {
+				t.Errorf("catalog backup job %d: %s %s", j.ID, j.State, j.Error)
+			}
+			catalogJobs++
+		}
+	}
+	if catalogJobs < 20 {
+		t.Errorf("%d catalog backups in 24 days of daily prunes", catalogJobs)
+	}
+	if last, err := r.srv.Env().LastCatalogBackup(); err != nil || last == nil {
+		t.Errorf("no last catalog backup recorded: %v", err)
 	}
 }
 

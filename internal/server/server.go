@@ -156,6 +156,10 @@ func New(opts Options) (*Server, error) {
 		return fail(err)
 	}
 	s.adminHash = pki.HashSecret(tok.Secret)
+	// The default library exists before any job or daily task needs it.
+	if _, err := env.OpenLibrary(""); err != nil {
+		return fail(fmt.Errorf("the default library: %w", err))
+	}
 	s.bus = newBus()
 	env.Events = s.bus
 	env.Clock = opts.Clock
