@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/stream"
 )
 
 // Four weekly generations (a full and two incrementals each) of a policy
@@ -166,5 +168,63 @@ func TestConcurrentPrunes(t *testing.T) {
 	}
 	if ss, _ := env.Catalog.Saveset(ids[2]); ss.Expired {
 		t.Fatal("the newest generation was expired")
+	}
+}
+
+// pruningProducer runs a prune at the start of a backup.
+type pruningProducer struct {
+	env *engine.Env
+	res *engine.PruneResult
+	err error
+}
+
+func (p *pruningProducer) Produce(ctx context.Context, spec engine.ProduceSpec, sink stream.FrameSink, idx io.Writer, hooks engine.ProduceHooks) (*engine.Produced, error) {
+	p.res, p.err = p.env.Prune(ctx, engine.PruneOptions{})
+	return engine.LocalProducer{}.Produce(ctx, spec, sink, idx, hooks)
+}
+
+// A prune while a backup runs records expiries but recycles no tape: the
+// running backup and every kept saveset stay whole.
+func TestPruneDuringBackupRecyclesNothing(t *testing.T) {
+	env := newEnv(t)
+	clock := monitor.NewFakeClock(time.Date(2026, 1, 5, 1, 0, 0, 0, time.UTC))
+	env.Clock = clock
+	if err := env.Catalog.CreatePolicy(&catalog.Policy{Name: "p", Selection: "s", KeepGenerations: 1, Pool: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	lib, err := env.OpenLibrary("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "a"), []byte("one"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for range 2 {
+		res := backup(t, env, engine.BackupOptions{Paths: []string{src}, Policy: "p", Pool: "p"})
+		ids = append(ids, res.Figures.SavesetID)
+		if err := lib.MarkFull(res.Figures.Tapes[0]); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(24 * time.Hour)
+	}
+	p := &pruningProducer{env: env}
+	third := backup(t, env, engine.BackupOptions{Paths: []string{src}, Policy: "p", Pool: "p", Producer: p})
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	if !slices.Equal(p.res.Expired, ids[:1]) || len(p.res.Recycled) != 0 || len(p.res.Notes) == 0 {
+		t.Fatalf("prune during a backup: expired %v, recycled %v, notes %v", p.res.Expired, p.res.Recycled, p.res.Notes)
+	}
+	for _, id := range []int64{ids[1], third.Figures.SavesetID} {
+		to := t.TempDir()
+		restore(t, env, engine.RestoreOptions{SavesetID: id, To: to})
+	}
+	// The next prune, with nothing running, expires the second generation
+	// too and recycles both older tapes.
+	res, err := env.Prune(context.Background(), engine.PruneOptions{})
+	if err != nil || len(res.Recycled) != 2 || !slices.Equal(res.Expired, ids[1:]) {
+		t.Fatalf("prune after the backup: %+v, %v", res, err)
 	}
 }
