@@ -137,3 +137,59 @@ func TestSchedulerRunsPoliciesAndPrunes(t *testing.T) {
 }
 
 var _ = server.Options{}
+
+// A run that is still going when its next slot comes is not started a
+// second time; the slot after it runs normally.
+func TestSchedulerNeverStartsARunTwice(t *testing.T) {
+	clock := monitor.NewFakeClock(time.Date(2026, 11, 2, 0, 59, 0, 0, time.UTC))
+	opts := fastOpts
+	opts.Clock, opts.SchedulerEvery = clock, -1
+	r := startServerWith(t, t.TempDir(), "", opts)
+	r.runAgent("c1")
+	src := t.TempDir()
+	makeTree(t, src, 12, 9) // about 1 MB, a third of it incompressible
+	cat := r.srv.Env().Catalog
+	if err := cat.CreateSelection(catalog.Selection{Client: "c1", Name: "data", Paths: []string{src}}); err != nil {
+		t.Fatal(err)
+	}
+	// 300 KB/s: the run takes a few seconds.
+	if err := cat.CreatePolicy(&catalog.Policy{Name: "hourly", Client: "c1", Selection: "data", Zone: "UTC",
+		IncrCron: "0 * * * *", KeepDays: 7, Pool: "hourly", Compress: "none", BWLimit: 300 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	backups := func() []*catalog.Job {
+		jobs, err := cat.Jobs(100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []*catalog.Job
+		for _, j := range jobs {
+			if j.Kind == catalog.KindBackup {
+				out = append(out, j)
+			}
+		}
+		return out
+	}
+	clock.Set(time.Date(2026, 11, 2, 1, 0, 10, 0, time.UTC))
+	r.srv.Tick(ctx)
+	first := backups()
+	if len(first) != 1 {
+		t.Fatalf("first slot: %d jobs", len(first))
+	}
+	r.waitProgress(first[0].ID)
+	// The next slot comes while the first run still sends.
+	clock.Set(time.Date(2026, 11, 2, 2, 0, 10, 0, time.UTC))
+	r.srv.Tick(ctx)
+	if got := backups(); len(got) != 1 {
+		t.Fatalf("a slot during a running run started %d jobs in all, want 1", len(got))
+	}
+	if j := r.wait(first[0].ID); j.State != catalog.StateSucceeded {
+		t.Fatalf("first run: %s %s", j.State, j.Error)
+	}
+	clock.Set(time.Date(2026, 11, 2, 3, 0, 10, 0, time.UTC))
+	r.srv.Tick(ctx)
+	if got := backups(); len(got) != 2 {
+		t.Fatalf("the slot after the long run started %d jobs in all, want 2", len(got))
+	}
+}
