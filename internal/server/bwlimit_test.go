@@ -12,6 +12,7 @@ import (
 // A backup's bandwidth limit holds the job's average rate (the server's
 // measure: source bytes per second of the backup phase) under the limit.
 func TestBandwidthLimit(t *testing.T) {
+	t.Parallel()
 	r := startServer(t, t.TempDir(), "")
 	r.runAgent("c1")
 	src := t.TempDir()

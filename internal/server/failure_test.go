@@ -13,6 +13,7 @@ import (
 // a reason that names the agent; the drive is free for the next backup
 // and earlier savesets stay restorable.
 func TestAgentStoppedMidBackup(t *testing.T) {
+	t.Parallel()
 	r := startServer(t, t.TempDir(), "")
 	home, stop := r.runAgent("c1")
 	small, big := t.TempDir(), t.TempDir()
@@ -21,7 +22,7 @@ func TestAgentStoppedMidBackup(t *testing.T) {
 	first := r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{small}, Drive: 1})
 
 	id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{big}, Compress: "none",
-		BWLimit: 512 << 10, Drive: 1})[0]
+		BWLimit: 512 << 10, FrameSize: 64 << 10, Drive: 1})[0]
 	r.waitProgress(id)
 	stopped := time.Now()
 	stop()
@@ -47,7 +48,10 @@ func TestAgentStoppedMidBackup(t *testing.T) {
 // backup fails the job after the idle timeout; once the network is back
 // the agent reconnects and the same drive takes the next backup.
 func TestAgentDisconnectedMidBackup(t *testing.T) {
-	r := startServer(t, t.TempDir(), "")
+	t.Parallel()
+	opts := fastOpts
+	opts.IdleTimeout = 1500 * time.Millisecond
+	r := startServerWith(t, t.TempDir(), "", opts)
 	px := startProxy(t, r.addr)
 	home := r.enroll("c1", px.url())
 	launchAgent(t, home, "c1")
@@ -58,7 +62,7 @@ func TestAgentDisconnectedMidBackup(t *testing.T) {
 	first := r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{small}, Drive: 1})
 
 	id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{big}, Compress: "none",
-		BWLimit: 512 << 10, Drive: 1})[0]
+		BWLimit: 512 << 10, FrameSize: 64 << 10, Drive: 1})[0]
 	r.waitProgress(id)
 	frozen := time.Now()
 	px.freeze()
@@ -68,8 +72,8 @@ func TestAgentDisconnectedMidBackup(t *testing.T) {
 	if j.State != catalog.StateFailed || !strings.Contains(j.Error, "agent c1") {
 		t.Errorf("the backup whose agent vanished: %s (%q); want failed, naming agent c1", j.State, j.Error)
 	}
-	if took < fastOpts.IdleTimeout-time.Second || took > fastOpts.IdleTimeout+3*time.Second {
-		t.Errorf("the job took %s to fail; want about the idle timeout, %s", took, fastOpts.IdleTimeout)
+	if took < opts.IdleTimeout*7/8 || took > opts.IdleTimeout+3*time.Second {
+		t.Errorf("the job took %s to fail; want about the idle timeout, %s", took, opts.IdleTimeout)
 	}
 	if st := savesetStatus(t, r, j.SavesetID); st == catalog.StatusComplete {
 		t.Errorf("its saveset is %q", st)
@@ -85,14 +89,15 @@ func TestAgentDisconnectedMidBackup(t *testing.T) {
 // limit under which one frame takes longer than the idle timeout to
 // arrive, the backup still succeeds.
 func TestSlowAgentIsNotIdle(t *testing.T) {
+	t.Parallel()
 	opts := fastOpts
 	opts.IdleTimeout = time.Second
 	r := startServerWith(t, t.TempDir(), "", opts)
 	r.runAgent("c1")
 	src := t.TempDir()
 	randomFiles(t, src, 1, 1<<20, 23)
-	// A 1 MiB frame at 384 KiB/s takes over 2.5 s.
-	j := r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none", BWLimit: 384 << 10})
+	// A 1 MiB frame at 512 KiB/s takes 2 s.
+	j := r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none", BWLimit: 512 << 10})
 	if el := j.Finished.Sub(j.Started); el < 2*opts.IdleTimeout {
 		t.Fatalf("the backup took %s; the test needs frames slower than the idle timeout", el)
 	}

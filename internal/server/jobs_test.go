@@ -12,6 +12,7 @@ import (
 // Two agents back up at the same time on the two drives of the default
 // library; then each one's saveset is restored onto the other machine.
 func TestParallelBackupsAndCrossClientRestore(t *testing.T) {
+	t.Parallel()
 	r := startServer(t, t.TempDir(), "")
 	r.runAgent("c1")
 	r.runAgent("c2")

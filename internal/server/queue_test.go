@@ -16,17 +16,22 @@ import (
 // A drive runs one job: three slow backups on the two drives of the
 // default library run two at a time, the third waiting for a drive.
 func TestOneJobPerDrive(t *testing.T) {
+	t.Parallel()
 	r := startServer(t, t.TempDir(), "")
-	var ids []int64
-	srcs := map[int64]string{}
+	var srcs []string
 	for i := 1; i <= 3; i++ {
-		name := fmt.Sprintf("c%d", i)
-		r.runAgent(name)
+		r.runAgent(fmt.Sprintf("c%d", i))
 		src := t.TempDir()
 		randomFiles(t, src, 3, 512<<10, uint64(30+i))
-		id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: name, Paths: []string{src}, Compress: "none", BWLimit: 1 << 20})[0]
+		srcs = append(srcs, src)
+	}
+	var ids []int64
+	srcOf := map[int64]string{}
+	for i, src := range srcs {
+		id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: fmt.Sprintf("c%d", i+1), Paths: []string{src},
+			Compress: "none", BWLimit: 1 << 20})[0]
 		ids = append(ids, id)
-		srcs[id] = src
+		srcOf[id] = src
 	}
 
 	// Watch the three jobs to their ends, in snapshots of the job list
@@ -92,13 +97,14 @@ func TestOneJobPerDrive(t *testing.T) {
 			jobs[0].ID, jobs[1].ID, jobs[0].Finished.Format(time.StampMilli), jobs[1].Finished.Format(time.StampMilli))
 	}
 	for _, j := range jobs {
-		r.restoreAndCheck(j.Client, j.SavesetID, srcs[j.ID])
+		r.restoreAndCheck(j.Client, j.SavesetID, srcOf[j.ID])
 	}
 }
 
 // A backup split into two streams runs as two jobs, one per drive; their
 // two savesets restored into one folder give the whole tree.
 func TestStreams(t *testing.T) {
+	t.Parallel()
 	r := startServer(t, t.TempDir(), "")
 	r.runAgent("c1")
 	src := t.TempDir()

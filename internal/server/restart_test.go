@@ -36,6 +36,7 @@ func (r *rig) restoreAndCheck(client string, saveset int64, src string) {
 // Jobs queued while their agent is away survive server restarts and run
 // once the agent connects; earlier savesets stay restorable.
 func TestQueuedJobsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	r := startServer(t, home, "")
 	ahome, stopAgent := r.runAgent("c1")
@@ -79,6 +80,7 @@ func TestQueuedJobsSurviveRestart(t *testing.T) {
 // cleanly, the server cancels it and records that before it closes; its
 // saveset is not complete. The next server runs backups as before.
 func TestRunningJobWhenServerStops(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	r := startServer(t, home, "")
 	ahome, stopAgent := r.runAgent("c1")
@@ -87,7 +89,7 @@ func TestRunningJobWhenServerStops(t *testing.T) {
 	randomFiles(t, big, 4, 1<<20, 6)
 	first := r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{small}})
 
-	id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{big}, Compress: "none", BWLimit: 512 << 10})[0]
+	id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{big}, Compress: "none", BWLimit: 512 << 10, FrameSize: 64 << 10})[0]
 	r.waitProgress(id)
 	r.stop()
 	stopAgent()
@@ -112,6 +114,7 @@ func TestRunningJobWhenServerStops(t *testing.T) {
 // the catalog; the next server finds its process gone and marks it
 // interrupted, its saveset incomplete. Backups and restores work as before.
 func TestServerKilledMidBackup(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	child, kill := startChildServer(t, home)
 	ahome := child.enroll("c1", "")
@@ -121,7 +124,7 @@ func TestServerKilledMidBackup(t *testing.T) {
 	makeTree(t, small, 12, 8)
 	randomFiles(t, big, 4, 1<<20, 8)
 	first := child.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{small}})
-	id := child.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{big}, Compress: "none", BWLimit: 512 << 10})[0]
+	id := child.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{big}, Compress: "none", BWLimit: 512 << 10, FrameSize: 64 << 10})[0]
 	child.waitProgress(id)
 	kill()
 	child.admin.Close()
@@ -148,6 +151,7 @@ func TestServerKilledMidBackup(t *testing.T) {
 // (no request of the agent's is open to hold the shutdown back) is still
 // recorded as canceled before the catalog closes.
 func TestJobAwaitingAgentWhenServerStops(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	opts := fastOpts
 	opts.OnlineGrace = time.Minute // the stopped agent still counts as connected

@@ -20,6 +20,7 @@ import (
 // The server speaks TLS 1.3 only: a client that offers at most TLS 1.2
 // fails the handshake, and the server logs it.
 func TestTLS12ClientRefused(t *testing.T) {
+	t.Parallel()
 	r := startServer(t, t.TempDir(), "")
 	conn, err := tls.Dial("tcp", r.addr, &tls.Config{MaxVersion: tls.VersionTLS12, InsecureSkipVerify: true})
 	if err == nil {
@@ -46,6 +47,7 @@ func TestTLS12ClientRefused(t *testing.T) {
 // Agent endpoints need a client certificate: a call with the admin
 // client's TLS (no certificate) is unauthorized, even with the admin token.
 func TestAgentCallWithoutCertificate(t *testing.T) {
+	t.Parallel()
 	r := startServer(t, t.TempDir(), "")
 	anon := newClient(t, r.url, pki.PinnedTLSConfig(r.srv.CAFingerprint(), nil), "")
 	for _, p := range []string{"/agent/orders", "/agent/jobs/1/savesets/1/index"} {
@@ -65,6 +67,7 @@ func TestAgentCallWithoutCertificate(t *testing.T) {
 // no certificate (unauthorized); one that sends it anyway fails the
 // handshake. Both are logged.
 func TestClientCertificateFromAnotherCA(t *testing.T) {
+	t.Parallel()
 	r := startServer(t, t.TempDir(), "")
 	r.enroll("c1", "")
 	other, _, err := pki.LoadOrCreateCA(t.TempDir(), "intruder")
@@ -109,6 +112,7 @@ func TestClientCertificateFromAnotherCA(t *testing.T) {
 // A certificate from the right CA that is not the one enrolled (a second
 // certificate for a known name) is forbidden.
 func TestCertificateNotTheEnrolledOne(t *testing.T) {
+	t.Parallel()
 	r := startServer(t, t.TempDir(), "")
 	r.enroll("c1", "")
 	ca, _, err := pki.LoadOrCreateCA(filepath.Join(r.home, "pki"), "test")
@@ -138,13 +142,14 @@ func TestCertificateNotTheEnrolledOne(t *testing.T) {
 // A revoked agent is cut off at once: its running backup fails, its Run
 // returns the refusal, it cannot come back, and a new job for it fails.
 func TestRevokedAgentRefusedAtOnce(t *testing.T) {
+	t.Parallel()
 	r := startServer(t, t.TempDir(), "")
 	home := r.enroll("c1", "")
 	_, done := launchAgent(t, home, "c1")
 	r.waitOnline("c1", true)
 	src := t.TempDir()
 	randomFiles(t, src, 4, 1<<20, 7)
-	id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none", BWLimit: 512 << 10})[0]
+	id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none", BWLimit: 512 << 10, FrameSize: 64 << 10})[0]
 	r.waitProgress(id)
 
 	revoked := time.Now()
@@ -211,6 +216,7 @@ func savesetStatus(t *testing.T, r *rig, id int64) string {
 
 // Enrollment tokens are one-time and expire; the server's clock decides.
 func TestEnrollmentTokens(t *testing.T) {
+	t.Parallel()
 	clock := monitor.NewFakeClock(time.Now())
 	opts := fastOpts
 	opts.Clock = clock
@@ -266,6 +272,7 @@ func TestEnrollmentTokens(t *testing.T) {
 
 // Admin calls need the right admin token.
 func TestWrongAdminToken(t *testing.T) {
+	t.Parallel()
 	r := startServer(t, t.TempDir(), "")
 	fp := r.srv.CAFingerprint()
 	other, err := pki.NewToken(pki.KindAdmin, fp)
@@ -294,6 +301,7 @@ func TestWrongAdminToken(t *testing.T) {
 
 // An agent sees only its own jobs, and in them only their savesets.
 func TestAgentCannotReachOtherJobs(t *testing.T) {
+	t.Parallel()
 	r := startServer(t, t.TempDir(), "")
 	h1, _ := r.runAgent("c1")
 	h2, _ := r.runAgent("c2")
@@ -307,7 +315,7 @@ func TestAgentCannotReachOtherJobs(t *testing.T) {
 		t.Fatalf("c2's backup: %s (%s)", b2.State, b2.Error)
 	}
 	// c1 runs a slow backup.
-	id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src1}, Compress: "none", BWLimit: 1 << 20})[0]
+	id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src1}, Compress: "none", BWLimit: 1 << 20, FrameSize: 64 << 10})[0]
 	r.waitProgress(id)
 	j1, err := r.admin.Job(t.Context(), id)
 	if err != nil {
@@ -351,6 +359,7 @@ func TestAgentCannotReachOtherJobs(t *testing.T) {
 
 // Job requests are checked before they are queued.
 func TestJobRequestValidation(t *testing.T) {
+	t.Parallel()
 	r := startServer(t, t.TempDir(), "")
 	r.enroll("c1", "")
 	abs := "/srv/data"

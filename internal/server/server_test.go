@@ -58,7 +58,11 @@ type rig struct {
 	addr  string
 }
 
-var fastOpts = server.Options{PollTimeout: time.Second, IdleTimeout: 3 * time.Second, StartTimeout: 10 * time.Second}
+// fastOpts are short timeouts for tests. The scheduler is off: its daily
+// prune and catalog backup at start would add a job and take a drive and a
+// tape behind the test's back (schedule_test.go drives it with Tick).
+var fastOpts = server.Options{PollTimeout: time.Second, IdleTimeout: 3 * time.Second, StartTimeout: 10 * time.Second,
+	SchedulerEvery: -1}
 
 func startServer(t *testing.T, home, addr string) *rig {
 	t.Helper()

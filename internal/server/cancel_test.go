@@ -1,0 +1,29 @@
+package server_test
+
+import (
+	"testing"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
+)
+
+// A backup canceled while its frames pour in ends canceled, and the drive
+// takes the next backup.
+func TestCancelDuringFastBackup(t *testing.T) {
+	t.Parallel()
+	r := startServer(t, t.TempDir(), "")
+	r.runAgent("c1")
+	small, big := t.TempDir(), t.TempDir()
+	makeTree(t, small, 8, 51)
+	randomFiles(t, big, 20, 1<<20, 51)
+	id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{big}, Compress: "none", Drive: 1})[0]
+	r.waitProgress(id)
+	if _, err := r.admin.Cancel(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	if j := r.wait(id); j.State != catalog.StateCanceled {
+		t.Errorf("the canceled backup: %s (%s)", j.State, j.Error)
+	}
+	j := r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{small}, Drive: 1})
+	r.restoreAndCheck("c1", j.SavesetID, small)
+}
