@@ -125,10 +125,11 @@ func remoteBackup(cmd *cobra.Command, g *globals, srv *apiclient.Client, o engin
 	if g.client == "" {
 		return usageErrorf("with a server, say whose files to back up: --client NAME (see `kura client list`)")
 	}
-	for _, p := range o.Paths {
+	for i, p := range o.Paths {
 		if !filepath.IsAbs(p) {
 			return usageErrorf("path %q: give absolute paths on the client", p)
 		}
+		o.Paths[i] = filepath.Clean(p) // "/srv/" is /srv
 	}
 	if streams < 1 {
 		return usageErrorf("--streams must be at least 1")

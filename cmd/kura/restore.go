@@ -74,6 +74,9 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 				if o.To != "" && !filepath.IsAbs(o.To) {
 					return usageErrorf("--to %q: give an absolute path on the client", o.To)
 				}
+				if o.To != "" {
+					o.To = filepath.Clean(o.To)
+				}
 				req := api.JobRequest{Kind: api.KindRestore, Client: g.client, Saveset: o.SavesetID, Latest: o.Latest,
 					Selection: o.Selection, At: o.At, To: o.To, ToClient: toClient, Includes: o.Includes,
 					Overwrite: o.Overwrite, Sync: o.Sync}

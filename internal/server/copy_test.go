@@ -15,6 +15,7 @@ import (
 // the first copy's tapes exported, a restore through an agent reads the
 // second copy.
 func TestPolicyCopyStepAndRestoreFromCopyThroughAgent(t *testing.T) {
+	t.Parallel()
 	r := startServer(t, t.TempDir(), "")
 	r.runAgent("c1")
 	env := r.srv.Env()

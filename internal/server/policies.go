@@ -68,6 +68,44 @@ func (s *Server) Tick(ctx context.Context) {
 		s.schedulePolicy(p, now)
 	}
 	s.maybePrune(ctx, now)
+	s.maybeBackupCatalog(ctx)
+}
+
+// catalogJobKey is the queue's reservation key for the catalog backup (job
+// IDs are positive).
+const catalogJobKey = -1
+
+// maybeBackupCatalog starts the catalog backup the daily prune asked for,
+// once a drive of the default library is free.
+func (s *Server) maybeBackupCatalog(ctx context.Context) {
+	if !s.catalogDue.Load() || time.Now().UnixNano() < s.catalogRetry.Load() || !s.catalogRunning.CompareAndSwap(false, true) {
+		return
+	}
+	retryLater := func() { s.catalogRetry.Store(time.Now().Add(time.Minute).UnixNano()) }
+	lib, n, reason := s.q.reserve(catalogJobKey, api.JobRequest{Kind: api.KindBackup})
+	if reason != "" {
+		s.catalogRunning.Store(false)
+		retryLater()
+		s.log.Info("catalog backup waits", "reason", reason)
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer s.catalogRunning.Store(false)
+		defer func() {
+			s.q.release(&runningJob{id: catalogJobKey, lib: lib, drive: n})
+			s.q.kick()
+		}()
+		cb, err := s.env.BackupCatalog(ctx, engine.CatalogBackupOptions{Library: lib, Drive: n})
+		if err != nil {
+			retryLater()
+			s.log.Error("catalog backup after the daily prune failed; retrying in a minute", "err", err)
+			return
+		}
+		s.catalogDue.Store(false)
+		s.log.Info("catalog backed up", "tape", cb.Barcode, "file", cb.File)
+	}()
 }
 
 func (s *Server) schedulePolicy(p *catalog.Policy, now time.Time) {
@@ -153,18 +191,10 @@ func (s *Server) maybePrune(ctx context.Context, now time.Time) {
 		s.opts.AfterPrune(ctx)
 		return
 	}
-	// Then the catalog protects itself: a consistent snapshot to tape. It
-	// takes a drive of its own, so it runs beside the queue's jobs.
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		cb, err := s.env.BackupCatalog(ctx, engine.CatalogBackupOptions{})
-		if err != nil {
-			s.log.Error("catalog backup after the daily prune failed", "err", err)
-			return
-		}
-		s.log.Info("catalog backed up", "tape", cb.Barcode, "file", cb.File)
-	}()
+	// Then the catalog protects itself: a consistent snapshot to tape, on
+	// a drive the queue reserves for it (now, or at a later tick when
+	// every drive is busy).
+	s.catalogDue.Store(true)
 }
 
 func scheduleDue(entries []schedule.Entry, last, now time.Time) (string, time.Time, bool) {

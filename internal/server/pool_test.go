@@ -14,6 +14,7 @@ import (
 // from scratch; with neither it waits and says so, and adding a tape lets
 // it run. An ad-hoc backup never writes to a policy's tape.
 func TestPoolWaitsForATapeUntilOneIsAdded(t *testing.T) {
+	t.Parallel()
 	r := startServer(t, t.TempDir(), "")
 	r.runAgent("c1")
 	env := r.srv.Env()

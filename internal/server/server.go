@@ -33,6 +33,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kura-backup/kura/internal/api"
@@ -114,6 +115,9 @@ type Server struct {
 	bus       *bus
 	hub       *hub
 	q         *queue
+
+	catalogDue, catalogRunning atomic.Bool  // the catalog backup after the daily prune
+	catalogRetry               atomic.Int64 // unix nanos: not before (a drive or tape was missing)
 
 	mu      sync.Mutex
 	running map[int64]*runningJob
