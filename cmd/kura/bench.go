@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kura-backup/kura/internal/bench"
+	"github.com/kura-backup/kura/internal/units"
 )
 
 func init() { commands = append(commands, newBenchCmd) }
@@ -23,12 +24,19 @@ func newBenchCmd(g *globals) *cobra.Command {
 
   kura bench gen  writes the data sets (seed 000's test1, test2, test3 and
                   seed 003's database dump), scaled, deterministic for a seed.
-  kura bench run  measures Kura on them (Table 5-1: block size × transfer
-                  buffer; backup, verify and restore phases) and, with
-                  --peers tar,restic, GNU tar, tar | zstd and restic on the
-                  same data and disk; writes report.md and results.json.`,
+  kura bench run  measures Kura on them — locally (Table 5-1: block size ×
+                  transfer buffer; backup, verify and restore phases),
+                  through a server and agents on loopback (Table 5-5; one
+                  drive vs two, Tables 5-6…5-9), the db dump over emulated
+                  links at every compression level (seed 003), small,
+                  medium and huge files against cp -a (seed 002) — and,
+                  with --peers tar,restic, GNU tar, tar | zstd and restic on
+                  the same data and disk; writes report.md, results.json
+                  and charts (SVG and PNG).
+  kura bench report  writes a run's report.md and charts again from its
+                  results.json.`,
 	}
-	cmd.AddCommand(newBenchGenCmd(), newBenchRunCmd())
+	cmd.AddCommand(newBenchGenCmd(), newBenchRunCmd(), newBenchReportCmd())
 	return cmd
 }
 
@@ -107,24 +115,44 @@ already made with the same seed and scale is kept.`,
 
 func newBenchRunCmd() *cobra.Command {
 	var (
-		o           bench.RunOptions
-		sets, peers string
+		o                         bench.RunOptions
+		sets, peers, parts, dbArg string
 	)
 	cmd := &cobra.Command{
 		Use:   "run --data DIR --out REPORTDIR",
 		Short: "Measure Kura (and peers) on the data sets; write report.md and results.json",
-		Long: `Measure on a folder made by kura bench gen, writing REPORTDIR/report.md and
-REPORTDIR/results.json (every run with its command line and configuration).
+		Long: `Measure on a folder made by kura bench gen, writing REPORTDIR/report.md,
+REPORTDIR/results.json (every run with its command line and configuration)
+and REPORTDIR/chart-*.svg and .png.
 
-  Table 5-1  kura backup of each set into a fresh library for each (block,
-             buffer) of (32 KiB, 257 KiB), (256 KiB, 8193 KiB), (1024 KiB,
-             32769 KiB): Average/Peak KB/s, time, compression ratio, max RSS
-  phases     backup, verify (data) and restore of each set, each timed
-  peers      --peers tar: tar -cf, tar -cf - | zstd -T0 and tar -xf on the
-             same data and disk, with Kura ÷ peer columns; --peers restic:
-             restic backup (--compression auto from restic 0.14) into a
-             fresh repository on --scratch, and restic restore (a missing
-             restic is installed with apt-get when running as root)
+Parts (--parts, default all):
+
+  local   Table 5-1: kura backup of each set into a fresh library for each
+          (block, buffer) of (32 KiB, 257 KiB), (256 KiB, 8193 KiB), (1024
+          KiB, 32769 KiB): Average/Peak KB/s, time, compression ratio, max
+          RSS; the backup, verify (data) and restore phases of each set;
+          and the peers:
+          --peers tar: tar -cf, tar -cf - | zstd -T0 and tar -xf on the
+          same data and disk, with Kura ÷ peer columns; --peers restic:
+          restic backup (--compression auto from restic 0.14) into a fresh
+          repository on --scratch, and restic restore (a missing restic is
+          installed with apt-get when running as root)
+  remote  Table 5-5: the same backups through an agent: a server (kura
+          server --listen 127.0.0.1:0) and agents (kura agent run) are
+          started for the run as subprocesses of this binary, one library
+          per combination; remote ÷ local columns
+  drives  Tables 5-6…5-9: each set as one job on one drive, split over two
+          drives (--streams 2), and two agents backing up one half each at
+          the same time on two drives
+  link    seed 003: the db dump backed up over links of unlimited, 100
+          Mbit/s and 10 Mbit/s (emulated with the agent's --bwlimit) at
+          compression none, low, medium, high and auto: bytes sent, time,
+          rate, ratio, and whether auto is within 10 % of the best level.
+          The dump is the data's db set when it is at most --db-size, else
+          a dump of --db-size made by the db generator
+  files   seed 002: 20 KiB × N, 100 MiB × N and 4 GiB × 1 files, scaled by
+          --files-scale (default the data's scale), read (kura backup),
+          written (kura restore) and deleted, against cp -a and rm -rf
 
 Every run is a separate process of this binary or the peer; as root the page
 cache is dropped before each one (restores then read the disk, not memory).
@@ -133,9 +161,12 @@ archives and restores go to --scratch (default REPORTDIR/scratch), which
 needs room for about twice the largest set. Progress lines go to stderr.
 
 Suites: quick (1 run per figure; use small data, e.g. gen --scale 0.005)
-and seed (3 runs per figure, medians).`,
+and seed (3 runs per figure, medians). The link test's dump is 32 MiB in
+the quick suite and 64 MiB in the seed suite (at 10 Mbit/s an uncompressed
+64 MiB takes 54 s per run).`,
 		Example: `  kura bench gen --out /data/bench --scale 0.005
-  kura bench run --data /data/bench --out /tmp/report --peers tar,restic`,
+  kura bench run --data /data/bench --out /tmp/report --peers tar,restic
+  kura bench run --data /data/bench --out /tmp/link --parts link --db-size 16MiB`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Data == "" || o.Out == "" {
@@ -149,6 +180,22 @@ and seed (3 runs per figure, medians).`,
 				if o.Sets, err = bench.ParseSets(sets); err != nil {
 					return usageErrorf("--sets: %v", err)
 				}
+			}
+			if parts != "" {
+				var err error
+				if o.Parts, err = bench.ParseParts(parts); err != nil {
+					return usageErrorf("--parts: %v", err)
+				}
+			}
+			if dbArg != "" {
+				n, err := units.ParseSize(dbArg)
+				if err != nil || n < 1<<10 {
+					return usageErrorf("--db-size %q: want a size of at least 1KiB, e.g. 32MiB", dbArg)
+				}
+				o.DBBytes = n
+			}
+			if o.FilesScale < 0 || o.FilesScale > 100 {
+				return usageErrorf("--files-scale %g: want more than 0 and at most 100", o.FilesScale)
 			}
 			for _, p := range strings.Split(peers, ",") {
 				if p = strings.TrimSpace(p); p != "" {
@@ -182,9 +229,28 @@ and seed (3 runs per figure, medians).`,
 	f.IntVar(&o.Repeats, "runs", 0, "runs per figure (default: the suite's)")
 	f.StringVar(&sets, "sets", "", "only these sets, comma-separated (default: every set in --data)")
 	f.StringVar(&peers, "peers", "", "peer tools to measure too, comma-separated: tar (tar -cf, tar | zstd -T0, tar -xf), restic (restic backup, restic restore)")
-	f.StringVar(&o.Compress, "compress", "auto", "kura backup --compress level")
+	f.StringVar(&o.Compress, "compress", "auto", "kura backup --compress level (Tables 5-1, 5-5, drives)")
+	f.StringVar(&parts, "parts", "", "only these parts, comma-separated: local, remote, drives, link, files (default: all)")
+	f.StringVar(&dbArg, "db-size", "", "size of the link test's db dump (default: quick 32MiB, seed 64MiB)")
+	f.Float64Var(&o.FilesScale, "files-scale", 0, "scale of the files test's shapes (default: the data's scale)")
 	f.BoolVar(&o.NoDropCaches, "no-drop-caches", false, "do not drop the page cache before each run")
 	return cmd
+}
+
+func newBenchReportCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "report REPORTDIR",
+		Short: "Write report.md and the charts again from REPORTDIR/results.json",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := bench.Render(args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Report: %s (%d runs)\n", filepath.Join(args[0], "report.md"), len(res.Runs))
+			return nil
+		},
+	}
 }
 
 func containsString(list []string, s string) bool {

@@ -17,10 +17,9 @@ import (
 func WriteReport(w io.Writer, res *Results) error {
 	bw := bufio.NewWriter(w)
 	p := func(format string, a ...any) { fmt.Fprintf(bw, format+"\n", a...) }
-	sets := make([]string, 0, len(res.Data.Sets))
-	for _, s := range res.Data.Sets {
-		sets = append(sets, s.Name)
-	}
+	sets := setNames(res)
+	charts := ReportCharts(res)
+	chart := func(name string) { writeChartRef(p, charts, name) }
 
 	p("# Kura benchmark report")
 	p("")
@@ -73,6 +72,9 @@ func WriteReport(w io.Writer, res *Results) error {
 	if slices.ContainsFunc(res.Peers, func(pe Peer) bool { return pe.Name == ToolRestic && !pe.Missing }) {
 		p("- The restic peer backs up into a fresh repository on the scratch disk (`restic init` first, not timed) and fsyncs the repository files it writes (*fsync*); `restic restore` does not fsync the files it restores. The restic output is the repository's size.")
 	}
+	if hasTest(res, TestTable55) || hasTest(res, TestDrives) || hasTest(res, TestLink) {
+		p("- Remote runs: a server and agents are started for the run as separate processes of the same binary (`kura server --listen 127.0.0.1:0`, `kura agent enroll` with a one-time token, `kura agent run`), on this machine: the agent reads and compresses the files and sends them over HTTPS (TLS 1.3, mutual certificates) on loopback; the server writes them to its libraries. The admin commands reach it through `KURA_SERVER` and `KURA_TOKEN`. Server, agents and CLI share the machine's cores and disk.")
+	}
 	p("- Deleting restore targets is timed separately and is never part of a rate (on a disk mounted with `discard` deletes cost about 1 ms per file).")
 	p("- Units: KB/s as in the Job Monitor (1 KB = 1024 bytes); MiB/s = 2^20 bytes per second of the data set's bytes; files/s of its regular files.")
 	p("")
@@ -93,6 +95,50 @@ func WriteReport(w io.Writer, res *Results) error {
 	p("")
 
 	// Table 5-1.
+	if hasTest(res, TestTable51) {
+		writeTable51(p, res, sets)
+		if !hasTest(res, TestTable55) {
+			chart(chartTable55)
+		}
+	}
+	if hasTest(res, TestTable55) {
+		writeTable55(p, res, sets)
+		chart(chartTable55)
+	}
+	if hasTest(res, TestDrives) {
+		writeDrives(p, res, sets)
+		chart(chartDrives)
+	}
+	if hasTest(res, TestPhases) {
+		writePhases(p, res, sets)
+		chart(chartPhases)
+	}
+	if hasTest(res, TestLink) {
+		writeLink(p, res)
+		for i := range Links {
+			chart(fmt.Sprintf("%s%d", chartLink, i+1))
+		}
+	}
+	if hasTest(res, TestFiles) {
+		writeFiles(p, res)
+		chart(chartFiles)
+		chart(chartFilesDelete)
+	}
+
+	// Peers.
+	if len(res.Peers) > 0 {
+		writePeers(p, res, sets)
+		chart(chartPeersBackup)
+		chart(chartPeersRest)
+	}
+
+	// Failures and notes.
+	writeFailures(p, res)
+	p("Every run, with its exact command line, configuration and rusage, is in `results.json` (%d runs).", len(res.Runs))
+	return bw.Flush()
+}
+
+func writeTable51(p func(string, ...any), res *Results, sets []string) {
 	p("## Table 5-1 — local backup by block size and transfer buffer")
 	p("")
 	p("Average / Peak KB/s from Kura's Job Monitor (the seed's layout). One fresh library per combination, `kura backup --compress %s`, *fsync*.", res.Compress)
@@ -133,8 +179,9 @@ func WriteReport(w io.Writer, res *Results) error {
 	p("Peak memory (max RSS) of each `kura backup` process:")
 	p("")
 	table51(func(r Run) string { return rss(r.MaxRSSKiB) })
+}
 
-	// Phases.
+func writePhases(p func(string, ...any), res *Results, sets []string) {
 	p("## Seed 001 — backup, verify and restore phases")
 	p("")
 	p("Block %d KiB, buffer %d KiB (Kura's default). Each phase is its own process; wall-clock time and rate. Verify level *data* (decode the stream, re-hash every file).", DefaultCombo.Block>>10, DefaultCombo.Buffer>>10)
@@ -166,13 +213,9 @@ func WriteReport(w io.Writer, res *Results) error {
 		p("| %s | %s | %s | %s |", s, strings.Join(cells, " | "), del, strings.Join(mem, " / "))
 	}
 	p("")
+}
 
-	// Peers.
-	if len(res.Peers) > 0 {
-		writePeers(p, res, sets)
-	}
-
-	// Failures and notes.
+func writeFailures(p func(string, ...any), res *Results) {
 	var failed []Run
 	for _, r := range res.Runs {
 		if !r.OK() {
@@ -182,10 +225,10 @@ func WriteReport(w io.Writer, res *Results) error {
 	if len(failed) > 0 {
 		p("## Failed runs")
 		p("")
-		p("| set | tool | phase | run | exit | error |")
-		p("|---|---|---|---:|---:|---|")
+		p("| test | set | tool | phase | run | exit | error |")
+		p("|---|---|---|---|---:|---:|---|")
 		for _, r := range failed {
-			p("| %s | %s | %s | %d | %d | %s |", r.Set, r.Tool, r.Phase, r.Rep, r.ExitCode, cell(r.Error))
+			p("| %s | %s | %s | %s | %d | %d | %s |", r.Test, r.Set, r.Tool, r.Phase, r.Rep, r.ExitCode, cell(r.Error))
 		}
 		p("")
 	}
@@ -197,8 +240,6 @@ func WriteReport(w io.Writer, res *Results) error {
 		}
 		p("")
 	}
-	p("Every run, with its exact command line, configuration and rusage, is in `results.json` (%d runs).", len(res.Runs))
-	return bw.Flush()
 }
 
 func writePeers(p func(string, ...any), res *Results, sets []string) {

@@ -140,13 +140,13 @@ func (rn *runner) resticCycle(ctx context.Context, si SetInfo, rep int) {
 		return
 	}
 	// restic init: not timed.
-	if p := rn.execute(ctx, rc.init(), nil, nil); p.err != nil {
+	if p := rn.execute(ctx, rc.init(), nil, nil, nil); p.err != nil {
 		b.Error, b.ExitCode = fmt.Sprintf("restic init: %v: %s", p.err, p.stderr), max(p.exit, 1)
 		rn.add(b)
 		return
 	}
 	b.ColdCache = rn.cold()
-	p := rn.execute(ctx, b.Command, nil, nil)
+	p := rn.execute(ctx, b.Command, nil, nil, nil)
 	p.apply(&b)
 	b.OutBytes = dirSize(repo)
 	if b.OutBytes > 0 {
@@ -164,7 +164,7 @@ func (rn *runner) resticCycle(ctx context.Context, si SetInfo, rep int) {
 	x.Phase = PhaseRestore
 	x.Command = rc.restore(target)
 	x.ColdCache = rn.cold()
-	p = rn.execute(ctx, x.Command, nil, nil)
+	p = rn.execute(ctx, x.Command, nil, nil, nil)
 	p.apply(&x)
 	x.SyncSeconds = timeSync()
 	x.setRates()

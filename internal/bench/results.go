@@ -23,12 +23,38 @@ type Results struct {
 	Machine  Machine   `json:"machine"`
 	// DropCaches says whether the page cache was dropped before every
 	// timed run; DropCachesNote says why not when it was not.
-	DropCaches     bool     `json:"drop_caches"`
-	DropCachesNote string   `json:"drop_caches_note,omitempty"`
-	Compress       string   `json:"compress"` // kura --compress level
-	Peers          []Peer   `json:"peers"`
-	Notes          []string `json:"notes"`
-	Runs           []Run    `json:"runs"`
+	DropCaches     bool   `json:"drop_caches"`
+	DropCachesNote string `json:"drop_caches_note,omitempty"`
+	Compress       string `json:"compress"` // kura --compress level
+	// Parts are the parts of the suite that ran (PartLocal …).
+	Parts []string `json:"parts"`
+	// DB is the dump the link test (seed 003) sent; FileSets are the
+	// seed 002 shapes. Both only when their part ran.
+	DB       *DBDump   `json:"db_dump,omitempty"`
+	FileSets []FileSet `json:"file_sets,omitempty"`
+	Peers    []Peer    `json:"peers"`
+	Notes    []string  `json:"notes"`
+	Runs     []Run     `json:"runs"`
+}
+
+// DBDump is the database dump of the link test.
+type DBDump struct {
+	Path  string `json:"path"`
+	Bytes int64  `json:"bytes"`
+	// Generated says the dump was written for the run (the db set's
+	// generator and seed at this size) rather than taken from the data
+	// folder's db set.
+	Generated bool   `json:"generated"`
+	Seed      uint64 `json:"seed"`
+}
+
+// FileSet is one shape of seed 002: Files files of FileBytes each.
+type FileSet struct {
+	Name      string `json:"name"`  // small, medium, huge
+	Label     string `json:"label"` // 20 KiB × 1,000
+	Files     int    `json:"files"`
+	FileBytes int64  `json:"file_bytes"`
+	Bytes     int64  `json:"bytes"`
 }
 
 // Data describes the data folder a run measured.
@@ -74,8 +100,31 @@ type Disk struct {
 // Tests of a run (the issue's letters).
 const (
 	TestTable51 = "5-1"    // (a) block × buffer
+	TestTable55 = "5-5"    // (b) block × buffer through an agent on loopback
+	TestDrives  = "drives" // (c) Tables 5-6…5-9: one drive vs two
+	TestLink    = "link"   // (d) seed 003: link speed × compression level
 	TestPhases  = "phases" // (e) backup, verify, restore
+	TestFiles   = "files"  // (f) seed 002: small, medium, huge files
 	TestPeers   = "peers"  // (g) tar, tar | zstd, restic
+)
+
+// Parts of a suite, as --parts names them.
+const (
+	PartLocal  = "local"  // Table 5-1, phases, peers
+	PartRemote = "remote" // Table 5-5
+	PartDrives = "drives" // Tables 5-6…5-9
+	PartLink   = "link"   // seed 003
+	PartFiles  = "files"  // seed 002
+)
+
+// Parts lists every part in the order a suite runs them.
+var Parts = []string{PartLocal, PartRemote, PartDrives, PartLink, PartFiles}
+
+// Variants of the drives test.
+const (
+	VariantOne     = "one"     // one job on one drive
+	VariantStreams = "streams" // one source split over two drives (--streams 2)
+	VariantAgents  = "agents"  // two agents at once, one job each, two drives
 )
 
 // Tools.
@@ -84,6 +133,7 @@ const (
 	ToolTar     = "tar"
 	ToolTarZstd = "tar+zstd"
 	ToolRestic  = "restic"
+	ToolCp      = "cp" // cp -a and rm -rf: seed 002's plain copy and delete
 )
 
 // Phases.
@@ -92,6 +142,7 @@ const (
 	PhaseVerify  = "verify"
 	PhaseRestore = "restore"
 	PhaseDelete  = "delete" // removing a restore target; never in a rate
+	PhaseCopy    = "copy"   // cp -a of the source to the same disk
 )
 
 // Run is one measured command with its exact configuration.
@@ -105,6 +156,29 @@ type Run struct {
 	Block   int      `json:"block_size,omitempty"`
 	Buffer  int      `json:"buffer_size,omitempty"`
 	Level   string   `json:"level,omitempty"` // compression level asked for
+	// Env is what the command's environment set beyond the runner's own
+	// (KURA_SERVER, and KURA_TOKEN redacted to where it was read from).
+	Env []string `json:"env,omitempty"`
+	// Commands are all the commands of a run made of several (the drives
+	// test's two agents: two submissions, then two watches side by side);
+	// Command is then the first.
+	Commands [][]string `json:"commands,omitempty"`
+	// Remote runs: the client (agent) that read the files, the library,
+	// the streams asked for, the drives-test variant, and the emulated link
+	// (Link names it; BWLimit is --bwlimit in bytes/s, 0 = unlimited).
+	Client  string `json:"client,omitempty"`
+	Library string `json:"library,omitempty"`
+	Streams int    `json:"streams,omitempty"`
+	Variant string `json:"variant,omitempty"`
+	Link    string `json:"link,omitempty"`
+	BWLimit int64  `json:"bwlimit_bytes_per_s,omitempty"`
+	// Jobs are the server's figures for each job of a run of several.
+	Jobs []JobFigures `json:"jobs,omitempty"`
+	// ServerCPUSeconds and AgentCPUSeconds are the CPU time (user + system)
+	// the server and the agents (all of them) spent during a remote run,
+	// from /proc; UserSeconds and SysSeconds are the CLI's own.
+	ServerCPUSeconds float64 `json:"server_cpu_seconds,omitempty"`
+	AgentCPUSeconds  float64 `json:"agent_cpu_seconds,omitempty"`
 	// Files and Bytes are the data set's regular files and bytes (what was
 	// backed up or restored); OutBytes what landed on the target (tape
 	// media, .tar, .tar.zst, restic repository), 0 when not measured.
@@ -134,6 +208,21 @@ type Run struct {
 	Durable     bool    `json:"durable"`    // the tool fsyncs what it wrote
 	ExitCode    int     `json:"exit_code"`
 	Error       string  `json:"error,omitempty"`
+}
+
+// JobFigures are one job's Job Monitor figures (kura --json).
+type JobFigures struct {
+	JobID       int64   `json:"job_id"`
+	SavesetID   int64   `json:"saveset_id,omitempty"`
+	Client      string  `json:"client,omitempty"`
+	Files       int64   `json:"files"`
+	SourceBytes int64   `json:"source_bytes"`
+	MediaBytes  int64   `json:"media_bytes"`
+	Seconds     float64 `json:"elapsed_seconds"`
+	AvgKBps     float64 `json:"avg_kbps"`
+	PeakKBps    float64 `json:"peak_kbps"`
+	Ratio       string  `json:"compression_ratio"`
+	Status      string  `json:"status,omitempty"`
 }
 
 // OK reports whether the run succeeded (exit 0, or 3: completed with

@@ -45,10 +45,40 @@ type RunOptions struct {
 	Peers    []string // peer tools: tar, restic
 	Compress string   // kura --compress (default auto)
 	Kura     string   // the kura binary (os.Executable())
+	// Parts of the suite to run (nil = all, see Parts).
+	Parts []string
+	// DBBytes is the size of the link test's dump (0 = the suite's: quick
+	// 32 MiB, seed 64 MiB); the data folder's db set is used when it is
+	// no larger, else a dump of this size is generated.
+	DBBytes int64
+	// FilesScale scales the files test's shapes (0 = the data's scale).
+	FilesScale float64
 	// NoDropCaches keeps the page cache (by default it is dropped before
 	// every timed run when running as root).
 	NoDropCaches bool
 	Log          io.Writer // progress lines
+}
+
+// ParseParts reads a comma-separated list of parts (local, remote, drives,
+// link, files).
+func ParseParts(s string) ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if !slices.Contains(Parts, p) {
+			return nil, fmt.Errorf("unknown part %q (want %s)", p, strings.Join(Parts, ", "))
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no parts given (want %s)", strings.Join(Parts, ", "))
+	}
+	return out, nil
 }
 
 // ParseSuite checks a suite name.
@@ -60,12 +90,12 @@ func ParseSuite(s string) error {
 }
 
 type runner struct {
-	o       RunOptions
-	res     *Results
-	sets    map[string]SetInfo
-	step    int
-	steps   int
-	cleanup []string
+	o        RunOptions
+	res      *Results
+	manifest *Manifest
+	sets     map[string]SetInfo
+	step     int
+	steps    int
 }
 
 // RunSuite measures the suite on the data folder and writes results.json and
@@ -84,6 +114,17 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 	}
 	if o.Compress == "" {
 		o.Compress = "auto"
+	}
+	if o.Parts == nil {
+		o.Parts = Parts
+	}
+	for _, p := range o.Parts {
+		if !slices.Contains(Parts, p) {
+			return nil, fmt.Errorf("unknown part %q (want %s)", p, strings.Join(Parts, ", "))
+		}
+	}
+	if o.DBBytes <= 0 {
+		o.DBBytes = dbBytes[o.Suite]
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -108,9 +149,9 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 	if err := os.MkdirAll(o.Scratch, 0o755); err != nil {
 		return nil, err
 	}
-	rn := &runner{o: o, sets: map[string]SetInfo{}}
+	rn := &runner{o: o, sets: map[string]SetInfo{}, manifest: man}
 	res := &Results{
-		Version: 1, Suite: o.Suite, Repeats: o.Repeats, Started: time.Now().UTC(), Compress: o.Compress,
+		Version: 1, Suite: o.Suite, Repeats: o.Repeats, Started: time.Now().UTC(), Compress: o.Compress, Parts: o.Parts,
 		Data:    Data{Dir: o.Data, Seed: man.Seed, Scale: man.Scale},
 		Machine: DescribeMachine(o.Data, o.Scratch),
 		Notes:   []string{},
@@ -128,35 +169,65 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 		res.Data.Sets = append(res.Data.Sets, si)
 		rn.sets[si.Name] = si
 	}
-	if len(res.Data.Sets) == 0 {
+	needSets := rn.part(PartLocal) || rn.part(PartRemote) || rn.part(PartDrives)
+	if len(res.Data.Sets) == 0 && needSets {
 		return nil, fmt.Errorf("no data sets to measure in %s", o.Data)
 	}
-	rn.findPeers(ctx)
+	if rn.part(PartLocal) {
+		rn.findPeers(ctx)
+	}
 	rn.checkDropCaches()
 
 	// Steps, for the progress lines.
-	perSet := len(Combos)*o.Repeats + 3*o.Repeats // backups; verify, restore, delete
-	for _, p := range res.Peers {
-		if p.Name == "tar" && !p.Missing {
-			perSet += 4 * o.Repeats // tar -cf, tar -xf, delete, tar | zstd
-		}
-		if p.Name == ToolRestic && !p.Missing {
-			perSet += 3 * o.Repeats // restic backup, restore, delete
+	perSet := 0
+	if rn.part(PartLocal) {
+		perSet = len(Combos)*o.Repeats + 3*o.Repeats // backups; verify, restore, delete
+		for _, p := range res.Peers {
+			if p.Name == "tar" && !p.Missing {
+				perSet += 4 * o.Repeats // tar -cf, tar -xf, delete, tar | zstd
+			}
+			if p.Name == ToolRestic && !p.Missing {
+				perSet += 3 * o.Repeats // restic backup, restore, delete
+			}
 		}
 	}
-	rn.steps = perSet * len(res.Data.Sets)
-
-	var runErr error
+	plans := map[string]remotePlan{}
 	for _, si := range res.Data.Sets {
-		if err := ctx.Err(); err != nil {
-			runErr = err
-			break
+		plans[si.Name] = rn.planRemote(si)
+		rn.steps += perSet + plans[si.Name].runsPerRepeat()*o.Repeats
+	}
+	if rn.part(PartLink) {
+		rn.steps += rn.linkRuns()
+	}
+	if rn.part(PartFiles) {
+		rn.steps += rn.filesRuns()
+	}
+	rn.logf("suite %s, %d run(s) per figure, parts %s: %d runs", o.Suite, o.Repeats, strings.Join(o.Parts, ", "), rn.steps)
+
+	if needSets {
+		for _, si := range res.Data.Sets {
+			if err := ctx.Err(); err != nil {
+				break
+			}
+			if rn.part(PartLocal) {
+				rn.measureSet(ctx, si)
+			}
+			rn.measureRemote(ctx, si, plans[si.Name])
+			if err := rn.write(false); err != nil {
+				return res, err
+			}
 		}
-		rn.measureSet(ctx, si)
+	}
+	if rn.part(PartLink) && ctx.Err() == nil {
+		rn.measureLink(ctx)
 		if err := rn.write(false); err != nil {
 			return res, err
 		}
 	}
+	if rn.part(PartFiles) && ctx.Err() == nil {
+		rn.measureFiles(ctx)
+	}
+	runErr := ctx.Err()
 	res.Finished = time.Now().UTC()
 	_ = os.Remove(o.Scratch) // only when empty: everything in it was cleaned up
 	if err := rn.write(true); err != nil {
@@ -188,11 +259,35 @@ func (rn *runner) write(final bool) error {
 	if !final {
 		return nil
 	}
+	if err := writeCharts(rn.o.Out, ReportCharts(rn.res)); err != nil {
+		return err
+	}
 	var md bytes.Buffer
 	if err := WriteReport(&md, rn.res); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(rn.o.Out, "report.md"), md.Bytes(), 0o644)
+}
+
+// Render writes report.md and the charts of dir/results.json again (after
+// the report's layout changed, or to redraw a copied run).
+func Render(dir string) (*Results, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return nil, err
+	}
+	var res Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("results.json: %w", err)
+	}
+	if err := writeCharts(dir, ReportCharts(&res)); err != nil {
+		return nil, err
+	}
+	var md bytes.Buffer
+	if err := WriteReport(&md, &res); err != nil {
+		return nil, err
+	}
+	return &res, os.WriteFile(filepath.Join(dir, "report.md"), md.Bytes(), 0o644)
 }
 
 func (rn *runner) logf(format string, a ...any) {
@@ -301,19 +396,6 @@ func (rn *runner) measureSet(ctx context.Context, si SetInfo) {
 	}
 }
 
-// kuraFigures are the fields of kura --json this package reads.
-type kuraFigures struct {
-	JobID       int64   `json:"job_id"`
-	SavesetID   int64   `json:"saveset_id"`
-	Files       int64   `json:"files"`
-	SourceBytes int64   `json:"source_bytes"`
-	MediaBytes  int64   `json:"media_bytes"`
-	AvgKBps     float64 `json:"avg_kbps"`
-	PeakKBps    float64 `json:"peak_kbps"`
-	Elapsed     float64 `json:"elapsed_seconds"`
-	Ratio       string  `json:"compression_ratio"`
-}
-
 func (rn *runner) kuraCycle(ctx context.Context, si SetInfo, src, home string, c Combo, rep int, phases bool) {
 	base := Run{Set: si.Name, Tool: ToolKura, Rep: rep, Block: c.Block, Buffer: c.Buffer, Files: int64(si.Files), Bytes: si.Bytes, Durable: true}
 	fail := func(r Run, err error) {
@@ -335,7 +417,7 @@ func (rn *runner) kuraCycle(ctx context.Context, si SetInfo, src, home string, c
 	b := withTest(base, TestTable51, PhaseBackup)
 	b.Level = rn.o.Compress
 	b.Command = []string{rn.o.Kura, "--home", home, "backup", "--vtl", benchLibrary, "--compress", rn.o.Compress, "--json", src}
-	b = rn.kura(ctx, b)
+	b = rn.kura(ctx, b, nil)
 	rn.add(b)
 	if !phases || !b.OK() {
 		return
@@ -343,13 +425,13 @@ func (rn *runner) kuraCycle(ctx context.Context, si SetInfo, src, home string, c
 	v := withTest(base, TestPhases, PhaseVerify)
 	v.Level, v.Durable = "data", false // reads only
 	v.Command = []string{rn.o.Kura, "--home", home, "verify", strconv.FormatInt(b.SavesetID, 10), "--level", "data", "--json"}
-	rn.add(rn.kura(ctx, v))
+	rn.add(rn.kura(ctx, v, nil))
 
 	target := filepath.Join(rn.o.Scratch, fmt.Sprintf("restore-kura-%s-r%d", si.Name, rep))
 	_ = os.RemoveAll(target)
 	r := withTest(base, TestPhases, PhaseRestore)
 	r.Command = []string{rn.o.Kura, "--home", home, "restore", strconv.FormatInt(b.SavesetID, 10), "--to", target, "--json"}
-	r = rn.kura(ctx, r)
+	r = rn.kura(ctx, r, nil)
 	r.Durable = false // kura restore does not fsync the files it writes
 	r.SyncSeconds = timeSync()
 	rn.add(r)
@@ -373,19 +455,20 @@ func createLibrary(home string, c Combo) error {
 	return err
 }
 
-// kura runs one kura command (cold cache first) and reads its --json figures.
-func (rn *runner) kura(ctx context.Context, r Run) Run {
+// kura runs one kura command (cold cache first) with extra environment
+// env and reads its --json figures.
+func (rn *runner) kura(ctx context.Context, r Run, env []string) Run {
 	r.ColdCache = rn.cold()
 	var out bytes.Buffer
-	p := rn.execute(ctx, r.Command, &out, nil)
+	p := rn.execute(ctx, r.Command, env, &out, nil)
 	p.apply(&r)
 	if r.ExitCode == 0 || r.ExitCode == 3 || r.ExitCode == 4 {
-		var f kuraFigures
+		var f JobFigures
 		if err := json.Unmarshal(out.Bytes(), &f); err != nil {
 			r.Error = fmt.Sprintf("reading kura --json: %v", err)
 		} else {
 			r.JobID, r.SavesetID = f.JobID, f.SavesetID
-			r.JobSeconds, r.AvgKBps, r.PeakKBps = f.Elapsed, f.AvgKBps, f.PeakKBps
+			r.JobSeconds, r.AvgKBps, r.PeakKBps = f.Seconds, f.AvgKBps, f.PeakKBps
 			if r.Phase == PhaseBackup {
 				r.OutBytes, r.Ratio = f.MediaBytes, f.Ratio
 			}
@@ -406,7 +489,7 @@ func (rn *runner) tarCycle(ctx context.Context, si SetInfo, rep int) {
 	c.Tool, c.Phase = ToolTar, PhaseBackup
 	c.Command = []string{"tar", "-cf", archive, "-C", rn.o.Data, si.Name}
 	c.ColdCache = rn.cold()
-	p := rn.execute(ctx, c.Command, nil, nil)
+	p := rn.execute(ctx, c.Command, nil, nil, nil)
 	p.apply(&c)
 	c.SyncSeconds = timeSync()
 	c.OutBytes = fileSize(archive)
@@ -424,7 +507,7 @@ func (rn *runner) tarCycle(ctx context.Context, si SetInfo, rep int) {
 		} else {
 			x.Command = []string{"tar", "-xf", archive, "-C", target}
 			x.ColdCache = rn.cold()
-			p := rn.execute(ctx, x.Command, nil, nil)
+			p := rn.execute(ctx, x.Command, nil, nil, nil)
 			p.apply(&x)
 			x.SyncSeconds = timeSync()
 			x.setRates()
@@ -458,11 +541,16 @@ func (rn *runner) tarCycle(ctx context.Context, si SetInfo, rep int) {
 // remove deletes a restore target and records the time it took (deletes
 // are slow on a disk mounted with discard; never part of a rate).
 func (rn *runner) remove(si SetInfo, tool string, rep int, target string) {
-	d := Run{Test: TestPhases, Set: si.Name, Tool: tool, Phase: PhaseDelete, Rep: rep, Files: int64(si.Files), Bytes: si.Bytes,
-		Command: []string{"rm", "-rf", target}}
+	d := Run{Test: TestPhases, Set: si.Name, Tool: tool, Rep: rep, Files: int64(si.Files), Bytes: si.Bytes}
 	if tool != ToolKura {
 		d.Test = TestPeers
 	}
+	rn.deleteRun(d, target)
+}
+
+// deleteRun times rm -rf of target as the delete phase of d's test.
+func (rn *runner) deleteRun(d Run, target string) {
+	d.Phase, d.Command = PhaseDelete, []string{"rm", "-rf", target}
 	start := time.Now()
 	if err := os.RemoveAll(target); err != nil {
 		d.Error, d.ExitCode = err.Error(), -1
@@ -478,7 +566,20 @@ func (rn *runner) add(r Run) {
 	rn.res.Runs = append(rn.res.Runs, r)
 	rn.step++
 	what := r.Tool + " " + r.Phase
-	if r.Block != 0 && r.Phase == PhaseBackup {
+	switch {
+	case r.Test == TestLink:
+		link := r.Link
+		if link == "" {
+			link = "unlimited"
+		}
+		what += fmt.Sprintf(" over %s, --compress %s", link, r.Level)
+	case r.Test == TestDrives:
+		what += ": " + strings.ReplaceAll(variantLabel(r.Variant), "`", "")
+	case r.Test == TestTable55 && r.Block != 0:
+		what += fmt.Sprintf(" through agent %s, %d KiB/%d KiB", r.Client, r.Block>>10, r.Buffer>>10)
+	case r.Test == TestFiles && r.Phase == PhaseBackup:
+		what += " (--compress none)"
+	case r.Block != 0 && r.Phase == PhaseBackup:
 		what += fmt.Sprintf(" %d KiB/%d KiB", r.Block>>10, r.Buffer>>10)
 	}
 	msg := fmt.Sprintf("%.2f s", r.Seconds)
@@ -488,7 +589,15 @@ func (rn *runner) add(r Run) {
 	if r.Ratio != "" {
 		msg += ", " + r.Ratio
 	}
-	if r.MaxRSSKiB > 0 {
+	if r.Test == TestLink && r.OutBytes > 0 {
+		msg += ", " + formatBytes(r.OutBytes) + " sent"
+	}
+	for _, j := range r.Jobs {
+		if len(r.Jobs) > 1 {
+			msg += fmt.Sprintf("; job %d (%s) %.2f s", j.JobID, j.Client, j.Seconds)
+		}
+	}
+	if r.MaxRSSKiB > 0 && r.Test != TestTable55 && r.Test != TestDrives && r.Test != TestLink {
 		msg += fmt.Sprintf(", max RSS %.1f MiB", float64(r.MaxRSSKiB)/1024)
 	}
 	if !r.OK() {
@@ -517,10 +626,29 @@ func (p proc) apply(r *Run) {
 	}
 }
 
-// execute runs argv, timing it from start to exit, and takes its rusage.
-func (rn *runner) execute(ctx context.Context, argv []string, stdout io.Writer, stdin io.Reader) proc {
+// env is the environment of a subprocess: the runner's own, without a
+// user's server login (KURA_SERVER, KURA_TOKEN, a `kura login` file: a
+// local run must never reach a server), plus extra.
+func (rn *runner) env(extra []string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "KURA_SERVER", "KURA_TOKEN", "KURA_LOGIN":
+		default:
+			out = append(out, kv)
+		}
+	}
+	out = append(out, "KURA_LOGIN="+filepath.Join(rn.o.Scratch, "no-login.json"))
+	return append(out, extra...)
+}
+
+// execute runs argv with extra environment env, timing it from start to
+// exit, and takes its rusage.
+func (rn *runner) execute(ctx context.Context, argv, env []string, stdout io.Writer, stdin io.Reader) proc {
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = rn.env(env)
 	cmd.Stdout, cmd.Stderr, cmd.Stdin = stdout, &stderr, stdin
 	start := time.Now()
 	err := cmd.Run()
@@ -556,6 +684,7 @@ func (rn *runner) pipeline(ctx context.Context, a, b []string) proc {
 	var ea, eb bytes.Buffer
 	ca := exec.CommandContext(ctx, a[0], a[1:]...)
 	cb := exec.CommandContext(ctx, b[0], b[1:]...)
+	ca.Env, cb.Env = rn.env(nil), rn.env(nil)
 	ca.Stderr, cb.Stderr = &ea, &eb
 	pr, pw, err := os.Pipe()
 	if err != nil {

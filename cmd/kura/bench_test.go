@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"image/png"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kura-backup/kura/internal/bench"
+)
+
+// Every part of `kura bench run` on tiny data, as a user runs it: local
+// backups and peers, a server and two agents started by the run for Table
+// 5-5 and the drives test, the link test over emulated links, and the
+// files test. Judged by what it wrote — every run succeeded, each test has
+// its runs with their configuration, the report has its sections, the
+// charts are valid SVG and PNG — never by how fast anything was.
+func TestBenchRunEveryPartOnTinyData(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server and agents")
+	}
+	k := newKura(t)
+	data := filepath.Join(k.dir, "data")
+	out := filepath.Join(k.dir, "report")
+	k.ok("bench", "gen", "--out", data, "--scale", "0.0002", "--sets", "test2")
+	r := k.ok("bench", "run", "--data", data, "--out", out, "--suite", "quick", "--peers", "tar",
+		"--db-size", "256KiB", "--files-scale", "0.0001", "--no-drop-caches")
+	if !strings.Contains(r.stderr, "starting a server and 2 agent(s) on loopback") || !strings.Contains(r.stderr, "link test: dump") {
+		t.Errorf("no progress lines for the remote parts:\n%s", r.stderr)
+	}
+
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res bench.Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, run := range res.Runs {
+		if !run.OK() {
+			t.Errorf("run failed: %+v", run)
+		}
+		count[run.Test]++
+		if len(run.Command) == 0 {
+			t.Errorf("run without its command: %+v", run)
+		}
+		switch run.Test {
+		case bench.TestTable55, bench.TestDrives, bench.TestLink:
+			if len(run.Env) != 2 || !strings.HasPrefix(run.Env[0], "KURA_SERVER=https://127.0.0.1:") || strings.Contains(strings.Join(run.Env, " "), "kura1-") {
+				t.Errorf("%s run: env %q, want KURA_SERVER and the token's file, not the token", run.Test, run.Env)
+			}
+		}
+	}
+	// test2 (200 files in one folder): 3 combinations, 3 drives
+	// variants; 3 links × 5 levels; 3 shapes × 5 runs.
+	for test, want := range map[string]int{bench.TestTable51: 3, bench.TestTable55: 3, bench.TestDrives: 3, bench.TestLink: 15, bench.TestFiles: 15} {
+		if count[test] != want {
+			t.Errorf("%d runs of test %s, want %d", count[test], test, want)
+		}
+	}
+	for _, run := range res.Runs {
+		switch {
+		case run.Test == bench.TestDrives && run.Variant == bench.VariantAgents:
+			if len(run.Jobs) != 2 || run.Jobs[0].Client == run.Jobs[1].Client || len(run.Commands) != 4 {
+				t.Errorf("two agents: jobs %+v, commands %q", run.Jobs, run.Commands)
+			}
+			var src int64
+			for _, j := range run.Jobs {
+				src += j.SourceBytes
+			}
+			if src != run.Bytes {
+				t.Errorf("two agents backed up %d bytes, the set has %d", src, run.Bytes)
+			}
+		case run.Test == bench.TestDrives && run.Variant == bench.VariantStreams:
+			if len(run.Jobs) != 2 || run.Streams != 2 || !strings.Contains(strings.Join(run.Command, " "), "--streams 2") {
+				t.Errorf("two streams: %+v", run)
+			}
+		case run.Test == bench.TestLink:
+			if (run.BWLimit != 0) != strings.Contains(strings.Join(run.Command, " "), "--bwlimit") {
+				t.Errorf("link %s: bwlimit %d, command %q", run.Link, run.BWLimit, run.Command)
+			}
+			if run.Level != "none" && run.OutBytes >= run.Bytes {
+				t.Errorf("link %s, level %s: %d bytes sent for a %d-byte SQL dump", run.Link, run.Level, run.OutBytes, run.Bytes)
+			}
+		}
+	}
+	if res.DB == nil || !res.DB.Generated || res.DB.Bytes != 256<<10 || len(res.FileSets) != 3 {
+		t.Errorf("configuration: db %+v, file sets %+v", res.DB, res.FileSets)
+	}
+
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Table 5-1", "## Table 5-5", "Remote ÷ local", "## Tables 5-6 … 5-9", "two agents at once, two drives — D2",
+		"## Seed 003", "**The links are emulated**", "`auto` against the best fixed level", "## Seed 002", "## Peers"} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	charts, _ := filepath.Glob(filepath.Join(out, "chart-*.svg"))
+	if len(charts) < 8 {
+		t.Errorf("%d charts: %v", len(charts), charts)
+	}
+	for _, svg := range charts {
+		if !bytes.Contains(md, []byte("("+filepath.Base(svg)+")")) {
+			t.Errorf("report.md does not show %s", filepath.Base(svg))
+		}
+		f, err := os.Open(svg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := xml.NewDecoder(f)
+		for {
+			if _, err := dec.Token(); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Errorf("%s: %v", svg, err)
+				break
+			}
+		}
+		f.Close()
+		p, err := os.Open(strings.TrimSuffix(svg, ".svg") + ".png")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := png.Decode(p); err != nil {
+			t.Errorf("%s: %v", p.Name(), err)
+		}
+		p.Close()
+	}
+	// bench report draws the same report and charts from results.json.
+	before, _ := os.ReadFile(filepath.Join(out, "chart-drives.png"))
+	for _, f := range append(charts, filepath.Join(out, "report.md"), filepath.Join(out, "chart-drives.png")) {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k.ok("bench", "report", out)
+	again, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil || !bytes.Equal(again, md) {
+		t.Errorf("bench report wrote a different report.md (%v)", err)
+	}
+	if after, err := os.ReadFile(filepath.Join(out, "chart-drives.png")); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("bench report drew a different chart-drives.png (%v)", err)
+	}
+	k.expect(exitFailure, "bench", "report", k.dir)
+
+	// Servers, agents, libraries and restores were all cleaned up.
+	if _, err := os.Stat(filepath.Join(out, "scratch")); !os.IsNotExist(err) {
+		left, _ := filepath.Glob(filepath.Join(out, "scratch", "*"))
+		t.Errorf("scratch folder left behind: %v", left)
+	}
+}
+
+func TestBenchRunUsageErrors(t *testing.T) {
+	k := newKura(t)
+	for _, args := range [][]string{
+		{"bench", "run", "--data", k.dir, "--out", k.dir, "--parts", "local,wan"},
+		{"bench", "run", "--data", k.dir, "--out", k.dir, "--db-size", "lots"},
+		{"bench", "run", "--data", k.dir, "--out", k.dir, "--files-scale", "-1"},
+	} {
+		k.expect(exitUsage, args...)
+	}
+}
