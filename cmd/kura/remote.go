@@ -140,7 +140,11 @@ func remoteVerbs(root *cobra.Command, g *globals) {
 // path, the flags set (global ones left out) and the arguments.
 func consoleArgs(cmd *cobra.Command, args []string) []string {
 	out := strings.Fields(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()))
-	cmd.LocalFlags().Visit(func(f *pflag.Flag) {
+	global := cmd.Root().PersistentFlags()
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if global.Lookup(f.Name) != nil {
+			return // --home, --client …: the console sets those itself
+		}
 		if sv, ok := f.Value.(pflag.SliceValue); ok {
 			for _, v := range sv.GetSlice() {
 				out = append(out, "--"+f.Name+"="+v)

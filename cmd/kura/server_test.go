@@ -171,6 +171,26 @@ func TestServerAgentsAndAdminCLI(t *testing.T) {
 	if r := admin.ok("jobs", "list"); !strings.Contains(r.stdout, "c1") {
 		t.Fatalf("jobs list through the server lacks the client:\n%s", r)
 	}
+	// Flags reach the server: --limit and --json.
+	var jobs []struct {
+		ID     int64  `json:"id"`
+		Client string `json:"client"`
+	}
+	admin.json(0, &jobs, "jobs", "list", "--limit", "1", "--json")
+	if len(jobs) != 1 || jobs[0].Client != "c1" {
+		t.Fatalf("jobs list --limit 1 --json through the server: %+v", jobs)
+	}
+	var sel []struct {
+		Name string `json:"name"`
+	}
+	admin.ok("selection", "create", "--client", "c1", "docs", src, "--exclude", "*.tmp", "--exclude", "*.bak")
+	admin.json(0, &sel, "selection", "list", "--client", "c1", "--json")
+	if len(sel) != 1 || sel[0].Name != "docs" {
+		t.Fatalf("selection list --client c1 --json: %+v", sel)
+	}
+	if r := admin.ok("selection", "show", "--client", "c1", "docs"); !strings.Contains(r.stdout, "*.bak") || !strings.Contains(r.stdout, "*.tmp") {
+		t.Fatalf("repeated --exclude through the server:\n%s", r)
+	}
 	if r := admin.ok("ls", itoa64(fig.SavesetID), strings.TrimPrefix(src, "/")); !strings.Contains(r.stdout, "notes.txt") {
 		t.Fatalf("ls through the server:\n%s", r)
 	}
