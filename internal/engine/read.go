@@ -381,7 +381,9 @@ func (b *producer) write(strm *stream.Writer, idxw *index.Writer, it *item, budg
 		var content io.Reader = bytes.NewReader(it.data)
 		if it.file != nil {
 			defer it.file.Close()
-			content = &countingReader{r: it.file}
+			// A large file counts as it is read, so the peak rate is
+			// a rate, not a file size.
+			content = &countingReader{r: it.file, add: b.hooks.Phase.Source.Add}
 		}
 		err := strm.WriteEntry(e, content)
 		if it.file != nil {
@@ -406,7 +408,9 @@ func (b *producer) write(strm *stream.Writer, idxw *index.Writer, it *item, budg
 			e.Flags |= index.FlagChanged
 			b.hooks.Warn(e.Path, "file changed as we read it")
 		}
-		b.hooks.Phase.Source.Add(e.Size)
+		if it.file == nil {
+			b.hooks.Phase.Source.Add(e.Size)
+		}
 	} else if !it.unchanged {
 		if err := strm.WriteEntry(e, nil); err != nil {
 			return err
@@ -431,6 +435,7 @@ func (b *producer) write(strm *stream.Writer, idxw *index.Writer, it *item, budg
 // ErrShrank), so one bad sector costs a warning, not the job.
 type countingReader struct {
 	r   io.Reader
+	add func(int64) // counts bytes read (nil: none)
 	n   int64
 	err error
 }
@@ -438,6 +443,9 @@ type countingReader struct {
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if c.add != nil && n > 0 {
+		c.add(int64(n))
+	}
 	if err != nil && err != io.EOF {
 		c.err = err
 		err = io.EOF
