@@ -12,7 +12,8 @@ type Location struct {
 
 // FrameSink receives whole frames, in order. A spanning sink may move to the
 // next tape between two frames, never inside one. It returns where the frame
-// was put.
+// was put. The frame's bytes belong to the caller again once WriteFrame
+// returns (the stream writer reuses them): a sink copies what it keeps.
 type FrameSink interface {
 	WriteFrame(frame []byte) (Location, error)
 }

@@ -117,9 +117,10 @@ type Writer struct {
 	auto *compress.Auto
 	tw   *tar.Writer
 
-	cur      []byte // frame being filled
-	curStart int64  // stream offset of cur[0]
-	pool     sync.Pool
+	cur      []byte    // frame being filled
+	curStart int64     // stream offset of cur[0]
+	pool     sync.Pool // raw frame buffers
+	outPool  sync.Pool // encoded frame buffers
 	scratch  []byte
 
 	order   chan *job
@@ -173,6 +174,17 @@ func NewWriter(sink FrameSink, opts Options) (*Writer, error) {
 	return w, nil
 }
 
+// outBuf returns an empty buffer for an encoded frame of n raw bytes; the
+// sink loop gives it back once the sink is done with it. Reusing them saves
+// the allocation and clearing of a frame-sized buffer per frame.
+func (w *Writer) outBuf(n int) []byte {
+	need := compress.RawFrameSize(n)
+	if b, ok := w.outPool.Get().([]byte); ok && cap(b) >= need {
+		return b[:0]
+	}
+	return make([]byte, 0, compress.RawFrameSize(max(n, w.o.FrameSize)))
+}
+
 func (w *Writer) encodeLoop() {
 	defer w.workers.Done()
 	for j := range w.work {
@@ -184,7 +196,7 @@ func (w *Writer) encodeLoop() {
 				lvl = w.auto.Level()
 			}
 		}
-		j.out, j.codec = w.enc.Encode(make([]byte, 0, compress.RawFrameSize(len(j.raw))), j.raw, lvl)
+		j.out, j.codec = w.enc.Encode(w.outBuf(len(j.raw)), j.raw, lvl)
 		j.encDur = time.Since(t0)
 		close(j.done)
 	}
@@ -208,6 +220,8 @@ func (w *Writer) sinkLoop() {
 		sinkDur := time.Since(t1)
 		n, c := len(j.raw), len(j.out)
 		w.pool.Put(j.raw[:0])
+		w.outPool.Put(j.out[:0])
+		j.out = nil
 		w.mu.Lock()
 		if err != nil {
 			w.err = fmt.Errorf("stream: writing frame %d: %w", len(w.frames), err)
