@@ -44,6 +44,18 @@ func (e *Env) RemoveLibrary(name string) error {
 	if len(live) > 0 {
 		return fmt.Errorf("library %s holds %d unexpired savesets (first: %d); expire or erase them first", name, len(live), live[0].ID)
 	}
+	// Copies of savesets on it count too: they may be the only copy online.
+	all, err := e.liveSavesets("", "")
+	if err != nil {
+		return err
+	}
+	for _, s := range all {
+		for _, c := range s.Copies {
+			if c.Library == name {
+				return fmt.Errorf("library %s holds copy %d of saveset %d; expire or erase it first", name, c.Copy, s.ID)
+			}
+		}
+	}
 	tapes, _ := lib.Tapes()
 	if err := lib.Remove(); err != nil {
 		return err
