@@ -40,6 +40,10 @@ Exits 4 and names every affected file when something is wrong.`,
 			default:
 				return usageErrorf("--level: unknown verify level %q (media, data or source)", o.Level)
 			}
+			if g.inServer && o.Level == engine.VerifySource {
+				// The server does not have the client's files.
+				return usageErrorf("--level source compares with the files on the client: restore the saveset there and compare, or verify --level data on the server")
+			}
 			return withEnv(g, func(env *engine.Env) error {
 				stop := startProgress(env, !asJSON)
 				ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
