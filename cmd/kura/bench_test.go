@@ -59,8 +59,8 @@ func TestBenchRunEveryPartOnTinyData(t *testing.T) {
 		}
 	}
 	// test2 (200 files in one folder): 3 combinations, 3 drives
-	// variants; 3 links × 5 levels; 3 shapes × 5 runs.
-	for test, want := range map[string]int{bench.TestTable51: 3, bench.TestTable55: 3, bench.TestDrives: 3, bench.TestLink: 15, bench.TestFiles: 15} {
+	// variants; 3 links × 5 levels; 3 shapes × 6 runs.
+	for test, want := range map[string]int{bench.TestTable51: 3, bench.TestTable55: 3, bench.TestDrives: 3, bench.TestLink: 15, bench.TestFiles: 18} {
 		if count[test] != want {
 			t.Errorf("%d runs of test %s, want %d", count[test], test, want)
 		}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/units"
 )
 
@@ -57,8 +58,8 @@ func sizeLabel(n int64) string {
 }
 
 // filesPerRepeat is the runs of one shape and repeat: Kura backup, restore,
-// delete; cp -a, rm -rf.
-const filesPerRepeat = 5
+// delete, expire; cp -a, rm -rf.
+const filesPerRepeat = 6
 
 func (rn *runner) filesRuns() int { return len(rn.fileSets()) * filesPerRepeat * rn.o.Repeats }
 
@@ -125,8 +126,8 @@ func (rn *runner) measureFiles(ctx context.Context) {
 }
 
 // filesKura backs a shape up into a fresh library (read), restores it
-// (write) and deletes the restored files (Kura's expiry of savesets comes
-// with retention; until then deleting is deleting the files).
+// (write), deletes the restored files, and expires the saveset (its tape
+// erased through Kura).
 func (rn *runner) filesKura(ctx context.Context, base Run, src string) {
 	home := filepath.Join(rn.o.Scratch, fmt.Sprintf("home-files-%s-r%d", base.Set, base.Rep))
 	target := filepath.Join(rn.o.Scratch, fmt.Sprintf("restore-files-%s-r%d", base.Set, base.Rep))
@@ -160,6 +161,44 @@ func (rn *runner) filesKura(ctx context.Context, base Run, src string) {
 	x.SyncSeconds = timeSync()
 	rn.add(x)
 	rn.deleteRun(base, target)
+	rn.expireRun(ctx, base, home, b.SavesetID)
+}
+
+// expireRun deletes the saveset through Kura: `kura tape erase --force`
+// expires it and erases its tape (what a prune does when retention lets go
+// of a tape's last saveset).
+func (rn *runner) expireRun(ctx context.Context, base Run, home string, id int64) {
+	e := withTest(base, TestFiles, PhaseExpire)
+	bc, err := savesetTape(home, id)
+	if err != nil {
+		e.Error, e.ExitCode = err.Error(), -1
+		rn.add(e)
+		return
+	}
+	e.Command = []string{rn.o.Kura, "--home", home, "tape", "erase", "--force", bc}
+	p := rn.execute(ctx, e.Command, nil, nil, nil)
+	p.apply(&e)
+	if e.Seconds > 0 {
+		e.FilesPerSec = float64(e.Files) / e.Seconds
+	}
+	rn.add(e)
+}
+
+// savesetTape is the tape holding a saveset's first part.
+func savesetTape(home string, id int64) (string, error) {
+	env, err := engine.Open(home)
+	if err != nil {
+		return "", err
+	}
+	defer env.Close()
+	ss, err := env.Catalog.Saveset(id)
+	if err != nil {
+		return "", err
+	}
+	if len(ss.Parts) == 0 {
+		return "", fmt.Errorf("saveset %d has no tape", id)
+	}
+	return ss.Parts[0].Barcode, nil
 }
 
 // filesCopy copies a shape with cp -a on the same disk and deletes the

@@ -255,15 +255,15 @@ func writeFiles(p func(string, ...any), res *Results) {
 	p("## Seed 002 — small, medium and huge files: Kura against a plain copy")
 	p("")
 	p("Incompressible files written for the run on the scratch disk. **Read**: `kura backup --compress none` into a fresh library (Kura reads the files; *fsync*). " +
-		"**Write**: `kura restore` of that saveset into an empty folder (no fsync). **Delete**: `rm -rf` of the restored files — Kura's expiry of savesets comes with retention (issue 6); until then deleting through Kura is deleting the files. " +
+		"**Write**: `kura restore` of that saveset into an empty folder (no fsync). **Delete**: `rm -rf` of the restored files; **expire**: `kura tape erase --force` of the saveset's tape (the saveset expires and its tape is erased, as a prune does when retention lets go of a tape). " +
 		"Against a plain `cp -a` of the same files on the same disk (reads and writes them; no fsync) and `rm -rf` of the copy. A `sync` after every run that does not fsync is timed separately (*sync*) and not in its time.")
 	p("")
 	p("Shapes: seed 002's 20 KB × 100, 100 MB × 100 and 4 GB × 1, scaled; the small files' count is at least 100 and 10,000 × the scale, as the seed's 2 MB are too little to time a process on.")
 	p("")
 	p("Ratios are Kura's rate ÷ the plain one's (above 1: Kura is faster); *+ sync* counts the `sync` after a run that does not fsync in its time, so that both sides have their data on disk.")
 	p("")
-	p("| shape | size | Kura read (backup) | Kura write (restore) | Kura delete | `cp -a` | `rm -rf` copy | read ÷ cp | read ÷ (cp + sync) | write ÷ cp | write ÷ cp, both + sync | delete ÷ rm |")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	p("| shape | size | Kura read (backup) | Kura write (restore) | Kura delete | Kura expire | `cp -a` | `rm -rf` copy | read ÷ cp | read ÷ (cp + sync) | write ÷ cp | write ÷ cp, both + sync | delete ÷ rm | expire ÷ rm |")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	rate := func(r Run) string {
 		s := fmt.Sprintf("%s · %.1f MiB/s", duration(r.Seconds), r.MiBps)
 		if r.Files >= 100 {
@@ -291,11 +291,12 @@ func writeFiles(p func(string, ...any), res *Results) {
 		kb := get(ToolKura, PhaseBackup, rate)
 		kr := get(ToolKura, PhaseRestore, rate)
 		kd := get(ToolKura, PhaseDelete, del)
+		ke := get(ToolKura, PhaseExpire, del)
 		cp := get(ToolCp, PhaseCopy, rate)
 		cd := get(ToolCp, PhaseDelete, del)
-		p("| %s | %s | %s | %s | %s | %s | %s | %s |", fs.Label, formatBytes(fs.Bytes), strings.Join(cells, " | "),
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |", fs.Label, formatBytes(fs.Bytes), strings.Join(cells, " | "),
 			ratio(kb.MiBps, cp.MiBps), ratio(synced(kb), synced(cp)), ratio(kr.MiBps, cp.MiBps), ratio(synced(kr), synced(cp)),
-			ratio(kd.FilesPerSec, cd.FilesPerSec))
+			ratio(kd.FilesPerSec, cd.FilesPerSec), ratio(ke.FilesPerSec, cd.FilesPerSec))
 	}
 	p("")
 }

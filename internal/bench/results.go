@@ -142,6 +142,7 @@ const (
 	PhaseVerify  = "verify"
 	PhaseRestore = "restore"
 	PhaseDelete  = "delete" // removing a restore target; never in a rate
+	PhaseExpire  = "expire" // expiring a saveset and erasing its tape through Kura
 	PhaseCopy    = "copy"   // cp -a of the source to the same disk
 )
 
