@@ -79,33 +79,9 @@ func (e *Env) ChooseSaveset(opts RestoreOptions) (*catalog.Saveset, error) {
 // Restore restores a saveset's moment: the saveset and, for incrementals
 // and differentials, the earlier savesets its unchanged files live in.
 func (e *Env) Restore(ctx context.Context, opts RestoreOptions) (*Result, error) {
-	switch opts.Overwrite {
-	case "":
-		opts.Overwrite = OverwriteAlways
-	case OverwriteNever, OverwriteOlder, OverwriteAlways:
-	default:
-		return nil, fmt.Errorf("unknown --overwrite %q (never, older or always)", opts.Overwrite)
-	}
-	ss, err := e.ChooseSaveset(opts)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := e.checkChain(ss, opts.Includes, true)
-	if err != nil {
-		return nil, err
-	}
-	job := &catalog.Job{Kind: "restore", State: "running", Client: e.Client, Selection: ss.Selection,
-		SavesetID: ss.ID, Level: ss.Level, Started: e.now()}
-	for _, n := range plan.notes {
-		e.logf(job, "%s", n)
-	}
-	lock, err := e.startJob(job)
-	if err != nil {
-		return nil, err
-	}
-	defer lock.release()
-	out, runErr := e.RestoreFiles(ctx, EnvStore{Env: e}, plan.ss, opts, job.ID, plan.total)
-	return e.FinishRestore(job, plan.ss, opts, out, runErr)
+	return e.RestoreWith(ctx, nil, opts, func(ss *catalog.Saveset, jobID, total int64) (*RestoreOutcome, error) {
+		return e.RestoreFiles(ctx, EnvStore{Env: e}, ss, opts, jobID, total)
+	})
 }
 
 // RestoreOutcome is what the restoring side reports: figures, warnings and
@@ -917,43 +893,42 @@ func offlineError(barcodes []string) error {
 		strings.Join(barcodes, ", "))
 }
 
-// RestoreWith runs a restore whose files are written elsewhere (by an
-// agent): it chooses the saveset, checks that its chain is readable,
-// records the job (job is a queued record, or nil), calls run with the
-// saveset and the expected bytes, and records run's outcome.
+// RestoreWith runs a restore: it chooses the saveset, checks that its
+// chain is readable (reading a copy where a saveset's own tapes are
+// offline), records the job (job is a queued record, or nil for a new
+// one), calls run with the saveset record to read, the job's ID and the
+// expected bytes, and records run's outcome. A local restore runs
+// RestoreFiles; the server's run has an agent write the files.
 func (e *Env) RestoreWith(ctx context.Context, job *catalog.Job, opts RestoreOptions,
-	run func(ss *catalog.Saveset, total int64) (*RestoreOutcome, error)) (*Result, error) {
+	run func(ss *catalog.Saveset, jobID, total int64) (*RestoreOutcome, error)) (*Result, error) {
 	switch opts.Overwrite {
 	case "":
 		opts.Overwrite = OverwriteAlways
 	case OverwriteNever, OverwriteOlder, OverwriteAlways:
 	default:
-		return nil, fmt.Errorf("unknown overwrite policy %q (never, older or always)", opts.Overwrite)
+		return nil, fmt.Errorf("unknown --overwrite %q (never, older or always)", opts.Overwrite)
 	}
 	ss, err := e.ChooseSaveset(opts)
 	if err != nil {
 		return nil, err
 	}
-	// The server serves the agent each saveset through EnvStore, which
-	// reads a copy when the saveset's own tapes are offline.
 	plan, err := e.checkChain(ss, opts.Includes, true)
 	if err != nil {
 		return nil, err
 	}
-	total := plan.total
 	if job == nil {
 		job = &catalog.Job{}
 	}
 	job.Kind, job.State, job.Client, job.Selection = "restore", "running", e.Client, ss.Selection
 	job.SavesetID, job.Level, job.Started, job.Reason = ss.ID, ss.Level, e.now(), ""
+	for _, n := range plan.notes {
+		e.logf(job, "%s", n)
+	}
 	lock, err := e.startJob(job)
 	if err != nil {
 		return nil, err
 	}
 	defer lock.release()
-	for _, n := range plan.notes {
-		e.logf(job, "%s", n)
-	}
-	out, runErr := run(ss, total)
-	return e.FinishRestore(job, ss, opts, out, runErr)
+	out, runErr := run(plan.ss, job.ID, plan.total)
+	return e.FinishRestore(job, plan.ss, opts, out, runErr)
 }

@@ -443,7 +443,7 @@ func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob)
 	opts := engine.RestoreOptions{SavesetID: req.Saveset, Latest: req.Latest, Selection: req.Selection, At: req.At,
 		To: req.To, Includes: req.Includes, Overwrite: req.Overwrite, Sync: req.Sync}
 	env := s.jobEnv(req.Client)
-	_, err := env.RestoreWith(ctx, j, opts, func(ss *catalog.Saveset, total int64) (*engine.RestoreOutcome, error) {
+	_, err := env.RestoreWith(ctx, j, opts, func(ss *catalog.Saveset, _, total int64) (*engine.RestoreOutcome, error) {
 		allowed := map[int64]bool{}
 		for cur := ss; cur != nil; {
 			allowed[cur.ID] = true
