@@ -23,7 +23,6 @@ import (
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/span"
 	"github.com/kura-backup/kura/internal/stream"
-	"github.com/kura-backup/kura/internal/tape"
 	"github.com/kura-backup/kura/internal/units"
 	"github.com/kura-backup/kura/internal/walk"
 )
@@ -279,39 +278,6 @@ func (b *backupRun) run() error {
 		return err
 	}
 	defer drv.Release()
-	allow, err := e.poolFilter(b.opts.Pool)
-	if err != nil {
-		return err
-	}
-	first, barcode, err := drv.LoadWritableIf(allow)
-	if err != nil {
-		return err
-	}
-	if err := e.claimTape(barcode, b.opts.Pool); err != nil {
-		return err
-	}
-	cur := tape.Device(first)
-	curBarcode := barcode
-	b.tapes = append(b.tapes, barcode)
-	e.logf(b.job, "library %s, drive %d: tape %s (block %s)", b.lib.Config().Name, drv.Number(), barcode,
-		units.FormatKiB(int64(first.Label().BlockSize)))
-	next := func(exclude []string) (tape.Device, string, error) {
-		if err := b.lib.MarkFull(curBarcode); err != nil {
-			return nil, "", err
-		}
-		t, bc, err := drv.LoadWritableIf(allow, append(exclude, b.tapes...)...)
-		if err != nil {
-			return nil, "", err
-		}
-		if err := e.claimTape(bc, b.opts.Pool); err != nil {
-			return nil, "", err
-		}
-		e.logf(b.job, "tape %s reached its early-warning point: continuing on tape %s", curBarcode, bc)
-		cur, curBarcode = t, bc
-		b.tapes = append(b.tapes, bc)
-		return t, bc, nil
-	}
-
 	host := b.opts.Host
 	if host == "" {
 		host, _ = os.Hostname()
@@ -322,15 +288,12 @@ func (b *backupRun) run() error {
 	label := stream.Label{Format: "kura-saveset", Version: 1, SavesetID: uint64(b.ss.ID), JobID: uint64(b.job.ID),
 		Client: e.Client, Host: host, Selection: b.ss.Selection, Paths: b.paths, Level: b.ss.Level,
 		Base: uint64(b.ss.BaseID), Created: b.ss.Created, Codec: b.opts.Compress.String(), FrameSize: b.opts.FrameSize, Label: b.opts.Label}
-	prev := ""
-	header := func(part int) []byte {
-		l := label
-		l.Part = part
-		l.PrevBarcode = prev
-		prev = curBarcode
-		return stream.LabelFrame(l)
+	tw, err := e.newTapeWriter(b.job, b.lib, drv, b.opts.Pool, label, fmt.Sprintf("saveset %d data", b.ss.ID))
+	if err != nil {
+		return err
 	}
-	sw := span.NewWriter(cur, curBarcode, next, header, fmt.Sprintf("saveset %d data", b.ss.ID))
+	defer func() { b.tapes = tw.tapes }()
+	sw := tw.sw
 	swDone := false
 	defer func() {
 		if !swDone {
@@ -399,33 +362,10 @@ func (b *backupRun) run() error {
 
 	// The index tape file follows the data, on the tape in the drive (or the
 	// next one if it does not fit before early warning).
-	dev := cur
-	if l := dev.Label(); l.EarlyWarning-dev.Used() < size {
-		if dev, _, err = next(nil); err != nil {
-			return err
-		}
-	}
-	fw, err := dev.Append(fmt.Sprintf("saveset %d index", b.ss.ID))
-	if err != nil {
+	if b.ss.IndexPart, err = tw.appendIndex(idxTmp, size, fmt.Sprintf("saveset %d index", b.ss.ID), b.ss.Parts); err != nil {
 		return err
 	}
-	if _, err := idxTmp.Seek(0, io.SeekStart); err != nil {
-		fw.Abort()
-		return err
-	}
-	if _, err := io.Copy(fw, idxTmp); err != nil {
-		fw.Abort()
-		return fmt.Errorf("writing the index tape file: %w", err)
-	}
-	info, err := fw.Finish()
-	if err != nil {
-		return fmt.Errorf("writing the index tape file: %w", err)
-	}
-	b.ss.IndexPart = catalog.Part{Barcode: curBarcode, File: info.Number, Bytes: info.Bytes}
-	for _, p := range b.ss.Parts {
-		e.logf(b.job, "data: tape %s, tape file %d, %s", p.Barcode, p.File, units.FormatSize(p.Bytes))
-	}
-	e.logf(b.job, "index: tape %s, tape file %d, %d entries, %s (%.1f bytes per entry)", curBarcode, info.Number,
+	e.logf(b.job, "index: tape %s, tape file %d, %d entries, %s (%.1f bytes per entry)", b.ss.IndexPart.Barcode, b.ss.IndexPart.File,
 		b.ss.IndexEntries, units.FormatSize(size), float64(size)/float64(max(b.ss.IndexEntries, 1)))
 	if err := idxTmp.Close(); err != nil {
 		return err

@@ -51,7 +51,6 @@ import (
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/span"
 	"github.com/kura-backup/kura/internal/stream"
-	"github.com/kura-backup/kura/internal/tape"
 	"github.com/kura-backup/kura/internal/units"
 )
 
@@ -294,37 +293,15 @@ func (c *copyRun) run() error {
 		return err
 	}
 	defer drv.Release()
-	first, barcode, err := drv.LoadWritable()
+	// As in a backup: a part ends at a tape's early-warning point, the
+	// tape is marked full and the next writable one is loaded. A copy
+	// writes to the library's scratch pool.
+	tw, err := e.newTapeWriter(c.job, c.lib, drv, catalog.ScratchPool, label, fmt.Sprintf("saveset %d copy data", ss.ID))
 	if err != nil {
 		return err
 	}
-	// As in a backup: a part ends at a tape's early-warning point, the
-	// tape is marked full and the next writable one is loaded.
-	cur, curBarcode := tape.Device(first), barcode
-	c.tapes = append(c.tapes, barcode)
-	e.logf(c.job, "library %s, drive %d: tape %s (block %s)", c.lib.Config().Name, drv.Number(), barcode,
-		units.FormatKiB(int64(first.Label().BlockSize)))
-	next := func(exclude []string) (tape.Device, string, error) {
-		if err := c.lib.MarkFull(curBarcode); err != nil {
-			return nil, "", err
-		}
-		t, bc, err := drv.LoadWritable(append(exclude, c.tapes...)...)
-		if err != nil {
-			return nil, "", err
-		}
-		e.logf(c.job, "tape %s reached its early-warning point: continuing on tape %s", curBarcode, bc)
-		cur, curBarcode = t, bc
-		c.tapes = append(c.tapes, bc)
-		return t, bc, nil
-	}
-	prev := ""
-	header := func(part int) []byte {
-		l := label
-		l.Part, l.PrevBarcode = part, prev
-		prev = curBarcode
-		return stream.LabelFrame(l)
-	}
-	sw := span.NewWriter(cur, curBarcode, next, header, fmt.Sprintf("saveset %d copy data", ss.ID))
+	defer func() { c.tapes = tw.tapes }()
+	sw := tw.sw
 	swDone := false
 	defer func() {
 		if !swDone {
@@ -366,33 +343,10 @@ func (c *copyRun) run() error {
 		return err
 	}
 
-	dev := cur
-	if l := dev.Label(); l.EarlyWarning-dev.Used() < size {
-		if dev, _, err = next(nil); err != nil {
-			return err
-		}
-	}
-	fw, err := dev.Append(fmt.Sprintf("saveset %d copy index", ss.ID))
-	if err != nil {
+	if c.copy.IndexPart, err = tw.appendIndex(idxTmp, size, fmt.Sprintf("saveset %d copy index", ss.ID), c.copy.Parts); err != nil {
 		return err
 	}
-	if _, err := idxTmp.Seek(0, io.SeekStart); err != nil {
-		fw.Abort()
-		return err
-	}
-	if _, err := io.Copy(fw, idxTmp); err != nil {
-		fw.Abort()
-		return fmt.Errorf("writing the index tape file of the copy: %w", err)
-	}
-	info, err := fw.Finish()
-	if err != nil {
-		return fmt.Errorf("writing the index tape file of the copy: %w", err)
-	}
-	c.copy.IndexPart = catalog.Part{Barcode: curBarcode, File: info.Number, Bytes: info.Bytes}
-	for _, p := range c.copy.Parts {
-		e.logf(c.job, "data: tape %s, tape file %d, %s", p.Barcode, p.File, units.FormatSize(p.Bytes))
-	}
-	e.logf(c.job, "index: tape %s, tape file %d, %s", curBarcode, info.Number, units.FormatSize(size))
+	e.logf(c.job, "index: tape %s, tape file %d, %s", c.copy.IndexPart.Barcode, c.copy.IndexPart.File, units.FormatSize(size))
 	if err := idxTmp.Close(); err != nil {
 		return err
 	}

@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/library"
+	"github.com/kura-backup/kura/internal/span"
+	"github.com/kura-backup/kura/internal/stream"
+	"github.com/kura-backup/kura/internal/tape"
+	"github.com/kura-backup/kura/internal/units"
+)
+
+// tapeWriter puts one saveset's tape files on the tapes of a drive, as a
+// backup and a copy both do: the data through a span writer (a label frame
+// at the head of every part; at a tape's early-warning point the tape is
+// marked full and the next writable tape of the pool is loaded), then the
+// index tape file after the data.
+type tapeWriter struct {
+	e       *Env
+	job     *catalog.Job
+	lib     *library.Library
+	drv     *library.Drive
+	allow   library.TapeFilter
+	pool    string
+	cur     tape.Device
+	barcode string
+	tapes   []string // every tape written, in order
+	sw      *span.Writer
+}
+
+// newTapeWriter loads the first writable tape of pool into drv and opens the
+// span writer; label is the saveset's label (Part and PrevBarcode are set
+// per part), tag names the data tape files.
+func (e *Env) newTapeWriter(job *catalog.Job, lib *library.Library, drv *library.Drive, pool string, label stream.Label, tag string) (*tapeWriter, error) {
+	allow, err := e.poolFilter(pool)
+	if err != nil {
+		return nil, err
+	}
+	first, barcode, err := drv.LoadWritableIf(allow)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.claimTape(barcode, pool); err != nil {
+		return nil, err
+	}
+	w := &tapeWriter{e: e, job: job, lib: lib, drv: drv, allow: allow, pool: pool, cur: first, barcode: barcode, tapes: []string{barcode}}
+	e.logf(job, "library %s, drive %d: tape %s (block %s)", lib.Config().Name, drv.Number(), barcode,
+		units.FormatKiB(int64(first.Label().BlockSize)))
+	prev := ""
+	header := func(part int) []byte {
+		l := label
+		l.Part, l.PrevBarcode = part, prev
+		prev = w.barcode
+		return stream.LabelFrame(l)
+	}
+	w.sw = span.NewWriter(first, barcode, w.next, header, tag)
+	return w, nil
+}
+
+// next marks the current tape full and loads the next writable one.
+func (w *tapeWriter) next(exclude []string) (tape.Device, string, error) {
+	if err := w.lib.MarkFull(w.barcode); err != nil {
+		return nil, "", err
+	}
+	t, bc, err := w.drv.LoadWritableIf(w.allow, append(exclude, w.tapes...)...)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := w.e.claimTape(bc, w.pool); err != nil {
+		return nil, "", err
+	}
+	w.e.logf(w.job, "tape %s reached its early-warning point: continuing on tape %s", w.barcode, bc)
+	w.cur, w.barcode = t, bc
+	w.tapes = append(w.tapes, bc)
+	return t, bc, nil
+}
+
+// appendIndex writes size bytes of idx (from its start) as the index tape
+// file, on the tape in the drive or the next one if it does not fit
+// before early warning, and logs where the data and the index went.
+func (w *tapeWriter) appendIndex(idx *os.File, size int64, tag string, parts []catalog.Part) (catalog.Part, error) {
+	dev := w.cur
+	if l := dev.Label(); l.EarlyWarning-dev.Used() < size {
+		var err error
+		if dev, _, err = w.next(nil); err != nil {
+			return catalog.Part{}, err
+		}
+	}
+	fw, err := dev.Append(tag)
+	if err != nil {
+		return catalog.Part{}, err
+	}
+	if _, err := idx.Seek(0, io.SeekStart); err != nil {
+		fw.Abort()
+		return catalog.Part{}, err
+	}
+	if _, err := io.Copy(fw, idx); err != nil {
+		fw.Abort()
+		return catalog.Part{}, fmt.Errorf("writing the %s: %w", tag, err)
+	}
+	info, err := fw.Finish()
+	if err != nil {
+		return catalog.Part{}, fmt.Errorf("writing the %s: %w", tag, err)
+	}
+	for _, p := range parts {
+		w.e.logf(w.job, "data: tape %s, tape file %d, %s", p.Barcode, p.File, units.FormatSize(p.Bytes))
+	}
+	return catalog.Part{Barcode: w.barcode, File: info.Number, Bytes: info.Bytes}, nil
+}
