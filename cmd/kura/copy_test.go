@@ -64,4 +64,12 @@ func TestCopyToAnotherLibrary(t *testing.T) {
 	out := filepath.Join(k.dir, "out")
 	k.ok("restore", id, "--to", out)
 	sameTree(t, want, readTree(t, restoredAt(out, src)))
+	// The copy verifies on its own, and browsing reads its index.
+	if r := k.ok("verify", id, "--copy", "1"); !strings.Contains(r.stdout, "no problems") {
+		t.Fatalf("verify --copy 1:\n%s", r)
+	}
+	if names := k.lsNames(sets[0].ID, strings.TrimPrefix(src, "/")); len(names) == 0 {
+		t.Fatal("ls of a saveset whose own tape is exported lists nothing")
+	}
+	k.expect(exitFailure, "verify", id, "--copy", "7")
 }

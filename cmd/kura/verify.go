@@ -18,6 +18,7 @@ func newVerifyCmd(g *globals) *cobra.Command {
 	var (
 		o      engine.VerifyOptions
 		asJSON bool
+		copyN  int
 	)
 	cmd := &cobra.Command{
 		Use:   "verify SAVESET",
@@ -48,7 +49,13 @@ Exits 4 and names every affected file when something is wrong.`,
 				stop := startProgress(env, !asJSON)
 				ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 				defer cancel()
-				res, err := env.Verify(ctx, id, o)
+				var res *engine.VerifyResult
+				var err error
+				if copyN > 0 {
+					res, err = env.VerifyCopy(ctx, id, copyN, o)
+				} else {
+					res, err = env.Verify(ctx, id, o)
+				}
 				stop()
 				if res != nil {
 					out := cmd.OutOrStdout()
@@ -76,6 +83,7 @@ Exits 4 and names every affected file when something is wrong.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.Level, "level", "data", "media, data or source")
+	cmd.Flags().IntVar(&copyN, "copy", 0, "verify this copy of the saveset (kura copy) instead of its own tapes")
 	cmd.Flags().Float64Var(&o.Sample, "sample", 0, "check only this percent of the files (data and source levels)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd

@@ -14,7 +14,7 @@ import (
 // top). Unchanged files of incrementals are listed like the others: a
 // saveset's index describes the whole tree at its moment.
 func (e *Env) List(id int64, dir string) ([]index.Entry, error) {
-	ss, err := e.Catalog.Saveset(id)
+	ss, err := EnvStore{Env: e}.Saveset(id) // a copy when its own tapes are offline
 	if err != nil {
 		return nil, fmt.Errorf("saveset %d: %w", id, err)
 	}
@@ -60,6 +60,9 @@ func (e *Env) Find(pattern string, each func(Match) error) error {
 	glob := strings.ContainsAny(pattern, "*?[")
 	pat := strings.Trim(pattern, "/")
 	for _, ss := range sets {
+		if c, _, err := e.readable(ss, true); err == nil && c != nil {
+			ss = c // a copy when its own tapes are offline
+		}
 		r, err := e.openIndex(ss)
 		if err != nil {
 			return err
