@@ -23,6 +23,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 		asJSON   bool
 		detach   bool
 		toClient string
+		bwlimit  string
 	)
 	cmd := &cobra.Command{
 		Use:   "restore [SAVESET]",
@@ -77,7 +78,13 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 				if o.To != "" {
 					o.To = filepath.Clean(o.To)
 				}
-				req := api.JobRequest{Kind: api.KindRestore, Client: g.client, Saveset: o.SavesetID, Latest: o.Latest,
+				var bw int64
+				if bwlimit != "" {
+					if bw, err = parseRate(bwlimit); err != nil {
+						return err
+					}
+				}
+				req := api.JobRequest{Kind: api.KindRestore, Client: g.client, BWLimit: bw, Saveset: o.SavesetID, Latest: o.Latest,
 					Selection: o.Selection, At: o.At, To: o.To, ToClient: toClient, Includes: o.Includes,
 					Overwrite: o.Overwrite, Sync: o.Sync}
 				return submitAndFollow(cmd, srv, req, detach, asJSON)
@@ -85,8 +92,8 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 			switch {
 			case g.client != "" || toClient != "":
 				return usageErrorf("--client and --to-client need a server: %v", errNoServer)
-			case detach:
-				return usageErrorf("--detach needs a server: %v", errNoServer)
+			case detach, bwlimit != "":
+				return usageErrorf("--detach and --bwlimit need a server: %v", errNoServer)
 			}
 			return withEnv(g, func(env *engine.Env) error {
 				stop := startProgress(env, !asJSON)
@@ -112,6 +119,7 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 	f.BoolVar(&asJSON, "json", false, "print the figures as JSON")
 	f.BoolVar(&detach, "detach", false, "with a server: queue the job, print its ID and return")
 	f.StringVar(&toClient, "to-client", "", "with a server: restore onto this client's machine instead of --client's")
+	f.StringVar(&bwlimit, "bwlimit", "", "with a server: cap the rate the agent reads the saveset at (100Mbit, 12.5MB/s)")
 	return cmd
 }
 

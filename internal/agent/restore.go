@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
@@ -26,6 +28,7 @@ type remoteStore struct {
 	a   *Agent
 	ctx context.Context
 	job int64
+	lim *rate.Limiter // the job's bandwidth limit over all its reads (nil: none)
 }
 
 var _ engine.SavesetStore = (*remoteStore)(nil)
@@ -71,8 +74,33 @@ func (d *remoteData) OpenAt(loc stream.Location) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	return resp.Body, nil
+	if d.s.lim == nil {
+		return resp.Body, nil
+	}
+	return &limitedBody{ctx: d.s.ctx, rc: resp.Body, lim: d.s.lim}, nil
 }
+
+// limitedBody holds reads of saveset data to the job's rate.
+type limitedBody struct {
+	ctx context.Context
+	rc  io.ReadCloser
+	lim *rate.Limiter
+}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if len(p) > l.lim.Burst() {
+		p = p[:l.lim.Burst()]
+	}
+	n, err := l.rc.Read(p)
+	if n > 0 {
+		if werr := l.lim.WaitN(l.ctx, n); werr != nil {
+			return n, werr
+		}
+	}
+	return n, err
+}
+
+func (l *limitedBody) Close() error { return l.rc.Close() }
 
 // progressSink keeps a restore's latest figures for the reporter.
 type progressSink struct {
@@ -96,6 +124,9 @@ func (a *Agent) restore(ctx context.Context, o api.Order) error {
 	sink := &progressSink{}
 	env := &engine.Env{Home: a.opts.Home, Clock: monitor.SystemClock{}, Events: sink, Client: r.Saveset.Client}
 	store := &remoteStore{a: a, ctx: ctx, job: o.JobID}
+	if r.BWLimit > 0 {
+		store.lim = newLimiter(r.BWLimit)
+	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -39,10 +39,18 @@ func TestBandwidthLimit(t *testing.T) {
 		t.Errorf("took %s; at %d B/s it needs at least %s", elapsed, limit, least)
 	}
 
-	// The data came through whole.
+	// The data comes back whole, and a restore's limit holds the rate the
+	// agent reads the saveset at (incompressible: the same bytes).
 	to := t.TempDir()
-	if rs := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: j.SavesetID, To: to})[0]); rs.State != catalog.StateSucceeded {
+	const rlimit = 3 << 20
+	rs := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: j.SavesetID, To: to, BWLimit: rlimit})[0])
+	if rs.State != catalog.StateSucceeded {
 		t.Fatalf("restore: %s (%s)", rs.State, rs.Error)
 	}
 	sameTree(t, src, filepath.Join(to, src))
+	relapsed := rs.Finished.Sub(rs.Started)
+	t.Logf("restore of %d bytes in %s at a limit of %d B/s", total, relapsed, rlimit)
+	if least := time.Duration(float64(total) / rlimit * 0.8 * float64(time.Second)); relapsed < least {
+		t.Errorf("restore took %s; at %d B/s it needs at least %s", relapsed, rlimit, least)
+	}
 }

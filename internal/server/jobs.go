@@ -469,8 +469,15 @@ func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob)
 		if to == "" {
 			to = "/"
 		}
+		bw := req.BWLimit
+		if bw == 0 {
+			if c, err := s.env.Catalog.Client(rj.agent); err == nil {
+				bw = c.BWLimit
+			}
+		}
 		order := api.Order{JobID: j.ID, Kind: api.KindRestore, Issued: s.opts.Clock.Now(),
-			Restore: &api.RestoreOrder{Saveset: *ss, To: to, Includes: req.Includes, Overwrite: req.Overwrite, Sync: req.Sync, Total: total}}
+			Restore: &api.RestoreOrder{Saveset: *ss, To: to, Includes: req.Includes, Overwrite: req.Overwrite, Sync: req.Sync,
+				Total: total, BWLimit: bw}}
 		if err := s.hub.send(rj.agent, order); err != nil {
 			return nil, err
 		}
