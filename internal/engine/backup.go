@@ -392,6 +392,7 @@ func (b *backupRun) finish(runErr error) (*Result, error) {
 	e := b.env
 	end := e.now()
 	b.phase.End()
+	e.emit(monitor.Event{Kind: monitor.PhaseEnded, JobID: b.job.ID, Phase: "backup"})
 	ss, job := b.ss, b.job
 	ss.Finished = end
 	if runErr != nil {

@@ -160,8 +160,6 @@ func (e *Env) RestoreFiles(ctx context.Context, store SavesetStore, ss *catalog.
 		phase: monitor.StartPhase(e.Clock, "restore"), sources: map[int64]*sourceReader{},
 		asRoot: os.Geteuid() == 0}
 	r.ticker.total = total
-	msg := fmt.Sprintf("restore of saveset %d (%s of %s) to %s", ss.ID, ss.Level, ss.Created.Local().Format("2006-01-02 15:04:05"), to)
-	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: jobID, Message: msg})
 	runErr := r.run()
 	r.close()
 	r.phase.End()
@@ -929,6 +927,12 @@ func (e *Env) RestoreWith(ctx context.Context, job *catalog.Job, opts RestoreOpt
 		return nil, err
 	}
 	defer lock.release()
+	to := opts.To
+	if to == "" {
+		to = "/"
+	}
+	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: job.ID, Message: fmt.Sprintf("restore of saveset %d (%s of %s) to %s",
+		ss.ID, ss.Level, ss.Created.Local().Format("2006-01-02 15:04:05"), to)})
 	out, runErr := run(plan.ss, job.ID, plan.total)
 	return e.FinishRestore(job, plan.ss, opts, out, runErr)
 }
