@@ -390,3 +390,32 @@ func TestCopyThatFailsItsVerifyIsNotKept(t *testing.T) {
 		t.Errorf("copy job %s, log:\n%s", job.State, strings.Join(job.Log, "\n"))
 	}
 }
+
+// Erasing the tape of a copy drops that copy; the saveset stays, and
+// restores from its own tapes.
+func TestEraseCopyTapeKeepsTheSaveset(t *testing.T) {
+	env := newEnv(t)
+	createLibrary(t, env, library.Config{Name: "offsite", Slots: 2, Drives: 1})
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "f"), []byte("kept"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := backup(t, env, engine.BackupOptions{Paths: []string{src}}).Figures.SavesetID
+	copySaveset(t, env, id, engine.CopyOptions{Library: "offsite"})
+	bc := saveset(t, env, id).Copies[0].Parts[0].Barcode
+	if _, err := env.EraseTape(bc, false); err == nil {
+		t.Fatal("erasing a tape that holds a copy succeeded without --force")
+	}
+	if _, err := env.EraseTape(bc, true); err != nil {
+		t.Fatal(err)
+	}
+	ss := saveset(t, env, id)
+	if ss.Expired || len(ss.Copies) != 0 {
+		t.Fatalf("after erasing the copy's tape: expired %v, copies %+v", ss.Expired, ss.Copies)
+	}
+	to := t.TempDir()
+	restore(t, env, engine.RestoreOptions{SavesetID: id, To: to})
+	if b, err := os.ReadFile(filepath.Join(restored(to, src), "f")); err != nil || string(b) != "kept" {
+		t.Fatalf("restored %q, %v", b, err)
+	}
+}

@@ -86,6 +86,18 @@ func (e *Env) EraseTape(barcode string, force bool) ([]int64, error) {
 		return ids, fmt.Errorf("tape %s holds unexpired savesets %v; use --force to erase them anyway", barcode, ids)
 	}
 	for _, s := range live {
+		if kept, dropped := withoutCopiesOn(s, barcode); len(dropped) > 0 && !onTape(s.Parts, s.IndexPart, barcode) {
+			// Only copies of it are on this tape: the saveset stays, those
+			// copies go.
+			s.Copies = kept
+			if err := e.Catalog.UpdateSaveset(s); err != nil {
+				return ids, err
+			}
+			for _, n := range dropped {
+				_ = os.Remove(filepath.Join(home.IndexDir(e.Home), fmt.Sprintf("%d.copy%d.idx", s.ID, n)))
+			}
+			continue
+		}
 		s.Expired = true
 		if err := e.Catalog.UpdateSaveset(s); err != nil {
 			return ids, err
@@ -146,4 +158,30 @@ func (e *Env) Tapes(libName string) ([]TapeInfo, error) {
 		}
 	}
 	return out, nil
+}
+
+// onTape reports whether any of parts, or index, is on the tape.
+func onTape(parts []catalog.Part, index catalog.Part, barcode string) bool {
+	if index.Barcode == barcode {
+		return true
+	}
+	for _, p := range parts {
+		if p.Barcode == barcode {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutCopiesOn splits a saveset's copies into those not on the tape and
+// the numbers of those that are.
+func withoutCopiesOn(s *catalog.Saveset, barcode string) (kept []catalog.Copy, dropped []int) {
+	for _, c := range s.Copies {
+		if onTape(c.Parts, c.IndexPart, barcode) {
+			dropped = append(dropped, c.Copy)
+		} else {
+			kept = append(kept, c)
+		}
+	}
+	return kept, dropped
 }

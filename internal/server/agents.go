@@ -17,6 +17,7 @@ type hub struct {
 	s        *Server
 	mu       sync.Mutex
 	sessions map[string]*session
+	revoked  map[string]bool // cut off: a poll that raced the revocation ends at once
 }
 
 type session struct {
@@ -29,15 +30,28 @@ type session struct {
 	gone     chan struct{} // closed when the client is cut off (revoked)
 }
 
-func newHub(s *Server) *hub { return &hub{s: s, sessions: map[string]*session{}} }
+func newHub(s *Server) *hub {
+	return &hub{s: s, sessions: map[string]*session{}, revoked: map[string]bool{}}
+}
 
 func (h *hub) session(name string) *session {
 	ss := h.sessions[name]
 	if ss == nil {
 		ss = &session{orders: make(chan api.Order, 64), gone: make(chan struct{})}
+		if h.revoked[name] {
+			close(ss.gone)
+			return ss // not kept: a revoked client has no session
+		}
 		h.sessions[name] = ss
 	}
 	return ss
+}
+
+// enrolled forgets a revocation when a name enrolls again.
+func (h *hub) enrolled(name string) {
+	h.mu.Lock()
+	delete(h.revoked, name)
+	h.mu.Unlock()
 }
 
 // seen notes a call from an agent.
@@ -85,6 +99,7 @@ func (h *hub) send(name string, o api.Order) error {
 func (h *hub) drop(name string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.revoked[name] = true
 	if ss := h.sessions[name]; ss != nil {
 		close(ss.gone)
 		delete(h.sessions, name)

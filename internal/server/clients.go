@@ -120,6 +120,7 @@ func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) error {
 		CertFingerprint: pki.Fingerprint(cert), Enrolled: now, Address: r.RemoteAddr}); err != nil {
 		return err
 	}
+	s.hub.enrolled(req.Name)
 	s.log.Info("client enrolled", "client", req.Name, "remote", r.RemoteAddr, "serial", serial)
 	return writeJSON(w, api.EnrollResponse{Name: req.Name, CertPEM: string(certPEM), CAPEM: string(s.ca.CertPEM)})
 }
