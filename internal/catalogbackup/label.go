@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/zeebo/xxh3"
+	"github.com/kura-backup/kura/internal/stream"
 )
 
 // Magic is the magic of the zstd skippable frame holding the label: Kura's
@@ -53,12 +53,9 @@ var (
 	ErrInvalid = errors.New("catalogbackup: invalid")
 )
 
-const (
-	labelTitle = "KURA CATALOG BACKUP\n"
-	labelBegin = "-----BEGIN KURA LABEL JSON-----\n"
-	labelEnd   = "-----END KURA LABEL JSON xxh3="
-	labelTail  = "-----\n"
-)
+// labelTitle starts the label's text; the JSON block after it is the
+// saveset label's (stream.WriteLabelJSON).
+const labelTitle = "KURA CATALOG BACKUP\n"
 
 // Library is a library the catalog knows, as it was when the backup was
 // taken: a restore matches it with the library folders it finds.
@@ -133,10 +130,7 @@ func labelContent(l Label) ([]byte, error) {
 	fmt.Fprintf(&b, "Catalog of host %s, taken %s: %d savesets (last ID %d), schema version %d, %d bytes\n",
 		printable(l.Host), l.Created.UTC().Format(time.RFC3339), l.Savesets, l.LastSavesetID, l.SchemaVersion, l.Size)
 	b.WriteString("This file is Kura's catalog (an SQLite database) in zstd frames; this label is a zstd skippable frame.\n")
-	b.WriteString(labelBegin)
-	b.Write(js)
-	b.WriteByte('\n')
-	fmt.Fprintf(&b, "%s%016x%s", labelEnd, xxh3.Hash(js), labelTail)
+	stream.WriteLabelJSON(&b, js)
 	b.WriteString("To restore it: kura catalog restore (docs/operations.md). With stock tools (save this tape file as FILE):\n")
 	b.WriteString("  zstd -dc FILE > catalog.db && sha256sum catalog.db   # must print the sha256 above\n")
 	return b.Bytes(), nil
@@ -192,26 +186,9 @@ func ReadLabel(r io.Reader) (Label, error) {
 
 // parseLabel parses the label content after its title.
 func parseLabel(b []byte) (Label, error) {
-	i := bytes.Index(b, []byte(labelBegin))
-	if i < 0 {
-		return Label{}, fmt.Errorf("%w: no JSON start", ErrLabelDamaged)
-	}
-	rest := b[i+len(labelBegin):]
-	j := bytes.Index(rest, []byte("\n"+labelEnd))
-	if j < 0 {
-		return Label{}, fmt.Errorf("%w: no JSON end", ErrLabelDamaged)
-	}
-	js := rest[:j]
-	sum := rest[j+1+len(labelEnd):]
-	if len(sum) < 16+len(labelTail) || string(sum[16:16+len(labelTail)]) != labelTail {
-		return Label{}, fmt.Errorf("%w: bad checksum line", ErrLabelDamaged)
-	}
-	want, err := strconv.ParseUint(string(sum[:16]), 16, 64)
+	js, err := stream.LabelJSON(b)
 	if err != nil {
-		return Label{}, fmt.Errorf("%w: bad checksum %q", ErrLabelDamaged, sum[:16])
-	}
-	if got := xxh3.Hash(js); got != want {
-		return Label{}, fmt.Errorf("%w: checksum %016x, label says %016x", ErrLabelDamaged, got, want)
+		return Label{}, fmt.Errorf("%w: %v", ErrLabelDamaged, err)
 	}
 	var l Label
 	if err := json.Unmarshal(js, &l); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -93,10 +94,7 @@ func labelContent(l Label) []byte {
 		fmt.Fprintf(&b, "Label: %s\n", printable(l.Label))
 	}
 	b.WriteString("This file is a pax (POSIX tar) archive in zstd frames; this label is a zstd skippable frame.\n")
-	b.WriteString(labelBegin)
-	b.Write(js)
-	b.WriteByte('\n')
-	fmt.Fprintf(&b, "%s%016x%s", labelEnd, xxh3.Hash(js), labelTail)
+	WriteLabelJSON(&b, js)
 	b.WriteString("To restore into the current directory with stock tools (save this tape file as FILE):\n")
 	b.WriteString("  " + Recipe([]string{"FILE"}) + "\n")
 	b.WriteString("If the saveset spans several tape files, name all parts in order after cat.\n")
@@ -135,30 +133,51 @@ func ReadLabelFrame(r io.Reader) (Label, error) {
 	return parseLabel(b)
 }
 
-func parseLabel(b []byte) (Label, error) {
-	if !bytes.HasPrefix(b, []byte(labelTitle)) {
-		return Label{}, fmt.Errorf("%w: no label title", ErrNotLabel)
-	}
+// WriteLabelJSON writes js as a label's checksummed JSON block: between a
+// BEGIN line and an END line that carries the XXH3 of the JSON. The saveset
+// label and the catalog backup label share it.
+func WriteLabelJSON(b *bytes.Buffer, js []byte) {
+	b.WriteString(labelBegin)
+	b.Write(js)
+	b.WriteByte('\n')
+	fmt.Fprintf(b, "%s%016x%s", labelEnd, xxh3.Hash(js), labelTail)
+}
+
+// LabelJSON finds the checksummed JSON block in a label's text and returns
+// the JSON once its checksum matches. The error says what is wrong; callers
+// wrap it in their own "label damaged" error.
+func LabelJSON(b []byte) ([]byte, error) {
 	i := bytes.Index(b, []byte(labelBegin))
 	if i < 0 {
-		return Label{}, fmt.Errorf("%w: no JSON start", ErrLabelDamaged)
+		return nil, errors.New("no JSON start")
 	}
 	rest := b[i+len(labelBegin):]
 	j := bytes.Index(rest, []byte("\n"+labelEnd))
 	if j < 0 {
-		return Label{}, fmt.Errorf("%w: no JSON end", ErrLabelDamaged)
+		return nil, errors.New("no JSON end")
 	}
 	js := rest[:j]
 	sum := rest[j+1+len(labelEnd):]
 	if len(sum) < 16+len(labelTail) || string(sum[16:16+len(labelTail)]) != labelTail {
-		return Label{}, fmt.Errorf("%w: bad checksum line", ErrLabelDamaged)
+		return nil, errors.New("bad checksum line")
 	}
 	want, err := strconv.ParseUint(string(sum[:16]), 16, 64)
 	if err != nil {
-		return Label{}, fmt.Errorf("%w: bad checksum %q", ErrLabelDamaged, sum[:16])
+		return nil, fmt.Errorf("bad checksum %q", sum[:16])
 	}
 	if got := xxh3.Hash(js); got != want {
-		return Label{}, fmt.Errorf("%w: checksum %016x, label says %016x", ErrLabelDamaged, got, want)
+		return nil, fmt.Errorf("checksum %016x, label says %016x", got, want)
+	}
+	return js, nil
+}
+
+func parseLabel(b []byte) (Label, error) {
+	if !bytes.HasPrefix(b, []byte(labelTitle)) {
+		return Label{}, fmt.Errorf("%w: no label title", ErrNotLabel)
+	}
+	js, err := LabelJSON(b)
+	if err != nil {
+		return Label{}, fmt.Errorf("%w: %v", ErrLabelDamaged, err)
 	}
 	var l Label
 	if err := json.Unmarshal(js, &l); err != nil {
