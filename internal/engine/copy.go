@@ -620,42 +620,5 @@ func (e *Env) VerifyCopy(ctx context.Context, id int64, n int, opts VerifyOption
 		return nil, fmt.Errorf("saveset %d has no copy %d (see `kura savesets --json`)", id, n)
 	}
 	view := copyView(ss, ss.Copies[i])
-	level := opts.Level
-	if level == "" {
-		level = VerifyData
-	}
-	job := &catalog.Job{Kind: catalog.KindVerify, State: catalog.StateRunning, Client: ss.Client, Selection: ss.Selection,
-		SavesetID: ss.ID, Level: level, Started: e.now()}
-	lock, err := e.startJob(job)
-	if err != nil {
-		return nil, err
-	}
-	defer lock.release()
-	e.logf(job, "verify (%s) of copy %d of saveset %d on library %s", level, n, ss.ID, view.Library)
-	res, verr := e.verifySaveset(ctx, view, opts, job.ID)
-	job.Finished = e.now()
-	if res != nil {
-		e.logf(job, "%d checked, %d problems", res.Checked, len(res.Problems))
-		job.Phases = []catalog.Phase{res.phase}
-		job.Files, job.SourceBytes, job.MediaBytes = res.phase.Files, res.phase.Bytes, res.phase.MediaBytes
-		job.AvgRate, job.PeakRate = res.phase.AvgRate, res.phase.PeakRate
-		for _, p := range res.Problems {
-			if len(job.Warnings) < maxWarnings {
-				job.Warnings = append(job.Warnings, p.Path+": "+p.Problem)
-			}
-			job.WarningCount++
-		}
-	}
-	job.State = catalog.StateSucceeded
-	if verr != nil {
-		e.logf(job, "failed: %v", verr)
-		job.State, job.Error = catalog.StateFailed, verr.Error()
-	}
-	if err := e.Catalog.UpdateJob(job); err != nil && verr == nil {
-		verr = err
-	}
-	if res != nil {
-		res.Figures = JobFigures(job, view)
-	}
-	return res, verr
+	return e.verifyJob(ctx, view, opts, fmt.Sprintf("copy %d of saveset %d on library %s", n, ss.ID, view.Library))
 }

@@ -60,20 +60,26 @@ func (e *Env) Verify(ctx context.Context, id int64, opts VerifyOptions) (*Verify
 	if err != nil {
 		return nil, err
 	}
+	return e.verifyJob(ctx, ss, opts, fmt.Sprintf("saveset %d (%s of %s)", ss.ID, ss.Level, ss.Created.Local().Format("2006-01-02 15:04:05")))
+}
+
+// verifyJob runs a verify of the saveset record read (a saveset, or the
+// view of one of its copies) as a job of its own; what names it in the log.
+func (e *Env) verifyJob(ctx context.Context, read *catalog.Saveset, opts VerifyOptions, what string) (*VerifyResult, error) {
 	level := opts.Level
 	if level == "" {
 		level = VerifyData
 	}
 	// A verify job's level is the verify level (media, data, source).
-	job := &catalog.Job{Kind: "verify", State: "running", Client: ss.Client, Selection: ss.Selection,
-		SavesetID: ss.ID, Level: level, Started: e.now()}
+	job := &catalog.Job{Kind: catalog.KindVerify, State: catalog.StateRunning, Client: read.Client, Selection: read.Selection,
+		SavesetID: read.ID, Level: level, Started: e.now()}
 	lock, err := e.startJob(job)
 	if err != nil {
 		return nil, err
 	}
 	defer lock.release()
-	e.logf(job, "verify (%s) of saveset %d (%s of %s)", level, ss.ID, ss.Level, ss.Created.Local().Format("2006-01-02 15:04:05"))
-	res, verr := e.verifySaveset(ctx, ss, opts, job.ID)
+	e.logf(job, "verify (%s) of %s", level, what)
+	res, verr := e.verifySaveset(ctx, read, opts, job.ID)
 	job.Finished = e.now()
 	if res != nil {
 		e.logf(job, "%d checked, %d problems", res.Checked, len(res.Problems))
@@ -92,15 +98,15 @@ func (e *Env) Verify(ctx context.Context, id int64, opts VerifyOptions) (*Verify
 			job.WarningCount++
 		}
 	}
-	job.State = "succeeded"
+	job.State = catalog.StateSucceeded
 	if verr != nil {
-		job.State, job.Error = "failed", verr.Error()
+		job.State, job.Error = catalog.StateFailed, verr.Error()
 	}
 	if err := e.Catalog.UpdateJob(job); err != nil && verr == nil {
 		verr = err
 	}
 	if res != nil {
-		res.Figures = JobFigures(job, ss)
+		res.Figures = JobFigures(job, read)
 	}
 	return res, verr
 }
