@@ -8,7 +8,6 @@
 package api
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/kura-backup/kura/internal/catalog"
@@ -90,7 +89,6 @@ type ClientUpdate struct {
 const (
 	KindBackup  = "backup"
 	KindRestore = "restore"
-	KindVerify  = "verify"
 )
 
 // JobRequest submits a job (POST /api/v1/jobs). It is stored with the
@@ -116,7 +114,7 @@ type JobRequest struct {
 	Policy    string   `json:"policy,omitempty"`  // the policy this backup runs for (set by the scheduler or policy run)
 	Pool      string   `json:"pool,omitempty"`    // its tape pool
 
-	// restore and verify
+	// restore
 	Saveset   int64     `json:"saveset,omitempty"`
 	Latest    bool      `json:"latest,omitempty"`
 	At        time.Time `json:"at,omitempty"`
@@ -125,10 +123,6 @@ type JobRequest struct {
 	Includes  []string  `json:"includes,omitempty"`
 	Overwrite string    `json:"overwrite,omitempty"`
 	Sync      bool      `json:"sync,omitempty"`
-
-	// verify
-	VerifyLevel string  `json:"verify_level,omitempty"`
-	Sample      float64 `json:"sample,omitempty"`
 }
 
 // PolicyRun asks for a run of a policy now (POST /api/v1/policies/NAME/run).
@@ -145,7 +139,6 @@ type JobsSubmitted struct {
 type Job struct {
 	catalog.Job
 	Figures monitor.Figures `json:"figures"`
-	Note    string          `json:"note,omitempty"`
 }
 
 // ConsoleRequest runs an admin verb on the server (POST /api/v1/console),
@@ -164,13 +157,12 @@ type ConsoleResponse struct {
 
 // Order is a job order sent to an agent (GET /api/v1/agent/orders).
 type Order struct {
-	JobID     int64             `json:"job_id"`
-	Kind      string            `json:"kind"` // backup or restore
-	Backup    *BackupOrder      `json:"backup,omitempty"`
-	Restore   *RestoreOrder     `json:"restore,omitempty"`
-	Issued    time.Time         `json:"issued"`
-	Extra     map[string]string `json:"extra,omitempty"`
-	IdleLimit float64           `json:"idle_limit_seconds"` // the server gives up after this much silence
+	JobID     int64         `json:"job_id"`
+	Kind      string        `json:"kind"` // backup or restore
+	Backup    *BackupOrder  `json:"backup,omitempty"`
+	Restore   *RestoreOrder `json:"restore,omitempty"`
+	Issued    time.Time     `json:"issued"`
+	IdleLimit float64       `json:"idle_limit_seconds"` // the server gives up after this much silence
 }
 
 // BackupOrder tells an agent what to read and how to send it.
@@ -222,10 +214,3 @@ type RestoreResult struct {
 	Outcome engine.RestoreOutcome `json:"outcome"`
 	Error   string                `json:"error,omitempty"`
 }
-
-// Event is one job event on the event stream (GET /api/v1/jobs/ID/events,
-// text/event-stream, one JSON Event per "data:" line).
-type Event = monitor.Event
-
-// Raw is a helper for JSON bodies passed through unchanged.
-type Raw = json.RawMessage
