@@ -60,10 +60,14 @@ func (e *Env) Find(pattern string, each func(Match) error) error {
 	glob := strings.ContainsAny(pattern, "*?[")
 	pat := strings.Trim(pattern, "/")
 	for _, ss := range sets {
-		if c, _, err := e.readable(ss, true); err == nil && c != nil {
-			ss = c // a copy when its own tapes are offline
-		}
 		r, err := e.openIndex(ss)
+		if err != nil {
+			// Not cached and its index tape offline: a copy's index, if
+			// one is online (checked only then: it reads the inventories).
+			if c, _, cerr := e.readable(ss, true); cerr == nil && c != nil && c != ss {
+				r, err = e.openIndex(c)
+			}
+		}
 		if err != nil {
 			return err
 		}
