@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,6 +68,17 @@ func TestCopyToAnotherLibrary(t *testing.T) {
 	// The copy verifies on its own, and browsing reads its index.
 	if r := k.ok("verify", id, "--copy", "1"); !strings.Contains(r.stdout, "no problems") {
 		t.Fatalf("verify --copy 1:\n%s", r)
+	}
+	// Without the cached index and with the saveset's own tape exported,
+	// ls and find read the copy's index.
+	if err := os.Remove(filepath.Join(k.home, "index", itoa64(sets[0].ID)+".idx")); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if r := k.ok("find", "*"); !strings.Contains(r.stdout, strings.TrimPrefix(src, "/")) {
+		t.Fatalf("find with the saveset's own tape exported:\n%s", r)
+	}
+	if err := os.Remove(filepath.Join(k.home, "index", itoa64(sets[0].ID)+".idx")); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
 	}
 	if names := k.lsNames(sets[0].ID, strings.TrimPrefix(src, "/")); len(names) == 0 {
 		t.Fatal("ls of a saveset whose own tape is exported lists nothing")
