@@ -10,7 +10,8 @@ import (
 )
 
 // Describe draws the tape's layout as a tree (`kura tape show`): the label,
-// each tape file with its filemark, and the end of data. A damaged filemark
+// each tape file with its filemark, and the end of data. A damaged copy of
+// the label is named under the label. A damaged filemark
 // is drawn where it is found and ends the listing.
 //
 //	tape A00001L
@@ -44,14 +45,18 @@ func Describe(w io.Writer, t *Tape) error {
 		}
 	}
 	node(false, "label")
-	leaves([][2]string{
+	kv := [][2]string{}
+	if d := t.LabelDamage(); d != nil {
+		kv = append(kv, [2]string{"DAMAGED", d.Error()})
+	}
+	leaves(append(kv, [][2]string{
 		{"barcode", l.Barcode},
 		{"library", l.Library},
 		{"block size", size(int64(l.BlockSize))},
 		{"capacity", size(l.Capacity)},
 		{"early warning", size(l.EarlyWarning)},
 		{"generation", fmt.Sprintf("%d (created %s, labelled %s)", l.Generation, stamp(l.Created), stamp(l.Labelled))},
-	})
+	}...))
 	var used int64
 	for _, f := range files {
 		used += f.Bytes

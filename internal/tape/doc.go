@@ -8,6 +8,7 @@
 //
 //	A00001L/
 //	├── label          the label (text, replaced atomically)
+//	├── label.copy     its second copy, the same bytes (replaced atomically)
 //	├── lock           flock(2) target: held by the one writer
 //	├── 000001.data    tape file 1: exactly the bytes written
 //	├── 000001.crc     its checksum file: header + one CRC-32C per block
@@ -25,6 +26,15 @@
 //	{"version":1,"barcode":…,"library":…,"block_size":…,"capacity":…,
 //	 "early_warning":…,"created":…,"labelled":…,"generation":…}\n
 //	crc32c 89abcdef\n            CRC-32C of the JSON line, lower-case hex
+//
+// label.copy holds the same bytes. Readers use the label file when it is
+// good and the copy when it is not, so one damaged copy loses nothing; a
+// damaged, missing or disagreeing copy is reported (Tape.LabelDamage,
+// CheckLabel, wrapping ErrBadLabel) and rewritten by the next Append or
+// Relabel. Tapes labelled before the copy existed have the label file only:
+// they read as before (no damage reported), and get their copy with the
+// next append. The label format itself (version 1) is unchanged, so older
+// readers read newer tapes too (they ignore the copy).
 //
 // Checksum file (integers little endian):
 //
@@ -55,7 +65,9 @@
 // # Write ordering
 //
 //   - The label is replaced atomically: label.tmp, fsync, rename, fsync of
-//     the folder.
+//     the folder; then its copy the same way (label.copy.tmp ...). A crash
+//     in between leaves a good label and a stale or missing copy, which is
+//     reported and rewritten, never used in preference to the label.
 //   - Append takes the lock (flock, non-blocking: a second writer in any
 //     process gets ErrBusy), truncates an incomplete last tape file (data
 //     without a filemark), then creates NNNNNN.data and NNNNNN.crc.
@@ -75,6 +87,6 @@
 // Every block's CRC is checked as it enters: a mismatch is a *CorruptError
 // wrapping ErrCorrupt that names library, barcode, tape file and block; a
 // data file shorter than its filemark says gives ErrTruncated; a tape file
-// without filemark ErrIncomplete; a missing label ErrBlank and a damaged
-// one ErrBadLabel. Readers use the block size each tape file records.
+// without filemark ErrIncomplete; a missing label (both copies) ErrBlank
+// and a label whose both copies are damaged ErrBadLabel. Readers use the block size each tape file records.
 package tape

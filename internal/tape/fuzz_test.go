@@ -2,6 +2,7 @@ package tape
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -122,4 +123,52 @@ func TestCodecRoundTrip(t *testing.T) {
 			t.Fatalf("checksum header with byte %d flipped decodes", i)
 		}
 	}
+}
+
+// FuzzLabelCopies: whatever the two copies of the label hold, readLabel
+// returns a label decoded from one of them, prefers a good label file, and
+// reports damage unless both agree (or the copy is absent).
+func FuzzLabelCopies(f *testing.F) {
+	good, err := os.ReadFile(filepath.Join("testdata", "seeds", "label"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good, good, true)
+	f.Add(good, []byte{}, true)
+	f.Add(good[:10], good, true)
+	f.Add(good, good, false)
+	f.Fuzz(func(t *testing.T, label, copyb []byte, withCopy bool) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, labelName), label, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if withCopy {
+			if err := os.WriteFile(filepath.Join(dir, copyName), copyb, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l, damage, err := readLabel(OSFS(), dir)
+		l1, err1 := decodeLabel(label)
+		l2, err2 := decodeLabel(copyb)
+		if !withCopy {
+			err2 = ErrBlank
+		}
+		switch {
+		case err1 == nil:
+			if err != nil || l != l1 {
+				t.Fatalf("good label file: got %+v, %v", l, err)
+			}
+			if (damage == nil) != (!withCopy || (err2 == nil && l2 == l1)) {
+				t.Fatalf("damage %v with copy %v (%v)", damage, withCopy, err2)
+			}
+		case err2 == nil:
+			if err != nil || l != l2 || !errors.Is(damage, ErrBadLabel) {
+				t.Fatalf("good copy only: got %+v, %v, %v", l, damage, err)
+			}
+		default:
+			if !errors.Is(err, ErrBadLabel) {
+				t.Fatalf("no good copy: err %v", err)
+			}
+		}
+	})
 }

@@ -17,6 +17,7 @@ import (
 // File names inside a tape folder.
 const (
 	labelName = "label"
+	copyName  = "label.copy" // the label's second copy (doc.go)
 	lockName  = "lock"
 	extData   = "data"
 	extSums   = "crc"
@@ -98,6 +99,7 @@ type Tape struct {
 
 	mu     sync.Mutex
 	label  Label
+	damage error       // what is wrong with one copy of the label, or nil
 	used   int64       // data bytes of the tape files, without the open writer's
 	w      *fileWriter // the open writer, or nil
 	closed bool
@@ -105,25 +107,77 @@ type Tape struct {
 
 var _ Device = (*Tape)(nil)
 
-// ReadLabel reads the label of the tape in dir, without locking it. A
-// missing label (or folder) is ErrBlank; a damaged one ErrBadLabel.
+// ReadLabel reads the label of the tape in dir, without locking it: the
+// label file, or its copy when the label file is damaged or missing. ErrBlank
+// when neither exists (or the folder does not); ErrBadLabel when neither
+// copy is good.
 func ReadLabel(dir string) (Label, error) {
+	l, _, err := readLabel(OSFS(), dir)
+	return l, err
+}
+
+// CheckLabel reads both copies of the label of the tape in dir, without
+// locking it. It returns the label a reader uses (as ReadLabel) and, when
+// one copy is damaged, missing or disagrees with the other, an error
+// wrapping ErrBadLabel that says so (damage); the tape stays readable.
+func CheckLabel(dir string) (l Label, damage, err error) {
 	return readLabel(OSFS(), dir)
 }
 
-func readLabel(fsys FS, dir string) (Label, error) {
-	b, err := readFile(fsys, filepath.Join(dir, labelName), maxLabelSize)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Label{}, fmt.Errorf("%s: %w", dir, ErrBlank)
+// readLabel reads the label file and its copy. The label file wins when it
+// is good; the copy stands in when it is not. damage describes a copy that
+// is bad, missing (where the other exists on a tape that has one) or
+// different from the other. A tape written before the copy existed has a
+// label file only: that is not damage.
+func readLabel(fsys FS, dir string) (l Label, damage, err error) {
+	one := func(name string) (Label, error) {
+		b, err := readFile(fsys, filepath.Join(dir, name), maxLabelSize)
+		if errors.Is(err, fs.ErrNotExist) {
+			return Label{}, fmt.Errorf("%s: %w", name, ErrBlank)
+		}
+		if err != nil {
+			return Label{}, fmt.Errorf("read %s of %s: %w", name, dir, err)
+		}
+		l, err := decodeLabel(b)
+		if err != nil {
+			return Label{}, fmt.Errorf("%s: %w", name, err)
+		}
+		return l, nil
 	}
-	if err != nil {
-		return Label{}, fmt.Errorf("read label of %s: %w", dir, err)
+	l1, err1 := one(labelName)
+	l2, err2 := one(copyName)
+	blank1, blank2 := errors.Is(err1, ErrBlank), errors.Is(err2, ErrBlank)
+	switch {
+	case err1 == nil && err2 == nil:
+		if l1 != l2 {
+			return l1, fmt.Errorf("%s: %w: the label (generation %d) and its copy (generation %d) disagree; the label is used",
+				dir, ErrBadLabel, l1.Generation, l2.Generation), nil
+		}
+		return l1, nil, nil
+	case err1 == nil && blank2:
+		return l1, nil, nil // a tape labelled before the copy existed
+	case err1 == nil:
+		return l1, fmt.Errorf("%s: %w: the label copy is damaged (%v); the label is good", dir, ErrBadLabel, err2), nil
+	case err2 == nil:
+		return l2, fmt.Errorf("%s: %w: the label is damaged or missing (%v); read from its copy", dir, ErrBadLabel, err1), nil
+	case blank1 && blank2:
+		return Label{}, nil, fmt.Errorf("%s: %w", dir, ErrBlank)
+	case blank2:
+		return Label{}, nil, fmt.Errorf("%s: %w", dir, err1)
+	case blank1:
+		return Label{}, nil, fmt.Errorf("%s: %w", dir, err2)
 	}
-	l, err := decodeLabel(b)
-	if err != nil {
-		return Label{}, fmt.Errorf("%s: %w", dir, err)
-	}
-	return l, nil
+	return Label{}, nil, fmt.Errorf("%s: %w; %v", dir, err1, err2)
+}
+
+// LabelDamage reports what was wrong with one copy of the label when the
+// tape was opened (or last appended to): nil when both are good, else an
+// error wrapping ErrBadLabel. The tape is readable either way; the next
+// Append or Relabel writes both copies again.
+func (t *Tape) LabelDamage() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.damage
 }
 
 // Format labels a new tape in dir, creating the folder. It fails if dir
@@ -153,8 +207,10 @@ func Format(dir string, l Label, opts Options) (*Tape, error) {
 		return nil, fmt.Errorf("format %s: %w", dir, err)
 	}
 	defer lock.Close()
-	if _, err := opts.FS.Stat(filepath.Join(dir, labelName)); err == nil {
-		return nil, fmt.Errorf("format %s: already labelled: %w", dir, fs.ErrExist)
+	for _, name := range []string{labelName, copyName} {
+		if _, err := opts.FS.Stat(filepath.Join(dir, name)); err == nil {
+			return nil, fmt.Errorf("format %s: already labelled: %w", dir, fs.ErrExist)
+		}
 	}
 	t := &Tape{dir: dir, opts: opts, fs: opts.FS, label: l}
 	if err := t.eraseAll(); err != nil {
@@ -167,17 +223,18 @@ func Format(dir string, l Label, opts Options) (*Tape, error) {
 }
 
 // Open opens the tape in dir: ErrBlank if it has no label, ErrBadLabel if
-// the label is damaged.
+// both copies of the label are damaged. With one copy damaged the tape
+// opens and LabelDamage says what is wrong.
 func Open(dir string, opts Options) (*Tape, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	l, err := readLabel(opts.FS, dir)
+	l, damage, err := readLabel(opts.FS, dir)
 	if err != nil {
 		return nil, err
 	}
-	t := &Tape{dir: dir, opts: opts, fs: opts.FS, label: l}
+	t := &Tape{dir: dir, opts: opts, fs: opts.FS, label: l, damage: damage}
 	n, err := t.count()
 	if err != nil {
 		return nil, err
@@ -188,12 +245,22 @@ func Open(dir string, opts Options) (*Tape, error) {
 	return t, nil
 }
 
+// writeLabel writes the label file, then its copy, each atomically: a
+// crash in between leaves a good label and a stale or missing copy, which
+// readLabel reports and the next writer rewrites.
 func (t *Tape) writeLabel(l Label) error {
 	b, err := encodeLabel(l)
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(t.fs, t.dir, filepath.Join(t.dir, labelName), b)
+	if err := writeFileAtomic(t.fs, t.dir, filepath.Join(t.dir, labelName), b); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(t.fs, t.dir, filepath.Join(t.dir, copyName), b); err != nil {
+		return err
+	}
+	t.damage = nil
+	return nil
 }
 
 // Relabel erases every tape file and writes a new label with Generation+1.
@@ -217,7 +284,7 @@ func (t *Tape) Relabel(l Label) error {
 		return fmt.Errorf("relabel %s: %w", t.label.Barcode, err)
 	}
 	defer lock.Close()
-	old, err := readLabel(t.fs, t.dir)
+	old, _, err := readLabel(t.fs, t.dir)
 	if err != nil && !errors.Is(err, ErrBadLabel) {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +23,18 @@ type reopenable struct {
 	*tape.Tape
 	dir  string
 	opts tape.Options
+}
+
+// DamageLabel flips one bit of the label file (its copy stays good).
+func (r reopenable) DamageLabel(t *testing.T) {
+	p := filepath.Join(r.dir, "label")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, flipped(b, len(b)/2), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (r reopenable) Reopen(t *testing.T) tape.Device {
@@ -197,22 +210,113 @@ func TestLabelErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, b := range map[string][]byte{
+	if cp, err := os.ReadFile(filepath.Join(tdir, "label.copy")); err != nil || !bytes.Equal(cp, good) {
+		t.Fatalf("label.copy = %q, %v; want the label's bytes", cp, err)
+	}
+	bad := map[string][]byte{
 		"empty":     {},
 		"truncated": good[:len(good)/2],
 		"flipped":   flipped(good, len(good)/2),
 		"garbage":   bytes.Repeat([]byte{0xff}, 100),
 		"huge":      bytes.Repeat([]byte("x"), 1<<20),
-	} {
-		if err := os.WriteFile(filepath.Join(tdir, "label"), b, 0o644); err != nil {
-			t.Fatal(err)
+	}
+	for name, b := range bad {
+		// Both copies damaged: the label is lost.
+		for _, f := range []string{"label", "label.copy"} {
+			if err := os.WriteFile(filepath.Join(tdir, f), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if _, err := tape.Open(tdir, tape.Options{}); !errors.Is(err, tape.ErrBadLabel) {
-			t.Errorf("%s label: Open = %v, want ErrBadLabel", name, err)
+			t.Errorf("%s label and copy: Open = %v, want ErrBadLabel", name, err)
 		}
 		if _, err := tape.ReadLabel(tdir); !errors.Is(err, tape.ErrBadLabel) {
-			t.Errorf("%s label: ReadLabel = %v, want ErrBadLabel", name, err)
+			t.Errorf("%s label and copy: ReadLabel = %v, want ErrBadLabel", name, err)
 		}
+		// One copy damaged: the tape reads as before and says so.
+		for _, f := range []string{"label", "label.copy"} {
+			other := map[string]string{"label": "label.copy", "label.copy": "label"}[f]
+			if err := os.WriteFile(filepath.Join(tdir, other), good, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(tdir, f), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			o, err := tape.Open(tdir, tape.Options{})
+			if err != nil {
+				t.Fatalf("%s %s: Open = %v, want the tape readable from the other copy", name, f, err)
+			}
+			if o.Label() != l || !errors.Is(o.LabelDamage(), tape.ErrBadLabel) {
+				t.Errorf("%s %s: label %+v, damage %v; want %+v and ErrBadLabel", name, f, o.Label(), o.LabelDamage(), l)
+			}
+			if rl, damage, err := tape.CheckLabel(tdir); err != nil || rl != l || !errors.Is(damage, tape.ErrBadLabel) {
+				t.Errorf("%s %s: CheckLabel = %+v, %v, %v", name, f, rl, damage, err)
+			}
+			o.Close()
+		}
+	}
+	// A copy missing while the label is damaged: the label is lost.
+	if err := os.Remove(filepath.Join(tdir, "label.copy")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tdir, "label"), bad["flipped"], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tape.Open(tdir, tape.Options{}); !errors.Is(err, tape.ErrBadLabel) || errors.Is(err, tape.ErrBlank) {
+		t.Errorf("damaged label, no copy: Open = %v, want ErrBadLabel", err)
+	}
+	// A tape labelled before the copy existed (label only) is not damaged.
+	if err := os.WriteFile(filepath.Join(tdir, "label"), good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err := tape.Open(tdir, tape.Options{})
+	if err != nil || o.Label() != l || o.LabelDamage() != nil {
+		t.Fatalf("label without copy: Open = %v, damage %v", err, o.LabelDamage())
+	}
+	o.Close()
+}
+
+// TestLabelCopyHealed: a writer rewrites a damaged or stale copy of the
+// label, and a reader of the healed tape finds nothing wrong.
+func TestLabelCopyHealed(t *testing.T) {
+	for _, f := range []string{"label", "label.copy"} {
+		tp, tdir := newTape(t, 4096, 1<<20, tape.Options{})
+		l := tp.Label()
+		tapetest.WriteFile(t, tp, "before", tapetest.Payload(1, 5000), 0)
+		good, err := os.ReadFile(filepath.Join(tdir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tdir, f), flipped(good, 40), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		o, err := tape.Open(tdir, tape.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(o.LabelDamage(), tape.ErrBadLabel) {
+			t.Fatalf("%s flipped: LabelDamage = %v", f, o.LabelDamage())
+		}
+		var show strings.Builder
+		if err := tape.Describe(&show, o); err != nil || !strings.Contains(show.String(), "DAMAGED") || !strings.Contains(show.String(), "file 1: complete") {
+			t.Errorf("%s flipped: Describe = %v:\n%s", f, err, show.String())
+		}
+		tapetest.WriteFile(t, o, "after", tapetest.Payload(2, 5000), 0)
+		if o.LabelDamage() != nil {
+			t.Errorf("%s flipped: damage after an append: %v", f, o.LabelDamage())
+		}
+		o.Close()
+		if _, damage, err := tape.CheckLabel(tdir); err != nil || damage != nil {
+			t.Errorf("%s flipped, after an append: CheckLabel = %v, %v", f, damage, err)
+		}
+		o2, err := tape.Open(tdir, tape.Options{})
+		if err != nil || o2.Label() != l {
+			t.Fatalf("reopen: %v", err)
+		}
+		if !bytes.Equal(tapetest.ReadFile(t, o2, 1), tapetest.Payload(1, 5000)) {
+			t.Error("tape file 1 differs")
+		}
+		o2.Close()
 	}
 }
 
@@ -267,7 +371,7 @@ func TestRelabel(t *testing.T) {
 	}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		if e.Name() != "label" && e.Name() != "lock" {
+		if e.Name() != "label" && e.Name() != "label.copy" && e.Name() != "lock" {
 			t.Errorf("left after Relabel: %s", e.Name())
 		}
 	}

@@ -50,11 +50,17 @@ func (t *Tape) Append(tag string) (FileWriter, error) {
 // startWriter runs under t.mu and the writer lock.
 func (t *Tape) startWriter(tag string, lock *os.File) (*fileWriter, error) {
 	// Another process may have relabelled or appended: trust only the disk.
-	l, err := readLabel(t.fs, t.dir)
+	l, damage, err := readLabel(t.fs, t.dir)
 	if err != nil {
 		return nil, err
 	}
-	t.label = l
+	t.label, t.damage = l, damage
+	if damage != nil {
+		// The writer holds the lock: heal the damaged or stale copy.
+		if err := t.writeLabel(l); err != nil {
+			return nil, fmt.Errorf("rewrite the damaged label: %w", err)
+		}
+	}
 	n, err := t.count()
 	if err != nil {
 		return nil, err

@@ -19,6 +19,15 @@ type Reopener interface {
 	Reopen(t *testing.T) tape.Device
 }
 
+// LabelDamager is a device that can damage one copy of its label on its
+// media (one bit). Devices that implement it are checked to stay readable:
+// same label, same tape files, and the reopened device reports the damage
+// (a LabelDamage() error method wrapping tape.ErrBadLabel).
+type LabelDamager interface {
+	Reopener
+	DamageLabel(t *testing.T)
+}
+
 // Run runs the suite. open returns a fresh, empty device each time it is
 // called; its capacity must be between 1 MiB and 64 MiB, and its block size
 // (Label().BlockSize) the one its writers use.
@@ -39,6 +48,14 @@ func Run(t *testing.T, open func(t *testing.T) tape.Device) {
 			t.Skip("device cannot be reopened from its media")
 		}
 		testDurable(t, r)
+	})
+	t.Run("DamagedLabel", func(t *testing.T) {
+		d := open(t)
+		r, ok := d.(LabelDamager)
+		if !ok {
+			t.Skip("device cannot damage its label")
+		}
+		testDamagedLabel(t, r)
 	})
 }
 
@@ -480,5 +497,22 @@ func testDurable(t *testing.T, d Reopener) {
 		if !bytes.Equal(ReadFile(t, d2, i+1), data) {
 			t.Errorf("tape file %d differs after reopen", i+1)
 		}
+	}
+}
+
+func testDamagedLabel(t *testing.T, d LabelDamager) {
+	bs := d.Label().BlockSize
+	data := Payload(200, 2*bs+5)
+	WriteFile(t, d, "before the damage", data, 0)
+	d.DamageLabel(t)
+	d2 := d.Reopen(t)
+	if d2.Label() != d.Label() {
+		t.Errorf("label with one copy damaged = %+v, want %+v", d2.Label(), d.Label())
+	}
+	if ld, ok := d2.(interface{ LabelDamage() error }); !ok || !errors.Is(ld.LabelDamage(), tape.ErrBadLabel) {
+		t.Errorf("the reopened device does not report the damaged label as ErrBadLabel")
+	}
+	if !bytes.Equal(ReadFile(t, d2, 1), data) {
+		t.Error("tape file 1 differs with the label damaged")
 	}
 }
