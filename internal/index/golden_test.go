@@ -124,12 +124,19 @@ func FuzzOpen(f *testing.F) {
 			}
 			return
 		}
+		cerr := r.Check()
+		if cerr != nil && !sentinel(cerr) {
+			t.Fatalf("Check: %v is not a sentinel error", cerr)
+		}
 		es, err := readAll(r)
 		if err != nil {
 			if !sentinel(err) {
 				t.Fatalf("Iter: %v is not a sentinel error", err)
 			}
 			return
+		}
+		if cerr != nil {
+			t.Fatalf("Check = %v, but every block reads", cerr)
 		}
 		for _, d := range []string{"", "a"} {
 			if _, err := r.List(d); err != nil && !sentinel(err) {

@@ -394,3 +394,30 @@ func TestSetMetaReplacesHeaderMeta(t *testing.T) {
 		t.Fatalf("Len = %d", r.Len())
 	}
 }
+
+// TestCheckFindsDamagedBlocks: Open checks only the ends of the file, Check
+// every block: a bit flipped anywhere in a block fails Check with
+// ErrCorrupt although Open succeeds.
+func TestCheckFindsDamagedBlocks(t *testing.T) {
+	b, _ := smallIndex(t)
+	r := open(t, b)
+	if err := r.Check(); err != nil {
+		t.Fatalf("Check of a good index: %v", err)
+	}
+	if len(r.blocks) < 2 {
+		t.Fatalf("want several blocks, have %d", len(r.blocks))
+	}
+	start := r.blocks[0].off
+	last := r.blocks[len(r.blocks)-1]
+	for i := start; i < last.off+last.length; i++ {
+		c := slices.Clone(b)
+		c[i] ^= 0x10
+		r, err := Open(bytes.NewReader(c), int64(len(c)))
+		if err != nil {
+			t.Fatalf("byte %d (a block) flipped: Open = %v, want it to open", i, err)
+		}
+		if err := r.Check(); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("byte %d (a block) flipped: Check = %v, want ErrCorrupt", i, err)
+		}
+	}
+}

@@ -310,16 +310,19 @@ func TestMoves(t *testing.T) {
 }
 
 func TestTapeStates(t *testing.T) {
-	l := newLibrary(t, nil)
+	l := newLibrary(t, func(c *Config) { c.Slots = 5 })
 	writeTo(t, l, "KUR001", 10000)
 	writeTo(t, l, "KUR002", 8<<20) // up to the early-warning point
 	if err := l.MarkFull("KUR003"); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(l.Config().Dir, "tapes", "KUR004", "label"), []byte("garbage"), 0o644); err != nil {
-		t.Fatal(err)
+	// KUR004 loses both copies of its label; KUR005 one of them.
+	for _, f := range []string{"KUR004/label", "KUR004/label.copy", "KUR005/label"} {
+		if err := os.WriteFile(filepath.Join(l.Config().Dir, "tapes", f), []byte("garbage"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	want := map[string]TapeState{"KUR001": StateAppendable, "KUR002": StateFull, "KUR003": StateFull, "KUR004": StateError}
+	want := map[string]TapeState{"KUR001": StateAppendable, "KUR002": StateFull, "KUR003": StateFull, "KUR004": StateError, "KUR005": StateBlank}
 	ts, err := l.Tapes()
 	if err != nil {
 		t.Fatal(err)
@@ -334,6 +337,9 @@ func TestTapeStates(t *testing.T) {
 	}
 	if ts[3].Error == "" {
 		t.Errorf("KUR004: no error text: %+v", ts[3])
+	}
+	if !strings.Contains(ts[4].Error, "label") || ts[4].Generation != 1 || ts[4].Capacity != MinTapeSize {
+		t.Errorf("KUR005 (one label copy damaged): %+v, want its label read from the copy and the damage named", ts[4])
 	}
 	if err := l.MarkFull("NOPE"); !errors.Is(err, ErrUnknownTape) {
 		t.Errorf("MarkFull of unknown tape: %v", err)

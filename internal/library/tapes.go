@@ -116,6 +116,10 @@ func (l *Library) inspect(bc string, e *tapeEntry) TapeStatus {
 	default:
 		ts.State = StateAppendable
 	}
+	if d := t.LabelDamage(); d != nil && ts.Error == "" {
+		// Readable from the other copy; say so (the next append heals it).
+		ts.Error = d.Error()
+	}
 	return ts
 }
 
