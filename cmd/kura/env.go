@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strconv"
 
 	"github.com/kura-backup/kura/internal/engine"
@@ -15,6 +17,9 @@ func openEnv(g *globals) (*engine.Env, error) {
 		return nil, err
 	}
 	env.Client = g.client
+	// Warnings of commands that are not jobs (ls, find: a damaged index
+	// cache rebuilt from tape); jobs print theirs with their result.
+	env.Notice = func(msg string) { fmt.Fprintln(os.Stderr, "warning:", msg) }
 	return env, nil
 }
 

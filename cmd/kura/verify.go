@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 
@@ -64,18 +66,10 @@ Exits 4 and names every affected file when something is wrong.`,
 						m["level"] = res.Level
 						m["checked_files"] = res.Checked
 						m["problems"] = res.Problems
-						delete(m, "warning_list")
+						m["warning_list"] = res.Warnings
 						_ = printJSON(out, m)
 					} else {
-						for _, p := range res.Problems {
-							fmt.Fprintf(out, "PROBLEM %s: %s\n", p.Path, p.Problem)
-						}
-						monitor.Render(out, res.Figures)
-						if len(res.Problems) == 0 {
-							fmt.Fprintf(out, "Verify (%s) of saveset %d: %d files checked, no problems.\n", res.Level, id, res.Checked)
-						} else {
-							fmt.Fprintf(out, "Verify (%s) of saveset %d: %d problems.\n", res.Level, id, len(res.Problems))
-						}
+						printVerify(out, res, id, err)
 					}
 				}
 				return jobError(err)
@@ -87,4 +81,27 @@ Exits 4 and names every affected file when something is wrong.`,
 	cmd.Flags().Float64Var(&o.Sample, "sample", 0, "check only this percent of the files (data and source levels)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
+}
+
+// printVerify prints a verify's result. "no problems" is printed only for a
+// verify that finished and found nothing wrong: a verify that failed before
+// the end says so even when it listed no problem.
+func printVerify(out io.Writer, res *engine.VerifyResult, id int64, err error) {
+	for _, p := range res.Problems {
+		fmt.Fprintf(out, "PROBLEM %s: %s\n", p.Path, p.Problem)
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(out, "WARNING %s\n", w)
+	}
+	monitor.Render(out, res.Figures)
+	switch {
+	case len(res.Problems) > 0:
+		fmt.Fprintf(out, "Verify (%s) of saveset %d: %d problems.\n", res.Level, id, len(res.Problems))
+	case err != nil && !errors.Is(err, engine.ErrWarnings):
+		fmt.Fprintf(out, "Verify (%s) of saveset %d did not finish: %d files checked before it failed.\n", res.Level, id, res.Checked)
+	case len(res.Warnings) > 0:
+		fmt.Fprintf(out, "Verify (%s) of saveset %d: %d files checked, the saveset is good; %d warnings.\n", res.Level, id, res.Checked, len(res.Warnings))
+	default:
+		fmt.Fprintf(out, "Verify (%s) of saveset %d: %d files checked, no problems.\n", res.Level, id, res.Checked)
+	}
 }

@@ -50,7 +50,9 @@ func (s *remoteStore) Saveset(id int64) (*catalog.Saveset, error) {
 	return &ss, nil
 }
 
-func (s *remoteStore) OpenIndex(ss *catalog.Saveset) (*index.Reader, error) {
+// OpenIndex fetches the index from the server, which checks its cache and
+// reports a rebuilt one itself; warn is not needed here.
+func (s *remoteStore) OpenIndex(ss *catalog.Saveset, _ func(msg string)) (*index.Reader, error) {
 	return s.a.fetchIndex(s.ctx, s.job, ss.ID)
 }
 

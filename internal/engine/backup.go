@@ -251,7 +251,10 @@ func (b *backupRun) warn(path, msg string) {
 	b.warnMu.Lock()
 	defer b.warnMu.Unlock()
 	b.nwarn++
-	w := displayPath(path) + ": " + msg
+	w := msg // a warning about the job, not one file
+	if path != "" {
+		w = displayPath(path) + ": " + msg
+	}
 	if len(b.warnings) < maxWarnings {
 		b.warnings = append(b.warnings, w)
 	}
@@ -315,7 +318,7 @@ func (b *backupRun) run() error {
 	if b.base != nil {
 		spec.BaseID = b.base.ID
 		if b.opts.Producer == nil {
-			r, err := e.openIndex(b.base)
+			r, err := e.openIndex(b.base, func(m string) { b.warn("", m) })
 			if err != nil {
 				return fmt.Errorf("reading the index of base saveset %d: %w", b.base.ID, err)
 			}
@@ -436,6 +439,13 @@ func (b *backupRun) finish(runErr error) (*Result, error) {
 		vr, verr := e.verifySaveset(b.ctx, ss, VerifyOptions{Level: VerifyData}, job.ID)
 		if vr != nil {
 			job.Phases = append(job.Phases, vr.phase)
+			for _, w := range vr.Warnings {
+				b.warn("", w)
+			}
+			job.Warnings, job.WarningCount = b.warnings, b.nwarn
+			if verr == nil && b.nwarn > 0 {
+				job.State = "warnings"
+			}
 		}
 		if verr != nil {
 			job.State = "failed"

@@ -18,7 +18,7 @@ func (e *Env) List(id int64, dir string) ([]index.Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("saveset %d: %w", id, err)
 	}
-	r, err := e.openIndex(ss)
+	r, err := e.openIndex(ss, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -60,12 +60,12 @@ func (e *Env) Find(pattern string, each func(Match) error) error {
 	glob := strings.ContainsAny(pattern, "*?[")
 	pat := strings.Trim(pattern, "/")
 	for _, ss := range sets {
-		r, err := e.openIndex(ss)
+		r, err := e.openIndex(ss, nil)
 		if err != nil {
 			// Not cached and its index tape offline: a copy's index, if
 			// one is online (checked only then: it reads the inventories).
 			if c, _, cerr := e.readable(ss, true); cerr == nil && c != nil && c != ss {
-				r, err = e.openIndex(c)
+				r, err = e.openIndex(c, nil)
 			}
 		}
 		if err != nil {

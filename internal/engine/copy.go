@@ -255,6 +255,15 @@ type copyRun struct {
 	written int64 // media bytes of the copy's data, labels included
 }
 
+// warn adds a warning to the copy job.
+func (c *copyRun) warn(msg string) {
+	if len(c.job.Warnings) < maxWarnings {
+		c.job.Warnings = append(c.job.Warnings, msg)
+	}
+	c.job.WarningCount++
+	c.env.emit(monitor.Event{Kind: monitor.WarningEvent, JobID: c.job.ID, Message: msg})
+}
+
 func (c *copyRun) run() error {
 	e, ss := c.env, c.ss
 	msg := fmt.Sprintf("copy of saveset %d (%s of %s) from library %s to library %s", ss.ID, ss.Level,
@@ -271,7 +280,7 @@ func (c *copyRun) run() error {
 		c.ticker.total += p.Bytes
 	}
 
-	srcIdx, err := e.openIndex(c.from)
+	srcIdx, err := e.openIndex(c.from, c.warn)
 	if err != nil {
 		return err
 	}
@@ -571,6 +580,9 @@ func (c *copyRun) finish(runErr error) (*Result, error) {
 				}
 				job.WarningCount++
 			}
+			for _, w := range vr.Warnings {
+				c.warn(w)
+			}
 			c.res.Warnings = job.Warnings
 		}
 		if verr != nil {
@@ -586,6 +598,10 @@ func (c *copyRun) finish(runErr error) (*Result, error) {
 	switch {
 	case runErr == nil:
 		job.State = catalog.StateSucceeded
+		if job.WarningCount > 0 {
+			job.State = catalog.StateWarnings
+			c.res.Warnings = job.Warnings
+		}
 		c.res.Note = fmt.Sprintf("copy %d of saveset %d on library %s", c.copy.Copy, c.ss.ID, c.copy.Library)
 	case errors.Is(runErr, context.Canceled):
 		job.State, job.Error = catalog.StateCanceled, runErr.Error()
@@ -602,6 +618,9 @@ func (c *copyRun) finish(runErr error) (*Result, error) {
 	}
 	c.res.Figures = JobFigures(job, c.ss)
 	e.emit(monitor.Event{Kind: monitor.JobEnded, JobID: job.ID, Message: job.State})
+	if runErr == nil && job.WarningCount > 0 {
+		return c.res, fmt.Errorf("copy %w: %d warnings", ErrWarnings, job.WarningCount)
+	}
 	return c.res, runErr
 }
 

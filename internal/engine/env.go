@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,6 +45,18 @@ type Env struct {
 	Events  monitor.Sink
 	// Client names the machine whose data this is; "" is the local machine.
 	Client string
+	// Notice, when set, receives the warnings of commands that are not
+	// jobs (ls, find): the CLI prints them. Jobs keep their warnings.
+	Notice func(msg string)
+}
+
+// notice reports a warning that belongs to no job: as a warning event and
+// to Notice.
+func (e *Env) notice(msg string) {
+	e.emit(monitor.Event{Kind: monitor.WarningEvent, Message: msg})
+	if e.Notice != nil {
+		e.Notice(msg)
+	}
 }
 
 // Open opens the home folder (creating it) and its catalog.
@@ -285,9 +298,10 @@ func fsyncDir(dir string) error {
 }
 
 // openIndex opens a saveset's index: the cached file in the home, or the
-// index tape file (which is then cached again).
-func (e *Env) openIndex(ss *catalog.Saveset) (*index.Reader, error) {
-	p, err := e.IndexFile(ss)
+// index tape file (which is then cached again). A damaged cache is rebuilt
+// from the tape and reported to warn (nil: e.notice).
+func (e *Env) openIndex(ss *catalog.Saveset, warn func(msg string)) (*index.Reader, error) {
+	p, err := e.indexFile(ss, warn)
 	if err != nil {
 		return nil, err
 	}
@@ -307,39 +321,89 @@ func (e *Env) indexCachePath(ss *catalog.Saveset) string {
 }
 
 // IndexFile returns the path of a saveset's index in the home's cache,
-// reading it back from its tape when the cache lacks it or it is damaged.
-// For a copy view it is the copy's index (indexCachePath).
+// reading it back from its tape when the cache lacks it or it is damaged
+// (reported with e.notice). For a copy view it is the copy's index
+// (indexCachePath).
 func (e *Env) IndexFile(ss *catalog.Saveset) (string, error) {
-	p := e.indexCachePath(ss)
+	return e.indexFile(ss, nil)
+}
+
+// checkIndexFile opens the index file at p and checks every block.
+func checkIndexFile(p string) error {
 	r, err := index.OpenFile(p)
-	if err == nil {
-		r.Close()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := r.Check(); err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	return nil
+}
+
+// indexFile is IndexFile with the warning of a rebuilt cache going to warn
+// (nil: e.notice). Every block of the cache is checked (index.Reader.Check:
+// one sequential read), so that a damaged cache is replaced here rather than
+// failing a restore or verify half-way; a missing cache is read back
+// quietly (as after a catalog restore on a new machine).
+func (e *Env) indexFile(ss *catalog.Saveset, warn func(msg string)) (string, error) {
+	p := e.indexCachePath(ss)
+	cerr := checkIndexFile(p)
+	if cerr == nil {
 		return p, nil
 	}
-	if !errors.Is(err, os.ErrNotExist) {
+	missing := errors.Is(cerr, fs.ErrNotExist)
+	if !missing {
 		// A damaged cache is not fatal: the tape has the index too.
 		_ = os.Remove(p)
 	}
-	if ss.IndexPart.Barcode == "" {
-		return "", fmt.Errorf("saveset %d has no index on tape", ss.ID)
+	if err := e.cacheIndex(ss, p); err != nil {
+		if missing {
+			return "", err
+		}
+		return "", fmt.Errorf("the cached index of saveset %d is damaged (%v), and its index tape file cannot replace it: %w", ss.ID, cerr, err)
 	}
-	dev, err := e.tapeOpener()(ss.IndexPart.Barcode)
-	if err != nil {
-		return "", err
-	}
-	fr, err := dev.Open(ss.IndexPart.File)
-	if err != nil {
-		return "", fmt.Errorf("reading the index of saveset %d from tape %s file %d: %w", ss.ID, ss.IndexPart.Barcode, ss.IndexPart.File, err)
-	}
-	defer fr.Close()
-	if err := writeFileAtomic(p, fr); err != nil {
-		return "", err
+	if !missing {
+		msg := fmt.Sprintf("the cached index of saveset %d was damaged (%v): rebuilt from tape %s file %d",
+			ss.ID, cerr, ss.IndexPart.Barcode, ss.IndexPart.File)
+		if warn == nil {
+			warn = e.notice
+		}
+		warn(msg)
 	}
 	return p, nil
 }
 
+// cacheIndex reads a saveset's index tape file into the cache at p,
+// checking every block before it takes the cache's place.
+func (e *Env) cacheIndex(ss *catalog.Saveset, p string) error {
+	if ss.IndexPart.Barcode == "" {
+		return fmt.Errorf("saveset %d has no index on tape", ss.ID)
+	}
+	dev, err := e.tapeOpener()(ss.IndexPart.Barcode)
+	if err != nil {
+		return err
+	}
+	fr, err := dev.Open(ss.IndexPart.File)
+	if err != nil {
+		return fmt.Errorf("reading the index of saveset %d from tape %s file %d: %w", ss.ID, ss.IndexPart.Barcode, ss.IndexPart.File, err)
+	}
+	defer fr.Close()
+	err = writeFileAtomicChecked(p, fr, checkIndexFile)
+	if err != nil {
+		return fmt.Errorf("reading the index of saveset %d from tape %s file %d: %w", ss.ID, ss.IndexPart.Barcode, ss.IndexPart.File, err)
+	}
+	return nil
+}
+
 // writeFileAtomic writes r into path through a temporary file and a rename.
 func writeFileAtomic(path string, r io.Reader) error {
+	return writeFileAtomicChecked(path, r, nil)
+}
+
+// writeFileAtomicChecked is writeFileAtomic; check (when not nil) is given
+// the temporary file once it is durable and must pass before the rename.
+func writeFileAtomicChecked(path string, r io.Reader, check func(tmp string) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
@@ -355,6 +419,11 @@ func writeFileAtomic(path string, r io.Reader) error {
 	}
 	if err := tmp.Close(); err != nil {
 		return err
+	}
+	if check != nil {
+		if err := check(tmp.Name()); err != nil {
+			return err
+		}
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return err

@@ -105,7 +105,9 @@ type RestoreOutcome struct {
 // tapes; an agent's store asks the server.
 type SavesetStore interface {
 	Saveset(id int64) (*catalog.Saveset, error)
-	OpenIndex(ss *catalog.Saveset) (*index.Reader, error)
+	// OpenIndex opens a saveset's index; what is worth a warning (a
+	// damaged cache rebuilt from tape) goes to warn.
+	OpenIndex(ss *catalog.Saveset, warn func(msg string)) (*index.Reader, error)
 	Data(ss *catalog.Saveset) (stream.FrameSource, error)
 }
 
@@ -130,8 +132,11 @@ func (s EnvStore) Saveset(id int64) (*catalog.Saveset, error) {
 	return r, nil
 }
 
-// OpenIndex opens a saveset's index, from the cache or its tape.
-func (s EnvStore) OpenIndex(ss *catalog.Saveset) (*index.Reader, error) { return s.Env.openIndex(ss) }
+// OpenIndex opens a saveset's index, from the cache or its tape (a damaged
+// cache is rebuilt from the tape and reported to warn).
+func (s EnvStore) OpenIndex(ss *catalog.Saveset, warn func(msg string)) (*index.Reader, error) {
+	return s.Env.openIndex(ss, warn)
+}
 
 // Data reads a saveset's tape files.
 func (s EnvStore) Data(ss *catalog.Saveset) (stream.FrameSource, error) {
@@ -273,12 +278,18 @@ func (r *restoreRun) warn(p, msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.nwarn++
-	w := displayPath(p) + ": " + msg
+	w := msg // a warning about the job, not one file
+	if p != "" {
+		w = displayPath(p) + ": " + msg
+	}
 	if len(r.warnings) < maxWarnings {
 		r.warnings = append(r.warnings, w)
 	}
 	r.env.emit(monitor.Event{Kind: monitor.WarningEvent, JobID: r.job.ID, Message: w, Path: p})
 }
+
+// warnIndex is the warning of an index read back from tape.
+func (r *restoreRun) warnIndex(msg string) { r.warn("", msg) }
 
 // sourceReader reads one saveset of the chain, forward only.
 type sourceReader struct {
@@ -294,7 +305,7 @@ func (r *restoreRun) source(id int64) (*sourceReader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("saveset %d, which holds unchanged files of this backup: %w", id, err)
 	}
-	idx, err := r.store.OpenIndex(ss)
+	idx, err := r.store.OpenIndex(ss, r.warnIndex)
 	if err != nil {
 		return nil, err
 	}
@@ -383,7 +394,7 @@ func safeName(p string) error {
 
 func (r *restoreRun) run() error {
 	r.w = newFileWriters(r)
-	idx, err := r.store.OpenIndex(r.ss)
+	idx, err := r.store.OpenIndex(r.ss, r.warnIndex)
 	if err != nil {
 		return err
 	}
@@ -800,6 +811,9 @@ type chainPlan struct {
 	total int64            // bytes of file content the restore will write
 	ss    *catalog.Saveset // the chosen saveset, or the copy it is read through
 	notes []string         // one line per saveset read from a copy, for the job log
+	// warnings found while planning (a damaged index cache rebuilt), for
+	// the job's warnings.
+	warnings []string
 }
 
 // checkChain makes sure that every saveset a restore will read exists, is
@@ -837,7 +851,7 @@ func (e *Env) checkChain(ss *catalog.Saveset, includes []string, copies bool) (*
 	}
 	// Without a readable record the cached index still names the chain,
 	// so that the error lists every tape to bring back.
-	idx, err := e.openIndex(plan.ss)
+	idx, err := e.openIndex(plan.ss, func(m string) { plan.warnings = append(plan.warnings, m) })
 	if err != nil {
 		if len(offline) > 0 {
 			return nil, offlineError(offline)
@@ -934,5 +948,15 @@ func (e *Env) RestoreWith(ctx context.Context, job *catalog.Job, opts RestoreOpt
 	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: job.ID, Message: fmt.Sprintf("restore of saveset %d (%s of %s) to %s",
 		ss.ID, ss.Level, ss.Created.Local().Format("2006-01-02 15:04:05"), to)})
 	out, runErr := run(plan.ss, job.ID, plan.total)
+	if len(plan.warnings) > 0 {
+		if out == nil {
+			out = &RestoreOutcome{}
+		}
+		for _, w := range plan.warnings {
+			e.emit(monitor.Event{Kind: monitor.WarningEvent, JobID: job.ID, Message: w})
+		}
+		out.Warnings = append(append([]string{}, plan.warnings...), out.Warnings...)
+		out.WarningCount += int64(len(plan.warnings))
+	}
 	return e.FinishRestore(job, plan.ss, opts, out, runErr)
 }

@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -45,6 +48,9 @@ type VerifyResult struct {
 	Level    string          `json:"level"`
 	Checked  int64           `json:"checked_files"`
 	Problems []Problem       `json:"problems"`
+	// Warnings are what verify repaired without a problem in the saveset
+	// (a damaged index cache rebuilt from its tape).
+	Warnings []string `json:"warnings"`
 	phase    catalog.Phase
 }
 
@@ -97,10 +103,19 @@ func (e *Env) verifyJob(ctx context.Context, read *catalog.Saveset, opts VerifyO
 			}
 			job.WarningCount++
 		}
+		for _, w := range res.Warnings {
+			if len(job.Warnings) < maxWarnings {
+				job.Warnings = append(job.Warnings, w)
+			}
+			job.WarningCount++
+		}
 	}
 	job.State = catalog.StateSucceeded
 	if verr != nil {
 		job.State, job.Error = catalog.StateFailed, verr.Error()
+	} else if res != nil && len(res.Warnings) > 0 {
+		job.State = catalog.StateWarnings
+		verr = fmt.Errorf("verify %w: %d warnings", ErrWarnings, len(res.Warnings))
 	}
 	if err := e.Catalog.UpdateJob(job); err != nil && verr == nil {
 		verr = err
@@ -125,7 +140,8 @@ func (e *Env) verifySaveset(ctx context.Context, ss *catalog.Saveset, opts Verif
 	}
 	phase := monitor.StartPhase(e.Clock, "verify")
 	e.emit(monitor.Event{Kind: monitor.PhaseStarted, JobID: jobID, Phase: "verify"})
-	v := &verifyRun{env: e, ctx: ctx, ss: ss, opts: opts, phase: phase}
+	v := &verifyRun{env: e, ctx: ctx, ss: ss, opts: opts, phase: phase, jobID: jobID}
+	v.labels()
 	var err error
 	if opts.Level == VerifyMedia {
 		err = v.media()
@@ -134,9 +150,12 @@ func (e *Env) verifySaveset(ctx context.Context, ss *catalog.Saveset, opts Verif
 	}
 	phase.End()
 	e.emit(monitor.Event{Kind: monitor.PhaseEnded, JobID: jobID, Phase: "verify"})
-	res := &VerifyResult{Level: opts.Level, Checked: v.checked, Problems: v.problems, phase: phaseRecord(phase)}
+	res := &VerifyResult{Level: opts.Level, Checked: v.checked, Problems: v.problems, Warnings: v.warnings, phase: phaseRecord(phase)}
 	if res.Problems == nil {
 		res.Problems = []Problem{}
+	}
+	if res.Warnings == nil {
+		res.Warnings = []string{}
 	}
 	if err != nil {
 		return res, err
@@ -153,12 +172,42 @@ type verifyRun struct {
 	ss       *catalog.Saveset
 	opts     VerifyOptions
 	phase    *monitor.Phase
+	jobID    int64
 	checked  int64
 	problems []Problem
+	warnings []string
 }
 
 func (v *verifyRun) problem(path, msg string) {
 	v.problems = append(v.problems, Problem{Path: path, Problem: msg})
+}
+
+func (v *verifyRun) warn(msg string) {
+	v.warnings = append(v.warnings, msg)
+	v.env.emit(monitor.Event{Kind: monitor.WarningEvent, JobID: v.jobID, Phase: "verify", Message: msg})
+}
+
+// labels reports every tape of the saveset whose label is damaged. The
+// tape still reads (from the label's other copy, see package tape), but
+// one more bit and it would not: verify says so at every level.
+func (v *verifyRun) labels() {
+	open := v.env.tapeOpener()
+	seen := map[string]bool{}
+	for _, p := range append(append([]catalog.Part{}, v.ss.Parts...), v.ss.IndexPart) {
+		if p.Barcode == "" || seen[p.Barcode] {
+			continue
+		}
+		seen[p.Barcode] = true
+		dev, err := open(p.Barcode)
+		if err != nil {
+			continue // reading the tape reports it
+		}
+		if ld, ok := dev.(interface{ LabelDamage() error }); ok {
+			if d := ld.LabelDamage(); d != nil {
+				v.problem("tape "+p.Barcode, d.Error()+" (the next append to the tape rewrites it)")
+			}
+		}
+	}
 }
 
 // media reads every block of every tape file of the saveset; each block's
@@ -179,12 +228,18 @@ func (v *verifyRun) media() error {
 		}
 		buf := make([]byte, 1<<20)
 		var off int64
+		isIndex := i == len(v.ss.Parts)
+		sum := sha256.New()
+		clean := true
 		for {
 			if err := v.ctx.Err(); err != nil {
 				fr.Close()
 				return err
 			}
 			n, err := fr.Read(buf)
+			if isIndex {
+				sum.Write(buf[:n])
+			}
 			off += int64(n)
 			v.phase.Media.Add(int64(n))
 			v.phase.Source.Add(int64(n)) // at this level the checked bytes are the media
@@ -192,6 +247,7 @@ func (v *verifyRun) media() error {
 				break
 			}
 			if err != nil {
+				clean = false
 				v.problem(fmt.Sprintf("tape %s file %d", p.Barcode, p.File), err.Error())
 				if i < len(v.ss.Parts) {
 					v.affected(i, err)
@@ -212,8 +268,47 @@ func (v *verifyRun) media() error {
 		}
 		fr.Close()
 		v.checked++
+		if isIndex && clean {
+			v.checkCache(sum.Sum(nil))
+		}
 	}
 	return nil
+}
+
+// checkCache compares the home's cached index with the index tape file
+// (tapeSum: its SHA-256, just read and checked block by block). A cache
+// that differs or cannot be read is rebuilt from the tape, with a warning;
+// a missing one is left to be read back when needed.
+func (v *verifyRun) checkCache(tapeSum []byte) {
+	p := v.env.indexCachePath(v.ss)
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	why := ""
+	if err != nil {
+		why = err.Error()
+	} else {
+		h := sha256.New()
+		_, err = io.Copy(h, f)
+		f.Close()
+		switch {
+		case err != nil:
+			why = err.Error()
+		case bytes.Equal(h.Sum(nil), tapeSum):
+			return
+		default:
+			why = "it differs from the index tape file"
+		}
+	}
+	_ = os.Remove(p)
+	if err := v.env.cacheIndex(v.ss, p); err != nil {
+		v.problem(fmt.Sprintf("tape %s file %d", v.ss.IndexPart.Barcode, v.ss.IndexPart.File),
+			fmt.Sprintf("the cached index of saveset %d was damaged (%s) and cannot be rebuilt: %v", v.ss.ID, why, err))
+		return
+	}
+	v.warn(fmt.Sprintf("the cached index of saveset %d was damaged (%s): rebuilt from tape %s file %d",
+		v.ss.ID, why, v.ss.IndexPart.Barcode, v.ss.IndexPart.File))
 }
 
 // affected names the files whose data lies in the damaged block of part i.
@@ -222,7 +317,7 @@ func (v *verifyRun) affected(part int, err error) {
 	if !errors.As(err, &ce) {
 		return
 	}
-	idx, ierr := v.env.openIndex(v.ss)
+	idx, ierr := v.env.openIndex(v.ss, v.warn)
 	if ierr != nil {
 		return
 	}
@@ -281,7 +376,7 @@ func sampled(path string, pct float64) bool {
 
 // data decodes the saveset's stream and re-hashes every file it holds.
 func (v *verifyRun) data() error {
-	idx, err := v.env.openIndex(v.ss)
+	idx, err := v.env.openIndex(v.ss, v.warn)
 	if err != nil {
 		return err
 	}
