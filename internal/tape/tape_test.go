@@ -273,7 +273,12 @@ func TestLabelErrors(t *testing.T) {
 	if err != nil || o.Label() != l || o.LabelDamage() != nil {
 		t.Fatalf("label without copy: Open = %v, damage %v", err, o.LabelDamage())
 	}
+	// Its next append gives it the copy.
+	tapetest.WriteFile(t, o, "after", tapetest.Payload(3, 100), 0)
 	o.Close()
+	if cp, err := os.ReadFile(filepath.Join(tdir, "label.copy")); err != nil || !bytes.Equal(cp, good) {
+		t.Errorf("label.copy after an append to a tape without one: %q, %v", cp, err)
+	}
 }
 
 // TestLabelCopyHealed: a writer rewrites a damaged or stale copy of the

@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
@@ -55,8 +56,10 @@ func (t *Tape) startWriter(tag string, lock *os.File) (*fileWriter, error) {
 		return nil, err
 	}
 	t.label, t.damage = l, damage
-	if damage != nil {
-		// The writer holds the lock: heal the damaged or stale copy.
+	_, cerr := t.fs.Stat(filepath.Join(t.dir, copyName))
+	if damage != nil || errors.Is(cerr, os.ErrNotExist) {
+		// The writer holds the lock: heal the damaged or stale copy, or
+		// give a tape labelled before the copy existed its copy.
 		if err := t.writeLabel(l); err != nil {
 			return nil, fmt.Errorf("rewrite the damaged label: %w", err)
 		}
