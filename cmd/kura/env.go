@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/kura-backup/kura/internal/engine"
@@ -15,6 +16,12 @@ func openEnv(g *globals) (*engine.Env, error) {
 		return nil, err
 	}
 	env.Client = g.client
+	if !g.warned && g.stderr != nil {
+		g.warned = true
+		for _, w := range env.ExposedFolders() {
+			fmt.Fprintln(g.stderr, "warning:", w)
+		}
+	}
 	return env, nil
 }
 

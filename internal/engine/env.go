@@ -29,6 +29,7 @@ import (
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/private"
 	"github.com/kura-backup/kura/internal/tape"
 )
 
@@ -68,6 +69,26 @@ func Open(homeDir string) (*Env, error) {
 		return nil, fmt.Errorf("checking for jobs whose process died: %w", err)
 	}
 	return e, nil
+}
+
+// ExposedFolders returns a warning for the home and for each registered
+// library whose folder its group or others can read: they hold the catalog
+// and the backed-up data (everything Kura creates in them is private).
+func (e *Env) ExposedFolders() []string {
+	var warns []string
+	if w := private.Check(e.Home); w != "" {
+		warns = append(warns, "Kura home "+w)
+	}
+	libs, err := e.Catalog.Libraries()
+	if err != nil {
+		return warns
+	}
+	for _, l := range libs {
+		if w := private.Check(l.Dir); w != "" {
+			warns = append(warns, "library "+l.Name+" at "+w)
+		}
+	}
+	return warns
 }
 
 // Close closes the catalog.
