@@ -20,6 +20,12 @@ func openEnv(g *globals) (*engine.Env, error) {
 	// Warnings of commands that are not jobs (ls, find: a damaged index
 	// cache rebuilt from tape); jobs print theirs with their result.
 	env.Notice = func(msg string) { fmt.Fprintln(os.Stderr, "warning:", msg) }
+	if !g.warned && g.stderr != nil {
+		g.warned = true
+		for _, w := range env.ExposedFolders() {
+			fmt.Fprintln(g.stderr, "warning:", w)
+		}
+	}
 	return env, nil
 }
 

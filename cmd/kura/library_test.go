@@ -225,3 +225,19 @@ func TestEveryListAndShowVerbPrintsJSON(t *testing.T) {
 		}
 	}
 }
+
+// A home that other users can read is named on stderr when a command
+// starts; the command still works.
+func TestOpenHomeWarnsWhenOthersCanRead(t *testing.T) {
+	k := newKura(t)
+	if r := k.ok("vtl", "list"); strings.Contains(r.stderr, "warning") {
+		t.Fatalf("a private home warned:\n%s", r)
+	}
+	if err := os.Chmod(k.home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := k.ok("vtl", "list")
+	if !strings.Contains(r.stderr, "warning: Kura home "+k.home+" is open to other users (mode 0755)") {
+		t.Fatalf("no warning:\n%s", r)
+	}
+}

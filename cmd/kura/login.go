@@ -13,6 +13,7 @@ import (
 
 	"github.com/kura-backup/kura/internal/apiclient"
 	"github.com/kura-backup/kura/internal/pki"
+	"github.com/kura-backup/kura/internal/private"
 )
 
 func init() { commands = append(commands, newLoginCmd, newLogoutCmd) }
@@ -58,13 +59,13 @@ Instead of logging in, KURA_SERVER and KURA_TOKEN may be set.`,
 			if err != nil {
 				return err
 			}
-			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			if err := private.MkdirAll(filepath.Dir(p)); err != nil {
 				return err
 			}
 			b, _ := json.MarshalIndent(loginInfo{Server: c.Base(), Token: t.String(),
 				CAPEM: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw}))}, "", "  ")
 			tmp := p + ".tmp"
-			if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+			if err := private.WriteFile(tmp, append(b, '\n')); err != nil {
 				return err
 			}
 			if err := os.Rename(tmp, p); err != nil {

@@ -93,6 +93,10 @@ type globals struct {
 	inServer   bool   // running inside the server's console: never remote
 	// submit queues a job on the server this console runs in (nil outside).
 	submit func(api.JobRequest) ([]int64, error)
+	// stderr is the command's error stream (warnings at start-up).
+	stderr io.Writer
+	// warned is set once the home's start-up warnings are printed.
+	warned bool
 }
 
 func newRootCmd() *cobra.Command { return newRootCmdWith(&globals{}) }
@@ -120,7 +124,8 @@ against the server, and --client NAME says whose data: "kura backup
 	root.PersistentFlags().StringVar(&g.cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for developers)")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
 	var stopProfile func()
-	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		g.stderr = cmd.ErrOrStderr()
 		if g.cpuProfile == "" {
 			return nil
 		}

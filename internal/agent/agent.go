@@ -28,6 +28,7 @@ import (
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/apiclient"
 	"github.com/kura-backup/kura/internal/pki"
+	"github.com/kura-backup/kura/internal/private"
 )
 
 // Files in the agent folder.
@@ -92,7 +93,7 @@ func Enroll(ctx context.Context, home, server, token, name string) (*Config, err
 	if _, _, err := pki.LoadClientCertificate([]byte(resp.CertPEM), keyPEM); err != nil {
 		return nil, fmt.Errorf("the certificate the server sent: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := private.MkdirAll(dir); err != nil {
 		return nil, err
 	}
 	cfg := &Config{Server: c.Base(), Name: resp.Name, Enrolled: time.Now().UTC()}
@@ -110,7 +111,7 @@ func Enroll(ctx context.Context, home, server, token, name string) (*Config, err
 
 func writeFile(p string, data []byte) error {
 	tmp := p + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	f, err := private.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY)
 	if err != nil {
 		return err
 	}
@@ -200,11 +201,14 @@ func Open(opts Options) (*Agent, error) {
 		return nil, err
 	}
 	tmp := filepath.Join(dir, "tmp")
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
+	if err := private.MkdirAll(tmp); err != nil {
 		return nil, err
 	}
 	a := &Agent{opts: opts, cfg: cfg, c: c, tmp: tmp,
 		log: slog.New(slog.NewTextHandler(opts.Log, nil)).With("agent", cfg.Name)}
+	if w := private.Check(dir); w != "" {
+		a.log.Warn("agent home " + w)
+	}
 	return a, nil
 }
 

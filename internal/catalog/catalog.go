@@ -37,6 +37,8 @@ import (
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/kura-backup/kura/internal/private"
 )
 
 // Errors returned by the catalog, to be tested with errors.Is.
@@ -67,6 +69,11 @@ type Catalog struct {
 func Open(path string) (*Catalog, error) {
 	if path == "" || strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("catalog: bad path %q: %w", path, ErrInvalid)
+	}
+	// SQLite would create the file 0644; its -wal and -shm files take the
+	// mode of the database file, so creating it private covers all three.
+	if err := private.Touch(path); err != nil {
+		return nil, fmt.Errorf("catalog: opening %s: %w", path, err)
 	}
 	// synchronous=FULL: a saveset marked complete must stay complete after a
 	// power loss (crash-safety invariant 1), so every commit is fsynced.
@@ -117,7 +124,12 @@ func (c *Catalog) Snapshot(path string) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("catalog: snapshot: %w", err)
 	}
+	// VACUUM INTO accepts an empty file, and takes its mode.
+	if err := private.Touch(path); err != nil {
+		return fmt.Errorf("catalog: snapshot: %w", err)
+	}
 	if _, err := c.db.Exec("VACUUM INTO ?", path); err != nil {
+		os.Remove(path)
 		return fmt.Errorf("catalog: snapshot %s: %w", path, err)
 	}
 	return nil

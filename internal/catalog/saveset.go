@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -335,6 +336,36 @@ func (c *Catalog) DeleteSaveset(id int64) error {
 	})
 	if err != nil {
 		return fmt.Errorf("catalog: deleting saveset: %w", err)
+	}
+	return nil
+}
+
+// ReserveSavesetIDs makes sure the catalog never gives out a saveset ID at
+// or below max: the IDs that tapes already hold when their library is
+// registered in a catalog that does not know their savesets (a lost
+// catalog, or one restored from an older catalog backup). The SQLite
+// sequence behind the AUTOINCREMENT key is raised; it never goes down.
+func (c *Catalog) ReserveSavesetIDs(max int64) error {
+	if max <= 0 {
+		return nil
+	}
+	err := c.write(func(tx *sql.Tx) error {
+		var seq int64
+		err := tx.QueryRow(`SELECT seq FROM sqlite_sequence WHERE name = 'savesets'`).Scan(&seq)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			_, err = tx.Exec(`INSERT INTO sqlite_sequence (name, seq) VALUES ('savesets', ?)`, max)
+			return err
+		case err != nil:
+			return err
+		case seq < max:
+			_, err = tx.Exec(`UPDATE sqlite_sequence SET seq = ? WHERE name = 'savesets'`, max)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("catalog: reserving saveset IDs up to %d: %w", max, err)
 	}
 	return nil
 }

@@ -262,3 +262,32 @@ func TestLastSaveset(t *testing.T) {
 		t.Errorf("LastSaveset of db1: %+v, %v", s, err)
 	}
 }
+
+// Reserved IDs are never given out, however the catalog was started, and a
+// reservation never lowers the sequence.
+func TestReserveSavesetIDs(t *testing.T) {
+	c, _ := openTemp(t)
+	if err := c.ReserveSavesetIDs(7); err != nil { // before any saveset
+		t.Fatal(err)
+	}
+	s := &Saveset{Level: LevelFull, Status: StatusRunning, Selection: "x"}
+	if err := c.CreateSaveset(s); err != nil {
+		t.Fatal(err)
+	}
+	if s.ID != 8 {
+		t.Fatalf("first saveset after reserving 7 got ID %d", s.ID)
+	}
+	if err := c.ReserveSavesetIDs(3); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ReserveSavesetIDs(20); err != nil {
+		t.Fatal(err)
+	}
+	s2 := &Saveset{Level: LevelFull, Status: StatusRunning, Selection: "x"}
+	if err := c.CreateSaveset(s2); err != nil {
+		t.Fatal(err)
+	}
+	if s2.ID != 21 {
+		t.Fatalf("saveset after reserving 20 got ID %d", s2.ID)
+	}
+}

@@ -45,6 +45,7 @@ import (
 	"github.com/kura-backup/kura/internal/home"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/private"
 	"github.com/kura-backup/kura/internal/tape"
 	"github.com/kura-backup/kura/internal/units"
 )
@@ -171,7 +172,7 @@ func (e *Env) backupCatalog(ctx context.Context, lib *library.Library, opts Cata
 		return nil, err
 	}
 	// Compressed first, so that its size is known when a tape is chosen.
-	packed, err := os.Create(filepath.Join(tmp, "catalog.kura"))
+	packed, err := private.OpenFile(filepath.Join(tmp, "catalog.kura"), os.O_RDWR|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
 		return nil, err
 	}
@@ -696,7 +697,7 @@ func (e *Env) installCatalog(tmp string, keepOld bool, res *CatalogRestoreResult
 			}
 			return fmt.Errorf("moving the index cache aside: %w", err)
 		}
-		if err := os.MkdirAll(idx, 0o700); err != nil {
+		if err := private.MkdirAll(idx); err != nil {
 			return err
 		}
 		res.Notes = append(res.Notes, fmt.Sprintf("the replaced catalog is %s, its index cache %s", res.Replaced, idx+".replaced-"+stamp))

@@ -49,6 +49,7 @@ import (
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/private"
 	"github.com/kura-backup/kura/internal/span"
 	"github.com/kura-backup/kura/internal/stream"
 	"github.com/kura-backup/kura/internal/units"
@@ -486,10 +487,10 @@ func nextCopyNumber(ss *catalog.Saveset) int {
 // lockCopies serialises changes to savesets' copies in this home (across
 // processes): each reads the record, adds or removes one copy, writes it.
 func (e *Env) lockCopies() (func(), error) {
-	if err := os.MkdirAll(e.runDir(), 0o700); err != nil {
+	if err := private.MkdirAll(e.runDir()); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(e.runDir(), "copies.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := private.OpenFile(filepath.Join(e.runDir(), "copies.lock"), os.O_CREATE|os.O_RDWR)
 	if err != nil {
 		return nil, err
 	}

@@ -576,28 +576,85 @@ func TestBarcodesStayUniqueAcrossLibraries(t *testing.T) {
 	}
 }
 
-func TestDefaultLibraryComesBackAfterLostCatalog(t *testing.T) {
+// With catalog.db lost, the home's library is still on disk with its
+// savesets. A backup refuses to write until the library is registered
+// (it would start a second history on the same tapes), and once it is, new
+// savesets never take the IDs the tapes hold, scanned or not: the old chain
+// comes back with `kura tape scan` and restores beside the new one.
+func TestLostCatalogRefusesToWriteUntilRegistered(t *testing.T) {
 	env := newEnv(t)
 	src := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(src, "a"), []byte("a"), 0o644))
+	must(t, os.WriteFile(filepath.Join(src, "a"), []byte("first"), 0o644))
 	first := backup(t, env, engine.BackupOptions{Paths: []string{src}})
-	must(t, os.Remove(filepath.Join(env.Home, "catalog.db")))
+	must(t, os.WriteFile(filepath.Join(src, "b"), []byte("second"), 0o644))
+	second := backup(t, env, engine.BackupOptions{Paths: []string{src}, Level: "incr"})
+	barcode := first.Figures.Tapes[0]
+	env.Close()
+	for _, f := range []string{"catalog.db", "catalog.db-wal", "catalog.db-shm"} {
+		os.Remove(filepath.Join(env.Home, f))
+	}
 	env2, err := engine.Open(env.Home)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer env2.Close()
-	// A new backup works at once, on the same library, without reusing the tape file of the old one.
-	second := backup(t, env2, engine.BackupOptions{Paths: []string{src}})
-	if second.Figures.Tapes[0] != first.Figures.Tapes[0] {
-		t.Logf("second backup on %v, first on %v", second.Figures.Tapes, first.Figures.Tapes)
+	libDir := filepath.Join(env.Home, "vtl", engine.DefaultLibrary)
+	tapeFiles := func() int {
+		ents, err := os.ReadDir(filepath.Join(libDir, "tapes", barcode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
 	}
-	found, err := env2.Scan(first.Figures.Tapes[0])
+	before := tapeFiles()
+	_, err = env2.Backup(context.Background(), engine.BackupOptions{Paths: []string{src}})
+	if !errors.Is(err, engine.ErrUnregisteredLibrary) || !strings.Contains(err.Error(), "kura vtl register "+libDir) {
+		t.Fatalf("backup into a lost catalog: err = %v, want ErrUnregisteredLibrary naming the register command", err)
+	}
+	if n := tapeFiles(); n != before {
+		t.Fatalf("the refused backup wrote to the tape: %d entries, were %d", n, before)
+	}
+	if _, err := env2.RegisterLibrary(libDir); err != nil {
+		t.Fatal(err)
+	}
+	// Registered but not scanned yet: a new backup takes a fresh ID.
+	must(t, os.WriteFile(filepath.Join(src, "c"), []byte("third"), 0o644))
+	third := backup(t, env2, engine.BackupOptions{Paths: []string{src}})
+	if id := third.Figures.SavesetID; id <= second.Figures.SavesetID {
+		t.Fatalf("new saveset got ID %d, which tape %s already holds (savesets %d and %d)", id,
+			barcode, first.Figures.SavesetID, second.Figures.SavesetID)
+	}
+	found, err := env2.Scan(barcode)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(found) < 2 {
-		t.Fatalf("scan found %+v", found)
+	added := 0
+	for _, f := range found {
+		if f.Added {
+			added++
+		}
+	}
+	if added != 2 {
+		t.Fatalf("scan rebuilt %d savesets, want the 2 old ones: %+v", added, found)
+	}
+	// The old chain and the new full restore, each as it was.
+	for _, c := range []struct {
+		id   int64
+		want []string
+	}{{second.Figures.SavesetID, []string{"a", "b"}}, {third.Figures.SavesetID, []string{"a", "b", "c"}}} {
+		to := t.TempDir()
+		restore(t, env2, engine.RestoreOptions{SavesetID: c.id, To: to})
+		ents, err := os.ReadDir(restored(to, src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range ents {
+			got = append(got, e.Name())
+		}
+		if strings.Join(got, ",") != strings.Join(c.want, ",") {
+			t.Errorf("saveset %d restored %v, want %v", c.id, got, c.want)
+		}
 	}
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/private"
 	"github.com/kura-backup/kura/internal/tape"
 )
 
@@ -81,6 +82,26 @@ func Open(homeDir string) (*Env, error) {
 		return nil, fmt.Errorf("checking for jobs whose process died: %w", err)
 	}
 	return e, nil
+}
+
+// ExposedFolders returns a warning for the home and for each registered
+// library whose folder its group or others can read: they hold the catalog
+// and the backed-up data (everything Kura creates in them is private).
+func (e *Env) ExposedFolders() []string {
+	var warns []string
+	if w := private.Check(e.Home); w != "" {
+		warns = append(warns, "Kura home "+w)
+	}
+	libs, err := e.Catalog.Libraries()
+	if err != nil {
+		return warns
+	}
+	for _, l := range libs {
+		if w := private.Check(l.Dir); w != "" {
+			warns = append(warns, "library "+l.Name+" at "+w)
+		}
+	}
+	return warns
 }
 
 // Close closes the catalog.
@@ -150,7 +171,43 @@ func (e *Env) registerTapes(lib *library.Library) error {
 			return fmt.Errorf("tape %s of library %s has the same barcode as a tape of library %s: barcodes must be unique", t.Barcode, name, owner)
 		}
 	}
-	return nil
+	// The tapes may hold savesets this catalog has not seen (it was lost,
+	// or restored from an older backup): new savesets must never take
+	// their IDs, scanned or not.
+	top, err := maxSavesetOnTapes(lib, tapes)
+	if err != nil {
+		return err
+	}
+	return e.Catalog.ReserveSavesetIDs(top)
+}
+
+// maxSavesetOnTapes returns the highest saveset ID named by the tags of the
+// tape files ("saveset N data part K", "saveset N index", "saveset N copy
+// …") on the tapes of lib, complete or not. Exported tapes cannot be read
+// here; their IDs are reserved when they are scanned.
+func maxSavesetOnTapes(lib *library.Library, tapes []library.TapeStatus) (int64, error) {
+	var top int64
+	for _, ts := range tapes {
+		if ts.MailSlot > 0 || ts.Files == 0 {
+			continue
+		}
+		t, err := lib.OpenTape(ts.Barcode)
+		if err != nil {
+			return 0, err
+		}
+		files, err := t.Files()
+		t.Close()
+		if err != nil {
+			return 0, fmt.Errorf("reading the tape files of %s: %w", ts.Barcode, err)
+		}
+		for _, fi := range files {
+			var id int64
+			if _, err := fmt.Sscanf(fi.Tag, "saveset %d", &id); err == nil && id > top {
+				top = id
+			}
+		}
+	}
+	return top, nil
 }
 
 // barcodePrefix picks the barcode prefix of a new library: the one asked
@@ -205,6 +262,11 @@ func (e *Env) barcodePrefix(name, asked string) (string, error) {
 	return "", fmt.Errorf("no free barcode prefix for library %s: give one with --barcode-prefix", name)
 }
 
+// ErrUnregisteredLibrary is returned when the home's default library
+// exists on disk but the catalog does not know it: the catalog was lost or
+// replaced, and nothing is written until the library is registered.
+var ErrUnregisteredLibrary = errors.New("the catalog does not know this home's library (was catalog.db lost?)")
+
 // defaultLibraryMu serializes the creation of the default library.
 var defaultLibraryMu sync.Mutex
 
@@ -224,9 +286,11 @@ func (e *Env) OpenLibrary(name string) (*library.Library, error) {
 		if name == DefaultLibrary {
 			dir := home.LibraryDir(e.Home, DefaultLibrary)
 			if _, err := os.Stat(dir); err == nil {
-				// The home's own library survived a lost catalog: take it
-				// back (its savesets come back with `kura tape scan`).
-				return e.RegisterLibrary(dir)
+				// The home's own library survived a lost catalog. Writing
+				// to it now would start a history beside the one on its
+				// tapes: the user registers it (and scans its tapes) first.
+				return nil, fmt.Errorf("%w: %s holds library %s: run `kura vtl register %s`, then `kura tape scan BARCODE` for each tape with files (docs/operations.md, \"Disaster recovery\")",
+					ErrUnregisteredLibrary, dir, DefaultLibrary, dir)
 			}
 			return e.CreateLibrary(library.Config{Name: DefaultLibrary})
 		}

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/private"
 )
 
 // A running job holds a lock file in the home's run/ folder for as long as
@@ -30,7 +31,7 @@ func (e *Env) runDir() string { return filepath.Join(e.Home, "run") }
 // newJobLock creates and locks a fresh lock file; its name goes into the
 // job's Owner before the job is recorded.
 func (e *Env) newJobLock() (*jobLock, string, error) {
-	if err := os.MkdirAll(e.runDir(), 0o700); err != nil {
+	if err := private.MkdirAll(e.runDir()); err != nil {
 		return nil, "", err
 	}
 	var b [8]byte
@@ -39,7 +40,7 @@ func (e *Env) newJobLock() (*jobLock, string, error) {
 	}
 	name := fmt.Sprintf("%d-%s.lock", os.Getpid(), hex.EncodeToString(b[:]))
 	p := filepath.Join(e.runDir(), name)
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	f, err := private.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_RDWR)
 	if err != nil {
 		return nil, "", err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/home"
+	"github.com/kura-backup/kura/internal/private"
 	"github.com/kura-backup/kura/internal/retention"
 )
 
@@ -230,10 +231,10 @@ func (e *Env) runningBackups() (int, error) {
 
 // lockPrune takes the home's prune lock, waiting for another prune.
 func (e *Env) lockPrune(ctx context.Context) (func(), error) {
-	if err := os.MkdirAll(e.runDir(), 0o700); err != nil {
+	if err := private.MkdirAll(e.runDir()); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(e.runDir(), "prune.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := private.OpenFile(filepath.Join(e.runDir(), "prune.lock"), os.O_CREATE|os.O_RDWR)
 	if err != nil {
 		return nil, err
 	}

@@ -96,6 +96,15 @@ func (e *Env) Scan(barcode string) ([]ScanFound, error) {
 		}
 		found = append(found, f)
 	}
+	// A failed saveset's data parts have no index to rebuild a record
+	// from, but their ID is taken all the same.
+	var top int64
+	for _, f := range found {
+		top = max(top, f.SavesetID)
+	}
+	if err := e.Catalog.ReserveSavesetIDs(top); err != nil {
+		return found, err
+	}
 	return found, nil
 }
 

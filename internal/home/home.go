@@ -9,6 +9,7 @@ package home
 
 import (
 	"fmt"
+	"github.com/kura-backup/kura/internal/private"
 	"os"
 	"path/filepath"
 )
@@ -28,7 +29,7 @@ func Dir() (string, error) {
 // Ensure creates the home folder and its subfolders if they are missing.
 func Ensure(dir string) error {
 	for _, d := range []string{dir, IndexDir(dir), filepath.Join(dir, "vtl")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+		if err := private.MkdirAll(d); err != nil {
 			return fmt.Errorf("creating Kura home: %w", err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/google/renameio/v2"
 
+	"github.com/kura-backup/kura/internal/private"
 	"github.com/kura-backup/kura/internal/tape"
 )
 
@@ -126,7 +127,7 @@ func Create(cfg Config) (*Library, error) {
 		return nil, fmt.Errorf("creating library in %s: %w (a library needs an empty or new folder; remove what a failed Create left there)", dir, ErrNotEmpty)
 	}
 	for _, d := range []string{dir, filepath.Join(dir, tapesDir), filepath.Join(dir, drivesDir)} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := private.MkdirAll(d); err != nil {
 			return nil, fmt.Errorf("creating library %s: %w", cfg.Name, err)
 		}
 	}
@@ -142,7 +143,7 @@ func Create(cfg Config) (*Library, error) {
 	}
 
 	for n := 1; n <= cfg.Drives; n++ {
-		f, err := os.OpenFile(l.driveLockPath(n), os.O_CREATE|os.O_RDWR, 0o644)
+		f, err := private.OpenFile(l.driveLockPath(n), os.O_CREATE|os.O_RDWR)
 		if err != nil {
 			return nil, fmt.Errorf("creating drive %d of library %s: %w", n, cfg.Name, err)
 		}
@@ -168,7 +169,7 @@ func Create(cfg Config) (*Library, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := renameio.WriteFile(filepath.Join(dir, configFile), append(b, '\n'), 0o644); err != nil {
+	if err := renameio.WriteFile(filepath.Join(dir, configFile), append(b, '\n'), private.FileMode); err != nil {
 		return nil, fmt.Errorf("writing library %s configuration: %w", cfg.Name, err)
 	}
 	return l, nil
@@ -303,7 +304,7 @@ func (l *Library) writeInventory(inv *inventory) error {
 	if err != nil {
 		return err
 	}
-	if err := renameio.WriteFile(filepath.Join(l.dir, inventoryFile), append(b, '\n'), 0o644); err != nil {
+	if err := renameio.WriteFile(filepath.Join(l.dir, inventoryFile), append(b, '\n'), private.FileMode); err != nil {
 		return fmt.Errorf("writing library %s inventory: %w", l.cfg.Name, err)
 	}
 	return nil

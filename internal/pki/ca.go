@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/kura-backup/kura/internal/private"
 	"io/fs"
 	"math/big"
 	"os"
@@ -100,7 +101,7 @@ func LoadOrCreateCA(dir, name string) (ca *CA, created bool, err error) {
 }
 
 func createCA(dir, name string) (*CA, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := private.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("pki: create CA: %w", err)
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -141,10 +142,10 @@ func createCA(dir, name string) (*CA, error) {
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	// Key first: a crash in between leaves a key without a certificate,
 	// which LoadOrCreateCA reports instead of silently replacing.
-	if err := writeFileAtomic(filepath.Join(dir, CAKeyFile), keyPEM, 0o600); err != nil {
+	if err := writeFileAtomic(filepath.Join(dir, CAKeyFile), keyPEM, private.FileMode); err != nil {
 		return nil, fmt.Errorf("pki: write CA key: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, CACertFile), certPEM, 0o644); err != nil {
+	if err := writeFileAtomic(filepath.Join(dir, CACertFile), certPEM, private.FileMode); err != nil {
 		return nil, fmt.Errorf("pki: write CA certificate: %w", err)
 	}
 	return &CA{Cert: cert, Key: key, CertPEM: certPEM}, nil

@@ -70,7 +70,7 @@ func TestLoadOrCreateCA(t *testing.T) {
 		t.Error("loaded key does not match certificate")
 	}
 
-	for name, want := range map[string]os.FileMode{CAKeyFile: 0o600, CACertFile: 0o644} {
+	for name, want := range map[string]os.FileMode{CAKeyFile: 0o600, CACertFile: 0o600} {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"github.com/kura-backup/kura/internal/private"
 	"net"
 	"os"
 	"path/filepath"
@@ -125,15 +126,15 @@ func (ca *CA) issueServerCertificate(certPath, keyPath string, dnsNames []string
 		return tls.Certificate{}, err
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if err := os.MkdirAll(filepath.Dir(certPath), 0o700); err != nil {
+	if err := private.MkdirAll(filepath.Dir(certPath)); err != nil {
 		return tls.Certificate{}, fmt.Errorf("pki: write server certificate: %w", err)
 	}
 	// Key first: after a crash in between, the old certificate does not
 	// match the new key and the next start issues again.
-	if err := writeFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+	if err := writeFileAtomic(keyPath, keyPEM, private.FileMode); err != nil {
 		return tls.Certificate{}, fmt.Errorf("pki: write server key: %w", err)
 	}
-	if err := writeFileAtomic(certPath, certPEM, 0o644); err != nil {
+	if err := writeFileAtomic(certPath, certPEM, private.FileMode); err != nil {
 		return tls.Certificate{}, fmt.Errorf("pki: write server certificate: %w", err)
 	}
 	return tls.Certificate{

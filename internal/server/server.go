@@ -41,6 +41,7 @@ import (
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/pki"
+	"github.com/kura-backup/kura/internal/private"
 )
 
 // Version is reported by GET /api/v1/server.
@@ -143,8 +144,11 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, env: env, log: slog.New(slog.NewTextHandler(opts.Log, nil)),
 		started: opts.Clock.Now(), running: map[int64]*runningJob{}}
 	fail := func(err error) (*Server, error) { env.Close(); return nil, err }
+	for _, w := range env.ExposedFolders() {
+		s.log.Warn(w)
+	}
 	dir := filepath.Join(env.Home, pkiDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := private.MkdirAll(dir); err != nil {
 		return fail(err)
 	}
 	ca, _, err := pki.LoadOrCreateCA(dir, opts.Name)
@@ -200,7 +204,7 @@ func (s *Server) newAdminToken(p string) (pki.Token, error) {
 		return pki.Token{}, err
 	}
 	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(t.String()+"\n"), 0o600); err != nil {
+	if err := private.WriteFile(tmp, []byte(t.String()+"\n")); err != nil {
 		return pki.Token{}, err
 	}
 	if err := os.Rename(tmp, p); err != nil {

@@ -1,6 +1,7 @@
 package tape
 
 import (
+	"github.com/kura-backup/kura/internal/private"
 	"io"
 	"os"
 )
@@ -77,7 +78,7 @@ func readFile(fs FS, name string, limit int64) ([]byte, error) {
 // fsync of the directory.
 func writeFileAtomic(fs FS, dir, name string, data []byte) error {
 	tmp := name + ".tmp"
-	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, private.FileMode)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kura-backup/kura/internal/private"
 	"github.com/kura-backup/kura/internal/units"
 )
 
@@ -199,7 +200,7 @@ func Format(dir string, l Label, opts Options) (*Tape, error) {
 	if err := l.validate(); err != nil {
 		return nil, fmt.Errorf("format %s: %w", dir, err)
 	}
-	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
+	if err := opts.FS.MkdirAll(dir, private.DirMode); err != nil {
 		return nil, fmt.Errorf("format %s: %w", dir, err)
 	}
 	lock, err := lockTape(dir)
@@ -507,7 +508,7 @@ func (t *Tape) eraseAll() error {
 // at once with ErrBusy. Closing the file releases it; so does the death of
 // the process.
 func lockTape(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := private.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return nil, err
 	}

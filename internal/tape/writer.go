@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/kura-backup/kura/internal/private"
 	"hash/crc32"
 	"io"
 	"os"
@@ -93,11 +94,11 @@ func (t *Tape) startWriter(tag string, lock *os.File) (*fileWriter, error) {
 	if err := t.erase(n); err != nil {
 		return nil, err
 	}
-	data, err := t.fs.OpenFile(t.path(n, extData), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	data, err := t.fs.OpenFile(t.path(n, extData), os.O_WRONLY|os.O_CREATE|os.O_EXCL, private.FileMode)
 	if err != nil {
 		return nil, err
 	}
-	sums, err := t.fs.OpenFile(t.path(n, extSums), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	sums, err := t.fs.OpenFile(t.path(n, extSums), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, private.FileMode)
 	if err != nil {
 		data.Close()
 		return nil, err
