@@ -82,6 +82,20 @@ func (c *Catalog) CreateToken(t *Token) error {
 	return nil
 }
 
+// TokenByHash returns the token with this hash without using it
+// (ErrNotFound if there is none), so a caller can check a token before it
+// does anything that could still refuse the request.
+func (c *Catalog) TokenByHash(hash string) (*Token, error) {
+	t, err := scanToken(c.db.QueryRow(`SELECT id, `+tokenColumns+` FROM tokens WHERE hash = ?`, hash))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("catalog: token: %w", ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("catalog: reading token: %w", err)
+	}
+	return t, nil
+}
+
 // UseToken spends the token with this hash: it records it used at time at
 // (now when zero) by by, and returns it. ErrNotFound if there is no such
 // token, ErrTokenUsed if it was used already, ErrTokenExpired if at is after

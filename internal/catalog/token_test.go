@@ -112,3 +112,25 @@ func TestUseTokenConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// TokenByHash reads a token without spending it.
+func TestTokenByHash(t *testing.T) {
+	c, _ := openTemp(t)
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	must(t, c.CreateToken(&Token{Hash: "h1", Kind: TokenEnroll, Name: "db1", Created: t0, Expires: t0.Add(time.Hour)}))
+	if _, err := c.TokenByHash("nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("TokenByHash of an unknown hash: %v, want ErrNotFound", err)
+	}
+	for range 2 {
+		got, err := c.TokenByHash("h1")
+		if err != nil || got.Name != "db1" || !got.Expires.Equal(t0.Add(time.Hour)) || !got.Used.IsZero() {
+			t.Fatalf("TokenByHash = %+v, %v", got, err)
+		}
+	}
+	if _, err := c.UseToken("h1", t0, "db1"); err != nil {
+		t.Errorf("UseToken after TokenByHash: %v", err)
+	}
+	if got, err := c.TokenByHash("h1"); err != nil || got.Used.IsZero() || got.UsedBy != "db1" {
+		t.Errorf("TokenByHash of a used token = %+v, %v", got, err)
+	}
+}

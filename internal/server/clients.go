@@ -67,9 +67,10 @@ func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) error {
 		s.log.Warn("enrollment refused", "client", req.Name, "remote", r.RemoteAddr, "reason", msg)
 		return apiErr(status, code, "enrollment refused: %s", msg)
 	}
-	if err := catalog.ValidClientName(req.Name); err != nil {
-		return badRequest("%v", err)
-	}
+	// The token is checked before anything else, so a caller without a
+	// valid token learns nothing (not whether a name is taken); it is
+	// spent only once the whole request is found good, so a refused
+	// enrollment does not burn it.
 	t, err := pki.ParseTokenKind(req.Token, pki.KindEnroll)
 	if err != nil {
 		return refuse(http.StatusUnauthorized, api.CodeUnauthorized, "not an enrollment token")
@@ -77,8 +78,34 @@ func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) error {
 	if t.CAFingerprint != s.ca.Fingerprint() {
 		return refuse(http.StatusUnauthorized, api.CodeUnauthorized, "the token was made by another server")
 	}
-	// Everything that can be checked without the token is checked first, so
-	// a refused enrollment does not burn it.
+	hash := pki.HashSecret(t.Secret)
+	now := s.opts.Clock.Now()
+	tokenErr := func(err error) error {
+		switch {
+		case errors.Is(err, catalog.ErrNotFound):
+			return refuse(http.StatusUnauthorized, api.CodeUnauthorized, "unknown token")
+		case errors.Is(err, catalog.ErrTokenUsed):
+			return refuse(http.StatusUnauthorized, api.CodeTokenUsed, "the token was used already; make a new one with `kura token create`")
+		case errors.Is(err, catalog.ErrTokenExpired):
+			return refuse(http.StatusUnauthorized, api.CodeTokenExpired, "the token has expired; make a new one with `kura token create`")
+		}
+		return err
+	}
+	rec, err := s.env.Catalog.TokenByHash(hash)
+	switch {
+	case err != nil:
+		return tokenErr(err)
+	case !rec.Used.IsZero():
+		return tokenErr(catalog.ErrTokenUsed)
+	case now.After(rec.Expires):
+		return tokenErr(catalog.ErrTokenExpired)
+	}
+	if err := catalog.ValidClientName(req.Name); err != nil {
+		return badRequest("%v", err)
+	}
+	if rec.Name != "" && rec.Name != req.Name {
+		return refuse(http.StatusForbidden, api.CodeForbidden, "the token is for client "+rec.Name)
+	}
 	old, oldErr := s.env.Catalog.Client(req.Name)
 	if oldErr == nil && old.Revoked.IsZero() {
 		return refuse(http.StatusConflict, api.CodeConflict, "a client named "+req.Name+" is enrolled already; revoke it first")
@@ -86,20 +113,9 @@ func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) error {
 	if csr, err := x509.ParseCertificateRequest(req.CSR); err != nil || csr.CheckSignature() != nil {
 		return badRequest("certificate request: not a valid signed CSR")
 	}
-	now := s.opts.Clock.Now()
-	rec, err := s.env.Catalog.UseToken(pki.HashSecret(t.Secret), now, req.Name)
-	switch {
-	case errors.Is(err, catalog.ErrNotFound):
-		return refuse(http.StatusUnauthorized, api.CodeUnauthorized, "unknown token")
-	case errors.Is(err, catalog.ErrTokenUsed):
-		return refuse(http.StatusUnauthorized, api.CodeTokenUsed, "the token was used already; make a new one with `kura token create`")
-	case errors.Is(err, catalog.ErrTokenExpired):
-		return refuse(http.StatusUnauthorized, api.CodeTokenExpired, "the token has expired; make a new one with `kura token create`")
-	case err != nil:
-		return err
-	}
-	if rec.Name != "" && rec.Name != req.Name {
-		return refuse(http.StatusForbidden, api.CodeForbidden, "the token is for client "+rec.Name)
+	// Spend it: of concurrent enrollments with one token exactly one gets here.
+	if _, err := s.env.Catalog.UseToken(hash, now, req.Name); err != nil {
+		return tokenErr(err)
 	}
 	if oldErr == nil {
 		// A revoked name may enroll again with a fresh token: a new machine

@@ -402,3 +402,55 @@ func TestJobRequestValidation(t *testing.T) {
 	}
 	r.waitLog("refused: bad request", "paths on a client must be absolute", "unknown level")
 }
+
+// Whether a client name is taken cannot be learned without a valid token:
+// the token is checked first. A valid token refused for a taken name is
+// not spent.
+func TestEnrollNameNotProbedWithoutToken(t *testing.T) {
+	t.Parallel()
+	clock := monitor.NewFakeClock(time.Now())
+	opts := fastOpts
+	opts.Clock = clock
+	r := startServerWith(t, t.TempDir(), "", opts)
+	r.enroll("c1", "")
+	enroll := func(tok, name string) error {
+		_, err := agent.Enroll(t.Context(), t.TempDir(), r.url, tok, name)
+		return err
+	}
+	fake, err := pki.NewToken(pki.KindEnroll, r.srv.CAFingerprint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"c1", "free"} {
+		err := enroll(fake.String(), name)
+		wantCode(t, "a token this server never made, name "+name, err, api.CodeUnauthorized)
+		if err != nil && strings.Contains(err.Error(), "enrolled already") {
+			t.Errorf("a caller without a valid token learned that %s is taken: %v", name, err)
+		}
+	}
+	expired, err := r.admin.CreateToken(t.Context(), api.TokenRequest{ExpiresSeconds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	used, err := r.admin.CreateToken(t.Context(), api.TokenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := enroll(used.Token, "c2"); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second)
+	wantCode(t, "an expired token, taken name", enroll(expired.Token, "c1"), api.CodeTokenExpired)
+	wantCode(t, "a used token, taken name", enroll(used.Token, "c1"), api.CodeTokenUsed)
+
+	// A valid token learns the name is taken, and stays good.
+	tok, err := r.admin.CreateToken(t.Context(), api.TokenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "a valid token, taken name", enroll(tok.Token, "c1"), api.CodeConflict)
+	if err := enroll(tok.Token, "c3"); err != nil {
+		t.Errorf("the token refused for a taken name was spent: %v", err)
+	}
+	r.waitLog("unknown token", "enrolled already")
+}
