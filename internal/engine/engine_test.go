@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/compress"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/index"
@@ -212,6 +213,40 @@ func TestRestoreSelectedFiles(t *testing.T) {
 	}
 }
 
+// TestRestoreNeedsATarget: a restore that says neither where to write nor
+// that it may write over the originals writes nothing, records no job and
+// says what to give; so does one that says both.
+func TestRestoreNeedsATarget(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	p := filepath.Join(src, "f")
+	must(t, os.WriteFile(p, []byte("backed up"), 0o644))
+	id := backup(t, env, engine.BackupOptions{Paths: []string{src}}).Figures.SavesetID
+	must(t, os.WriteFile(p, []byte("live"), 0o644))
+	jobs, err := env.Catalog.Jobs(0)
+	must(t, err)
+	for name, o := range map[string]engine.RestoreOptions{
+		"neither": {SavesetID: id},
+		"both":    {SavesetID: id, To: t.TempDir(), InPlace: true},
+	} {
+		_, err := env.Restore(context.Background(), o)
+		if !errors.Is(err, engine.ErrRestoreTarget) || !strings.Contains(err.Error(), "--in-place") {
+			t.Errorf("%s: err %v, want ErrRestoreTarget naming --to and --in-place", name, err)
+		}
+		if _, err := env.RestoreFiles(context.Background(), engine.EnvStore{Env: env}, &catalog.Saveset{ID: id}, o, 0, 0); !errors.Is(err, engine.ErrRestoreTarget) {
+			t.Errorf("%s: RestoreFiles err %v, want ErrRestoreTarget", name, err)
+		}
+	}
+	if b, _ := os.ReadFile(p); string(b) != "live" {
+		t.Fatalf("a restore without a target wrote over the live file: %q", b)
+	}
+	after, err := env.Catalog.Jobs(0)
+	must(t, err)
+	if len(after) != len(jobs) {
+		t.Errorf("refused restores recorded %d jobs", len(after)-len(jobs))
+	}
+}
+
 func TestOverwritePolicies(t *testing.T) {
 	env := newEnv(t)
 	src := t.TempDir()
@@ -222,12 +257,12 @@ func TestOverwritePolicies(t *testing.T) {
 	id := backup(t, env, engine.BackupOptions{Paths: []string{src}}).Figures.SavesetID
 	must(t, os.WriteFile(p, []byte("newer local"), 0o644))
 
-	restore(t, env, engine.RestoreOptions{SavesetID: id, Overwrite: engine.OverwriteNever})
-	restore(t, env, engine.RestoreOptions{SavesetID: id, Overwrite: engine.OverwriteOlder})
+	restore(t, env, engine.RestoreOptions{SavesetID: id, InPlace: true, Overwrite: engine.OverwriteNever})
+	restore(t, env, engine.RestoreOptions{SavesetID: id, InPlace: true, Overwrite: engine.OverwriteOlder})
 	if b, _ := os.ReadFile(p); string(b) != "newer local" {
 		t.Fatalf("never/older replaced a newer file: %q", b)
 	}
-	restore(t, env, engine.RestoreOptions{SavesetID: id, Overwrite: engine.OverwriteAlways})
+	restore(t, env, engine.RestoreOptions{SavesetID: id, InPlace: true, Overwrite: engine.OverwriteAlways})
 	if b, _ := os.ReadFile(p); string(b) != "backed up" {
 		t.Fatalf("always did not replace: %q", b)
 	}

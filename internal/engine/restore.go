@@ -38,10 +38,29 @@ type RestoreOptions struct {
 	Latest    bool      // the newest complete saveset (of Selection, if given)
 	Selection string    // with Latest or At: which selection set
 	At        time.Time // the newest complete saveset made at or before this time
-	To        string    // target folder; "" = "/" (the original place)
+	To        string    // target folder; exactly one of To and InPlace
+	InPlace   bool      // restore to the original places ("/"), over what is there
 	Includes  []string  // paths or globs; empty = everything
 	Overwrite string    // never, older, always (default)
 	Sync      bool      // wait until the restored files are on disk (one syncfs at the end)
+}
+
+// ErrRestoreTarget: a restore says neither where to write (To) nor that it
+// may write over the original places (InPlace), or says both. Nothing is
+// written over live files unless asked for.
+var ErrRestoreTarget = errors.New("say where to restore: --to DIR, or --in-place to write over the original places")
+
+// restoreTarget is the folder a restore writes into, or ErrRestoreTarget.
+func restoreTarget(opts RestoreOptions) (string, error) {
+	switch {
+	case opts.InPlace && opts.To != "":
+		return "", fmt.Errorf("%w (not both)", ErrRestoreTarget)
+	case opts.InPlace:
+		return "/", nil
+	case opts.To == "":
+		return "", ErrRestoreTarget
+	}
+	return opts.To, nil
 }
 
 // ChooseSaveset finds the saveset a restore means.
@@ -138,13 +157,13 @@ func (s EnvStore) Data(ss *catalog.Saveset) (stream.FrameSource, error) {
 	return span.NewReader(s.Env.tapeOpener(), fromCatalogParts(ss.Parts)), nil
 }
 
-// RestoreFiles writes a saveset's moment into opts.To (default "/") from
+// RestoreFiles writes a saveset's moment into opts.To (or "/" with InPlace) from
 // store: the restoring half of a restore, without any catalog bookkeeping.
 // total is the expected number of bytes (0: unknown), for progress.
 func (e *Env) RestoreFiles(ctx context.Context, store SavesetStore, ss *catalog.Saveset, opts RestoreOptions, jobID, total int64) (*RestoreOutcome, error) {
-	to := opts.To
-	if to == "" {
-		to = "/"
+	to, err := restoreTarget(opts)
+	if err != nil {
+		return &RestoreOutcome{}, err
 	}
 	out := &RestoreOutcome{To: to}
 	if err := os.MkdirAll(to, 0o755); err != nil {
@@ -906,6 +925,10 @@ func (e *Env) RestoreWith(ctx context.Context, job *catalog.Job, opts RestoreOpt
 	default:
 		return nil, fmt.Errorf("unknown --overwrite %q (never, older or always)", opts.Overwrite)
 	}
+	to, err := restoreTarget(opts)
+	if err != nil {
+		return nil, err
+	}
 	ss, err := e.ChooseSaveset(opts)
 	if err != nil {
 		return nil, err
@@ -927,10 +950,6 @@ func (e *Env) RestoreWith(ctx context.Context, job *catalog.Job, opts RestoreOpt
 		return nil, err
 	}
 	defer lock.release()
-	to := opts.To
-	if to == "" {
-		to = "/"
-	}
 	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: job.ID, Message: fmt.Sprintf("restore of saveset %d (%s of %s) to %s",
 		ss.ID, ss.Level, ss.Created.Local().Format("2006-01-02 15:04:05"), to)})
 	out, runErr := run(plan.ss, job.ID, plan.total)

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -80,4 +81,42 @@ func TestPolicyCopyStepAndRestoreFromCopyThroughAgent(t *testing.T) {
 		t.Fatalf("restore from the copy: %s %s", rs.State, rs.Error)
 	}
 	sameTree(t, src, filepath.Join(to, src))
+}
+
+// A restore order carries the admin's choice of target to the agent: with
+// in_place it writes over the original files (as --overwrite says), with
+// to it writes only into that folder and leaves the originals alone.
+func TestRestoreInPlaceThroughAgent(t *testing.T) {
+	t.Parallel()
+	r := startServer(t, t.TempDir(), "")
+	r.runAgent("c1")
+	src := t.TempDir()
+	f := filepath.Join(src, "f.txt")
+	if err := os.WriteFile(f, []byte("backed up"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}})[0])
+	if b.State != catalog.StateSucceeded {
+		t.Fatalf("backup: %s %s", b.State, b.Error)
+	}
+	if err := os.WriteFile(f, []byte("live"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	to := t.TempDir()
+	if j := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: b.SavesetID, To: to})[0]); j.State != catalog.StateSucceeded {
+		t.Fatalf("restore --to: %s %s", j.State, j.Error)
+	}
+	if got, _ := os.ReadFile(f); string(got) != "live" {
+		t.Fatalf("a restore into %s changed the original: %q", to, got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(to, f)); string(got) != "backed up" {
+		t.Fatalf("restored copy: %q", got)
+	}
+	j := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: b.SavesetID, InPlace: true, Overwrite: engine.OverwriteAlways})[0])
+	if j.State != catalog.StateSucceeded {
+		t.Fatalf("restore in place: %s %s", j.State, j.Error)
+	}
+	if got, _ := os.ReadFile(f); string(got) != "backed up" {
+		t.Fatalf("in-place restore left %q", got)
+	}
 }
