@@ -18,6 +18,7 @@ import (
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/library"
+	"github.com/kura-backup/kura/internal/walk"
 	"golang.org/x/sys/unix"
 )
 
@@ -852,4 +853,61 @@ func TestIndexMovesToNextTapeAtEarlyWarning(t *testing.T) {
 	}
 	to := t.TempDir()
 	restore(t, env, engine.RestoreOptions{SavesetID: ss.ID, To: to})
+}
+
+// TestBackupOfMissingPaths: a missing path among others is a warning and
+// the rest is backed up (a complete saveset, ErrWarnings); when every path
+// is missing the job is recorded as failed and no saveset is complete.
+func TestBackupOfMissingPaths(t *testing.T) {
+	env := newEnv(t)
+	good := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(good, "f"), []byte("x"), 0o644))
+	missing := filepath.Join(t.TempDir(), "missing")
+
+	res, err := env.Backup(context.Background(), engine.BackupOptions{Paths: []string{good, missing}})
+	if !errors.Is(err, engine.ErrWarnings) || res == nil || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], missing) {
+		t.Fatalf("backup GOOD MISSING: err %v, result %+v: want ErrWarnings naming %s", err, res, missing)
+	}
+	ss, err := env.Catalog.Saveset(res.Figures.SavesetID)
+	must(t, err)
+	if ss.Status != catalog.StatusComplete || ss.Files < 1 {
+		t.Fatalf("saveset of GOOD MISSING: %s with %d files", ss.Status, ss.Files)
+	}
+
+	res, err = env.Backup(context.Background(), engine.BackupOptions{Paths: []string{missing, missing + "2"}})
+	if !errors.Is(err, walk.ErrNoRoots) || errors.Is(err, engine.ErrWarnings) || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("backup of missing paths only: %v, want ErrNoRoots naming %s", err, missing)
+	}
+	jobs, err := env.Catalog.Jobs(1)
+	must(t, err)
+	if len(jobs) != 1 || jobs[0].State != catalog.StateFailed || jobs[0].ID != res.Figures.JobID {
+		t.Fatalf("the job of a backup of nothing: %+v, want it recorded as failed", jobs)
+	}
+}
+
+// TestRestoreIncludeMatchingNothing: an --include that selects nothing is
+// a warning; when every one does, the restore fails before writing anything.
+func TestRestoreIncludeMatchingNothing(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(src, "f"), []byte("x"), 0o644))
+	id := backup(t, env, engine.BackupOptions{Paths: []string{src}}).Figures.SavesetID
+	rel := strings.TrimPrefix(src, "/")
+
+	to := t.TempDir()
+	_, err := env.Restore(context.Background(), engine.RestoreOptions{SavesetID: id, To: to, Includes: []string{"no/such/path", "*.nope"}})
+	if !errors.Is(err, engine.ErrNothingToRestore) || !strings.Contains(err.Error(), "no/such/path") {
+		t.Fatalf("restore of nothing: %v, want ErrNothingToRestore naming the pattern", err)
+	}
+	if ents, _ := os.ReadDir(to); len(ents) != 0 {
+		t.Fatalf("a restore of nothing wrote %d entries", len(ents))
+	}
+
+	res, err := env.Restore(context.Background(), engine.RestoreOptions{SavesetID: id, To: to, Includes: []string{rel + "/f", "no/such/path"}})
+	if !errors.Is(err, engine.ErrWarnings) || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "no/such/path") {
+		t.Fatalf("restore with one empty --include: %v %q, want a warning naming it", err, res.Warnings)
+	}
+	if b, err := os.ReadFile(filepath.Join(to, src, "f")); err != nil || string(b) != "x" {
+		t.Fatalf("the matching file: %q %v", b, err)
+	}
 }

@@ -371,19 +371,29 @@ func included(p string, patterns []string) bool {
 		return true
 	}
 	for _, pat := range patterns {
-		pat = strings.Trim(pat, "/")
-		if pat == "" || p == pat || strings.HasPrefix(p, pat+"/") {
-			return true
-		}
-		if ok, _ := path.Match(pat, p); ok {
-			return true
-		}
-		if ok, _ := path.Match(pat, path.Base(p)); ok {
+		if includedBy(p, pat) {
 			return true
 		}
 	}
 	return false
 }
+
+// includedBy reports whether one --include pattern selects index path p.
+func includedBy(p, pat string) bool {
+	pat = strings.Trim(pat, "/")
+	if pat == "" || p == pat || strings.HasPrefix(p, pat+"/") {
+		return true
+	}
+	if ok, _ := path.Match(pat, p); ok {
+		return true
+	}
+	ok, _ := path.Match(pat, path.Base(p))
+	return ok
+}
+
+// ErrNothingToRestore: the --include patterns of a restore select nothing
+// in the saveset. A restore that would write nothing is not a success.
+var ErrNothingToRestore = errors.New("nothing to restore")
 
 // safeName checks an index path before it touches the disk: relative,
 // clean, no "..". os.Root then keeps every operation inside the target,
@@ -819,6 +829,9 @@ type chainPlan struct {
 	total int64            // bytes of file content the restore will write
 	ss    *catalog.Saveset // the chosen saveset, or the copy it is read through
 	notes []string         // one line per saveset read from a copy, for the job log
+	// unmatched are the --include patterns that select nothing (warnings
+	// of the restore; when all do, checkChain fails with ErrNothingToRestore).
+	unmatched []string
 }
 
 // checkChain makes sure that every saveset a restore will read exists, is
@@ -864,10 +877,19 @@ func (e *Env) checkChain(ss *catalog.Saveset, includes []string, copies bool) (*
 		return nil, err
 	}
 	need := map[int64]bool{}
+	matched := make([]bool, len(includes))
 	it := idx.Iter()
 	for it.Next() {
 		en := it.Entry()
-		if en.Type != index.TypeFile || !included(en.Path, includes) {
+		in := len(includes) == 0
+		for i, pat := range includes {
+			// Each pattern is tried until it has matched once, and on
+			// files until one pattern takes the file.
+			if (!matched[i] || (!in && en.Type == index.TypeFile)) && includedBy(en.Path, pat) {
+				matched[i], in = true, true
+			}
+		}
+		if en.Type != index.TypeFile || !in {
 			continue
 		}
 		plan.total += en.Size
@@ -879,6 +901,15 @@ func (e *Env) checkChain(ss *catalog.Saveset, includes []string, copies bool) (*
 	idx.Close()
 	if err != nil {
 		return nil, fmt.Errorf("reading the index of saveset %d: %w", ss.ID, err)
+	}
+	for i, pat := range includes {
+		if !matched[i] {
+			plan.unmatched = append(plan.unmatched, pat)
+		}
+	}
+	if len(includes) > 0 && len(plan.unmatched) == len(includes) {
+		return nil, fmt.Errorf("%w: no path in saveset %d matches --include %s (see `kura ls %d`; paths have no leading /)",
+			ErrNothingToRestore, ss.ID, strings.Join(includes, ", --include "), ss.ID)
 	}
 	ids := make([]int64, 0, len(need))
 	for id := range need {
@@ -953,5 +984,14 @@ func (e *Env) RestoreWith(ctx context.Context, job *catalog.Job, opts RestoreOpt
 	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: job.ID, Message: fmt.Sprintf("restore of saveset %d (%s of %s) to %s",
 		ss.ID, ss.Level, ss.Created.Local().Format("2006-01-02 15:04:05"), to)})
 	out, runErr := run(plan.ss, job.ID, plan.total)
+	if out == nil {
+		out = &RestoreOutcome{To: to}
+	}
+	for _, pat := range plan.unmatched {
+		// Like a missing path of a backup: the rest is restored, the job
+		// ends with warnings.
+		out.Warnings = append([]string{fmt.Sprintf("--include %s: matches nothing in saveset %d", pat, ss.ID)}, out.Warnings...)
+		out.WarningCount++
+	}
 	return e.FinishRestore(job, plan.ss, opts, out, runErr)
 }

@@ -3,6 +3,7 @@ package server_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,5 +119,26 @@ func TestRestoreInPlaceThroughAgent(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(f); string(got) != "backed up" {
 		t.Fatalf("in-place restore left %q", got)
+	}
+}
+
+// Through an agent too: a missing path among others is a warning (job
+// state warnings, the rest backed up); missing paths only fail the job.
+func TestBackupOfMissingPathsThroughAgent(t *testing.T) {
+	t.Parallel()
+	r := startServer(t, t.TempDir(), "")
+	r.runAgent("c1")
+	good := t.TempDir()
+	if err := os.WriteFile(filepath.Join(good, "f.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing")
+	j := r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{good, missing}})[0])
+	if j.State != catalog.StateWarnings || j.Files < 1 || len(j.Warnings) != 1 || !strings.Contains(j.Warnings[0], missing) {
+		t.Fatalf("backup GOOD MISSING through an agent: %s (%s), %d files, warnings %q", j.State, j.Error, j.Files, j.Warnings)
+	}
+	j = r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{missing}})[0])
+	if j.State != catalog.StateFailed || !strings.Contains(j.Error, "nothing to back up") {
+		t.Fatalf("backup of a missing path through an agent: %s (%s), want failed, nothing to back up", j.State, j.Error)
 	}
 }
