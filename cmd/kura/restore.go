@@ -102,9 +102,9 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 			}
 			switch {
 			case g.client != "" || toClient != "":
-				return usageErrorf("--client and --to-client need a server: %v", errNoServer)
+				return usageErrorf("--client and --to-client need a server: %v", g.noServer())
 			case detach, bwlimit != "":
-				return usageErrorf("--detach and --bwlimit need a server: %v", errNoServer)
+				return usageErrorf("--detach and --bwlimit need a server: %v", g.noServer())
 			}
 			return withEnv(g, func(env *engine.Env) error {
 				stop := startProgress(env, !asJSON)
