@@ -136,7 +136,10 @@ func TestServerAgentsAndAdminCLI(t *testing.T) {
 	for _, name := range []string{"c1", "c2"} {
 		tok := strings.TrimSpace(admin.ok("token", "create", "--expires", "10m").stdout)
 		k := newKura(t)
-		k.ok("agent", "enroll", "--server", url, "--token", tok, "--name", name)
+		// It prints the exact command to run next, home included.
+		if r := k.ok("agent", "enroll", "--server", url, "--token", tok, "--name", name); !strings.Contains(r.stdout, "Now run: kura agent run --home "+k.home+"\n") {
+			t.Fatalf("enroll should print the next command with its home:\n%s", r)
+		}
 		// The token was for one enrollment only.
 		if r := newKura(t).run("agent", "enroll", "--server", url, "--token", tok, "--name", name+"x"); r.code == 0 || !strings.Contains(r.stderr, "used already") {
 			t.Fatalf("second use of a token:\n%s", r)
