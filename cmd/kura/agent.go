@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -19,6 +20,14 @@ func agentHome(g *globals) (string, error) {
 		return g.home, nil
 	}
 	return home.Dir()
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func newAgentCmd(g *globals) *cobra.Command {
@@ -49,8 +58,13 @@ Enroll once with a one-time token from "kura token create", then run it
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Enrolled as client %q of %s (certificate in %s).\nNow run: kura agent run\n",
-				cfg.Name, cfg.Server, agent.Dir(h))
+			next := "kura agent run"
+			if g.explicitHome() != "" {
+				// The next command must find this home wherever it runs.
+				next += " --home " + shellQuote(h)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Enrolled as client %q of %s (certificate in %s).\nNow run: %s\n",
+				cfg.Name, cfg.Server, agent.Dir(h), next)
 			return nil
 		},
 	}

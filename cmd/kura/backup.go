@@ -85,9 +85,9 @@ skipped or changed file is listed), 4 the --verify phase found problems.`,
 			}
 			switch {
 			case g.client != "":
-				return usageErrorf("--client needs a server: %v", errNoServer)
+				return usageErrorf("--client needs a server: %v", g.noServer())
 			case detach, streams > 1, bwlimit != "":
-				return usageErrorf("--detach, --streams and --bwlimit need a server: %v", errNoServer)
+				return usageErrorf("--detach, --streams and --bwlimit need a server: %v", g.noServer())
 			}
 			return withEnv(g, func(env *engine.Env) error {
 				stop := startProgress(env, !asJSON)

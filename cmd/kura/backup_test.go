@@ -321,3 +321,46 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 		t.Fatal(err)
 	}
 }
+
+// TestBackupAndRestoreOfNothingAreNotSuccesses: `backup GOOD /missing`
+// backs up GOOD, warns about /missing and exits 3; a backup of missing
+// paths only fails (exit 1) and its job is recorded as failed; a restore
+// whose --include matches nothing exits 1 and says so.
+func TestBackupAndRestoreOfNothingAreNotSuccesses(t *testing.T) {
+	t.Parallel()
+	k := newKura(t)
+	good := filepath.Join(k.dir, "good")
+	writeTree(t, good, map[string]string{"f.txt": "kept\n"})
+	missing := filepath.Join(k.dir, "missing")
+
+	var f figures
+	r := k.json(exitWarnings, &f, "backup", "--json", good, missing)
+	if f.SavesetID == 0 || f.Files < 1 || len(f.WarningList) != 1 || !strings.Contains(f.WarningList[0], missing) {
+		t.Fatalf("backup GOOD MISSING: want GOOD backed up and one warning naming %s:\n%s", missing, r)
+	}
+	out := filepath.Join(k.dir, "out")
+	k.ok("restore", itoa64(f.SavesetID), "--to", out)
+	sameTree(t, readTree(t, good), readTree(t, restoredAt(out, good)))
+
+	r = k.expect(exitFailure, "backup", missing, missing+"2")
+	if !strings.Contains(r.stderr, "nothing to back up") || !strings.Contains(r.stderr, missing) {
+		t.Errorf("a backup of missing paths only should say there is nothing to back up, naming them:\n%s", r)
+	}
+	var jobs []struct {
+		Kind  string `json:"kind"`
+		State string `json:"state"`
+	}
+	k.json(0, &jobs, "jobs", "list", "--limit", "1", "--json")
+	if len(jobs) != 1 || jobs[0].Kind != "backup" || jobs[0].State != "failed" {
+		t.Errorf("the backup of nothing should be recorded as a failed job: %+v", jobs)
+	}
+
+	empty := filepath.Join(k.dir, "empty")
+	r = k.expect(exitFailure, "restore", itoa64(f.SavesetID), "--to", empty, "--include", "no/such/file")
+	if !strings.Contains(r.stderr, "nothing to restore") || !strings.Contains(r.stderr, "no/such/file") {
+		t.Errorf("a restore of nothing should say so, naming the pattern:\n%s", r)
+	}
+	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
+		t.Errorf("a restore of nothing wrote %d entries", len(ents))
+	}
+}

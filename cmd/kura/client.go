@@ -169,7 +169,7 @@ on the server machine itself without a login (with --home of the server).`,
 					return err
 				}
 				if !server.IsHome(h) {
-					return fmt.Errorf("%s is not a server home and %v", h, errNoServer)
+					return fmt.Errorf("%s is not a server home and %v", h, g.noServer())
 				}
 				srv, err := server.New(server.Options{Home: h, Log: io.Discard})
 				if err != nil {

@@ -28,7 +28,11 @@ certificate authority: the server is accepted only if it proves to hold
 that CA, and the CA is kept for later calls. The login is kept in
 ~/.config/kura/login.json (mode 0600; $KURA_LOGIN overrides the path).
 
-Instead of logging in, KURA_SERVER and KURA_TOKEN may be set.`,
+Instead of logging in, KURA_SERVER and KURA_TOKEN may be set.
+
+Once logged in, verbs work against the server, except when a home is given:
+--home or KURA_HOME always means that local home (and --local the default
+one), whatever login exists.`,
 		Example: `  kura login --server https://backup.example.com:8420 --token "$(cat /var/lib/kura/admin.token)"`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -72,6 +76,9 @@ Instead of logging in, KURA_SERVER and KURA_TOKEN may be set.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Logged in to server %s (Kura %s) at %s.\nCA fingerprint %s\n", info.Name, info.Version, c.Base(), info.CAFingerprint)
+			if h := g.explicitHome(); h != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: %s is set, so verbs still work on the local home; drop it (`unset KURA_HOME`) to use this server.\n", h)
+			}
 			return nil
 		},
 	}

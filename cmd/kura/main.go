@@ -114,7 +114,9 @@ With no server configured, every verb works on the local home
 
 With a server ("kura login", or KURA_SERVER and KURA_TOKEN), the verbs work
 against the server, and --client NAME says whose data: "kura backup
---client web1 /srv" has agent web1 stream /srv to the server's drives.`,
+--client web1 /srv" has agent web1 stream /srv to the server's drives.
+An explicit home (--home or KURA_HOME) always means that local home, and
+--local the default one, even when logged in.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

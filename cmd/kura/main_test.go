@@ -105,7 +105,12 @@ func (k *kura) command(ctx context.Context, args ...string) *exec.Cmd {
 	if v := os.Getenv("GORACE"); v != "" {
 		gorace = v + " " + gorace
 	}
-	env := []string{runMainEnv + "=1", "KURA_HOME=" + k.home, "HOME=" + k.dir, "GORACE=" + gorace}
+	env := []string{runMainEnv + "=1", "HOME=" + k.dir, "GORACE=" + gorace}
+	if k.home != "" {
+		// An admin of a server has no home of its own: KURA_HOME would make
+		// every verb local.
+		env = append(env, "KURA_HOME="+k.home)
+	}
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {

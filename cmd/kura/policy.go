@@ -273,7 +273,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 				}
 				return nil
 			case p.Client != "":
-				return fmt.Errorf("policy %s backs up client %s: run it through the server (%v)", p.Name, p.Client, errNoServer)
+				return fmt.Errorf("policy %s backs up client %s: run it through the server (%v)", p.Name, p.Client, g.noServer())
 			}
 			// A policy of this machine, run here.
 			return withEnv(g, func(env *engine.Env) error {

@@ -18,7 +18,9 @@ import (
 	"github.com/kura-backup/kura/internal/pki"
 )
 
-// A CLI works against a server when one is configured: KURA_SERVER and
+// Where a command runs follows one rule: an explicit home (--home or
+// KURA_HOME) or --local means the local home, whatever login exists;
+// otherwise a configured server means the server: KURA_SERVER and
 // KURA_TOKEN (the token pins the server's CA), or the file `kura login`
 // wrote. The library and catalog verbs then run on the server through its
 // console endpoint, so they print exactly what they print locally; backup
@@ -46,10 +48,22 @@ func loginPath() (string, error) {
 // errNoServer says how to configure a server.
 var errNoServer = errors.New("no server configured: run `kura login --server URL --token TOKEN`, or set KURA_SERVER and KURA_TOKEN")
 
+// explicitHome names what made the home explicit: "--home", "KURA_HOME",
+// or "" when neither is given.
+func (g *globals) explicitHome() string {
+	switch {
+	case g.home != "":
+		return "--home"
+	case os.Getenv("KURA_HOME") != "":
+		return "KURA_HOME"
+	}
+	return ""
+}
+
 // server returns a client of the configured server, or nil when there is
-// none (or --local, or inside the server's own console).
+// none (or --local, an explicit home, or inside the server's own console).
 func (g *globals) server() (*apiclient.Client, error) {
-	if g.local || g.inServer {
+	if g.local || g.inServer || g.explicitHome() != "" {
 		return nil, nil
 	}
 	if url := os.Getenv("KURA_SERVER"); url != "" {
@@ -86,9 +100,21 @@ func (g *globals) server() (*apiclient.Client, error) {
 func (g *globals) needServer() (*apiclient.Client, error) {
 	c, err := g.server()
 	if err == nil && c == nil {
-		err = errNoServer
+		err = g.noServer()
 	}
 	return c, err
+}
+
+// noServer says why there is no server: none is configured, or an
+// explicit home or --local chose the local home.
+func (g *globals) noServer() error {
+	switch h := g.explicitHome(); {
+	case g.local:
+		return errors.New("--local works on the local home, and this needs a server")
+	case h != "":
+		return fmt.Errorf("%s is set, which means the local home (drop it, e.g. `unset KURA_HOME`, to use the server you logged in to)", h)
+	}
+	return errNoServer
 }
 
 // consoleVerbs run on the server as they are when a server is configured.
@@ -125,7 +151,7 @@ func remoteVerbs(root *cobra.Command, g *globals) {
 			}
 			if srv == nil {
 				if g.client != "" && !g.inServer {
-					return usageErrorf("--client needs a server: %v", errNoServer)
+					return usageErrorf("--client needs a server: %v", g.noServer())
 				}
 				return local(cmd, args)
 			}

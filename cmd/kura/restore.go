@@ -32,13 +32,18 @@ func newRestoreCmd(g *globals) *cobra.Command {
 earlier savesets that hold its unchanged files are read automatically, and
 files deleted before that moment do not come back.
 
-Nothing is ever written outside --to, whatever a saveset holds. Without --to
-files go back to where they came from.
+Say where the files go; there is no default. --to DIR restores into DIR (a
+file that was /srv/a.txt becomes DIR/srv/a.txt), and nothing is ever written
+outside DIR, whatever a saveset holds. --in-place puts the files back where
+they came from, over what is there now. Files that already exist are
+handled as --overwrite says (default always: replaced; never: kept; older:
+replaced only when older than the backed-up copy).
 
 Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 		Example: `  kura restore 12 --to /tmp/restore
   kura restore --latest --to /tmp/r --include home/me/docs/report.odt
-  kura restore --at "2026-11-29 18:00" --selection home --to /srv/old`,
+  kura restore --at "2026-11-29 18:00" --selection home --to /srv/old
+  kura restore 12 --in-place --overwrite older`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -63,6 +68,12 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 			if o.SavesetID == 0 && !o.Latest && o.At.IsZero() {
 				return usageErrorf("say which saveset to restore: an ID, --latest or --at TIME")
 			}
+			switch {
+			case o.To == "" && !o.InPlace:
+				return usageErrorf("say where to restore: --to DIR, or --in-place to write over the original files (see --overwrite)")
+			case o.To != "" && o.InPlace:
+				return usageErrorf("give --to DIR or --in-place, not both")
+			}
 			srv, err := g.server()
 			if err != nil {
 				return err
@@ -85,15 +96,15 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 					}
 				}
 				req := api.JobRequest{Kind: api.KindRestore, Client: g.client, BWLimit: bw, Saveset: o.SavesetID, Latest: o.Latest,
-					Selection: o.Selection, At: o.At, To: o.To, ToClient: toClient, Includes: o.Includes,
+					Selection: o.Selection, At: o.At, To: o.To, InPlace: o.InPlace, ToClient: toClient, Includes: o.Includes,
 					Overwrite: o.Overwrite, Sync: o.Sync}
 				return submitAndFollow(cmd, srv, req, detach, asJSON)
 			}
 			switch {
 			case g.client != "" || toClient != "":
-				return usageErrorf("--client and --to-client need a server: %v", errNoServer)
+				return usageErrorf("--client and --to-client need a server: %v", g.noServer())
 			case detach, bwlimit != "":
-				return usageErrorf("--detach and --bwlimit need a server: %v", errNoServer)
+				return usageErrorf("--detach and --bwlimit need a server: %v", g.noServer())
 			}
 			return withEnv(g, func(env *engine.Env) error {
 				stop := startProgress(env, !asJSON)
@@ -112,9 +123,10 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 	f.BoolVar(&o.Latest, "latest", false, "restore the newest complete saveset (of --selection, if given)")
 	f.StringVar(&o.Selection, "selection", "", "with --latest or --at: the selection set (or paths:… key shown by `kura savesets`)")
 	f.StringVar(&at, "at", "", "restore the newest saveset made at or before this time (2006-01-02 15:04[:05] or RFC 3339)")
-	f.StringVar(&o.To, "to", "", "restore into this folder (default: the original places)")
+	f.StringVar(&o.To, "to", "", "restore into this folder (this or --in-place is required)")
+	f.BoolVar(&o.InPlace, "in-place", false, "restore to the original places, over the files there (see --overwrite)")
 	f.StringArrayVar(&o.Includes, "include", nil, "restore only this path (and what is below it) or glob; repeatable")
-	f.StringVar(&o.Overwrite, "overwrite", "always", "existing files: never, older (replace when older than the backup), always")
+	f.StringVar(&o.Overwrite, "overwrite", "always", "existing files: always (replace), never (keep), older (replace when older than the backup)")
 	f.BoolVar(&o.Sync, "sync", false, "wait until the restored files are on disk before reporting success")
 	f.BoolVar(&asJSON, "json", false, "print the figures as JSON")
 	f.BoolVar(&detach, "detach", false, "with a server: queue the job, print its ID and return")

@@ -126,3 +126,37 @@ func TestDisasterRecovery(t *testing.T) {
 	k.ok("restore", itoa64(f.SavesetID), "--to", out)
 	sameTree(t, readTree(t, src), readTree(t, restoredAt(out, src)))
 }
+
+// TestRestoreNeverOverwritesSilently: `kura restore ID` alone is a usage
+// error that writes nothing; the original files are written over only with
+// --in-place, and then as --overwrite says.
+func TestRestoreNeverOverwritesSilently(t *testing.T) {
+	t.Parallel()
+	k := newKura(t)
+	src := filepath.Join(k.dir, "src")
+	writeTree(t, src, map[string]string{"a.txt": "backed up\n"})
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(src, "a.txt"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	f := k.backup(src)
+	writeTree(t, src, map[string]string{"a.txt": "live edit\n"})
+	live := readTree(t, src)
+	id := itoa64(f.SavesetID)
+
+	for _, args := range [][]string{{"restore", id}, {"restore", "--latest"}, {"restore", id, "--in-place", "--to", k.dir + "/x"}} {
+		r := k.expect(exitUsage, args...)
+		if !strings.Contains(r.stderr, "--to") || !strings.Contains(r.stderr, "--in-place") {
+			t.Errorf("the error should name --to and --in-place:\n%s", r)
+		}
+	}
+	if h := k.ok("restore", "--help"); !strings.Contains(h.stdout, "there is no default") || !strings.Contains(h.stdout, "default always") {
+		t.Errorf("restore --help should say there is no default target and what --overwrite defaults to:\n%s", h.stdout)
+	}
+	sameTree(t, live, readTree(t, src))
+
+	k.ok("restore", id, "--in-place", "--overwrite", "older")
+	sameTree(t, live, readTree(t, src)) // the live file is newer
+	k.ok("restore", id, "--in-place")
+	sameTree(t, map[string]string{"a.txt": "backed up\n"}, readTree(t, src))
+}

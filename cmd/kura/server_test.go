@@ -122,6 +122,7 @@ func TestServerAgentsAndAdminCLI(t *testing.T) {
 	adminToken := strings.TrimSpace(string(tokb))
 
 	admin := newKura(t)
+	admin.home = ""
 	admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json")}
 	if r := admin.ok("login", "--server", url, "--token", adminToken); !strings.Contains(r.stdout, "Logged in") {
 		t.Fatalf("login said:\n%s", r)
@@ -135,7 +136,10 @@ func TestServerAgentsAndAdminCLI(t *testing.T) {
 	for _, name := range []string{"c1", "c2"} {
 		tok := strings.TrimSpace(admin.ok("token", "create", "--expires", "10m").stdout)
 		k := newKura(t)
-		k.ok("agent", "enroll", "--server", url, "--token", tok, "--name", name)
+		// It prints the exact command to run next, home included.
+		if r := k.ok("agent", "enroll", "--server", url, "--token", tok, "--name", name); !strings.Contains(r.stdout, "Now run: kura agent run --home "+k.home+"\n") {
+			t.Fatalf("enroll should print the next command with its home:\n%s", r)
+		}
 		// The token was for one enrollment only.
 		if r := newKura(t).run("agent", "enroll", "--server", url, "--token", tok, "--name", name+"x"); r.code == 0 || !strings.Contains(r.stderr, "used already") {
 			t.Fatalf("second use of a token:\n%s", r)
@@ -168,6 +172,32 @@ func TestServerAgentsAndAdminCLI(t *testing.T) {
 	if r := admin.ok("vtl", "list"); !strings.Contains(r.stdout, "default") {
 		t.Fatalf("vtl list through the server:\n%s", r)
 	}
+	// An explicit home means local, whatever login exists: KURA_HOME or
+	// --home sees its own (empty) catalog, and verbs that need the server
+	// say why they do not reach it.
+	local := *admin
+	local.home = filepath.Join(admin.dir, "local-home")
+	var remoteSets, localSets []struct {
+		ID int64 `json:"id"`
+	}
+	admin.json(0, &remoteSets, "savesets", "--json")
+	local.json(0, &localSets, "savesets", "--json")
+	if len(remoteSets) == 0 || len(localSets) != 0 {
+		t.Fatalf("savesets: %d through the login, %d with KURA_HOME set (want some and none)", len(remoteSets), len(localSets))
+	}
+	admin.json(0, &localSets, "--home", local.home, "savesets", "--json")
+	if len(localSets) != 0 {
+		t.Fatalf("savesets --home: %d, want the local home's none", len(localSets))
+	}
+	if r := local.expect(exitFailure, "client", "list"); !strings.Contains(r.stderr, "KURA_HOME is set") {
+		t.Fatalf("client list with KURA_HOME set should say it means local:\n%s", r)
+	}
+	if r := admin.expect(exitUsage, "--home", local.home, "backup", "--client", "c1", src); !strings.Contains(r.stderr, "--home is set") {
+		t.Fatalf("backup --client with --home should say it means local:\n%s", r)
+	}
+	if r := local.ok("login", "--server", url, "--token", adminToken); !strings.Contains(r.stderr, "KURA_HOME is set") {
+		t.Fatalf("login with KURA_HOME set should say verbs stay local:\n%s", r)
+	}
 	if r := admin.ok("jobs", "list"); !strings.Contains(r.stdout, "c1") {
 		t.Fatalf("jobs list through the server lacks the client:\n%s", r)
 	}
@@ -197,6 +227,7 @@ func TestServerAgentsAndAdminCLI(t *testing.T) {
 
 	// A wrong admin token is refused.
 	bad := newKura(t)
+	bad.home = ""
 	parts := strings.Split(adminToken, "-")
 	bad.env = []string{"KURA_SERVER=" + url, "KURA_TOKEN=kura1-admin-" + strings.Repeat("A", 43) + "-" + parts[len(parts)-1]}
 	if r := bad.run("jobs", "list"); r.code != 1 || !strings.Contains(r.stderr, "wrong admin token") {

@@ -149,7 +149,7 @@ func (a *Agent) restore(ctx context.Context, o api.Order) error {
 			}
 		}
 	}()
-	out, err := env.RestoreFiles(ctx, store, &r.Saveset, engine.RestoreOptions{To: r.To, Includes: r.Includes,
+	out, err := env.RestoreFiles(ctx, store, &r.Saveset, engine.RestoreOptions{To: r.To, InPlace: r.InPlace, Includes: r.Includes,
 		Overwrite: r.Overwrite, Sync: r.Sync}, o.JobID, r.Total)
 	close(done)
 	wg.Wait()

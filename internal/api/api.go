@@ -118,7 +118,8 @@ type JobRequest struct {
 	Saveset   int64     `json:"saveset,omitempty"`
 	Latest    bool      `json:"latest,omitempty"`
 	At        time.Time `json:"at,omitempty"`
-	To        string    `json:"to,omitempty"`
+	To        string    `json:"to,omitempty"`        // restore into this folder on the client, or:
+	InPlace   bool      `json:"in_place,omitempty"`  // restore to the original places (exactly one of to and in_place)
 	ToClient  string    `json:"to_client,omitempty"` // restore onto another client's machine
 	Includes  []string  `json:"includes,omitempty"`
 	Overwrite string    `json:"overwrite,omitempty"`
@@ -181,6 +182,7 @@ type BackupOrder struct {
 type RestoreOrder struct {
 	Saveset   catalog.Saveset `json:"saveset"`
 	To        string          `json:"to"`
+	InPlace   bool            `json:"in_place,omitempty"` // To is empty: write over the original places
 	Includes  []string        `json:"includes,omitempty"`
 	Overwrite string          `json:"overwrite,omitempty"`
 	Sync      bool            `json:"sync,omitempty"`

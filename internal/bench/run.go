@@ -634,7 +634,9 @@ func (rn *runner) env(extra []string) []string {
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
-		case "KURA_SERVER", "KURA_TOKEN", "KURA_LOGIN":
+		case "KURA_SERVER", "KURA_TOKEN", "KURA_LOGIN", "KURA_HOME":
+			// Local runs say --home; an inherited KURA_HOME would make
+			// the admin commands of the remote tests local.
 		default:
 			out = append(out, kv)
 		}

@@ -109,7 +109,9 @@ func checkRemotePaths(paths []string) error {
 	return nil
 }
 
-// resolvePaths turns the user's paths into sorted, absolute, existing paths.
+// resolvePaths turns the user's paths into sorted, absolute paths. A path
+// that does not exist is the walk's business: a warning when other paths
+// remain, a failed job when none does (walk.ErrNoRoots).
 func resolvePaths(paths []string) ([]string, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("nothing to back up: give one or more paths or --selection")
@@ -119,9 +121,6 @@ func resolvePaths(paths []string) ([]string, error) {
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			return nil, err
-		}
-		if _, err := os.Lstat(abs); err != nil {
-			return nil, fmt.Errorf("cannot back up %s: %w", p, err)
 		}
 		out = append(out, abs)
 	}

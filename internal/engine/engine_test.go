@@ -13,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/compress"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/library"
+	"github.com/kura-backup/kura/internal/walk"
 	"golang.org/x/sys/unix"
 )
 
@@ -212,6 +214,40 @@ func TestRestoreSelectedFiles(t *testing.T) {
 	}
 }
 
+// TestRestoreNeedsATarget: a restore that says neither where to write nor
+// that it may write over the originals writes nothing, records no job and
+// says what to give; so does one that says both.
+func TestRestoreNeedsATarget(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	p := filepath.Join(src, "f")
+	must(t, os.WriteFile(p, []byte("backed up"), 0o644))
+	id := backup(t, env, engine.BackupOptions{Paths: []string{src}}).Figures.SavesetID
+	must(t, os.WriteFile(p, []byte("live"), 0o644))
+	jobs, err := env.Catalog.Jobs(0)
+	must(t, err)
+	for name, o := range map[string]engine.RestoreOptions{
+		"neither": {SavesetID: id},
+		"both":    {SavesetID: id, To: t.TempDir(), InPlace: true},
+	} {
+		_, err := env.Restore(context.Background(), o)
+		if !errors.Is(err, engine.ErrRestoreTarget) || !strings.Contains(err.Error(), "--in-place") {
+			t.Errorf("%s: err %v, want ErrRestoreTarget naming --to and --in-place", name, err)
+		}
+		if _, err := env.RestoreFiles(context.Background(), engine.EnvStore{Env: env}, &catalog.Saveset{ID: id}, o, 0, 0); !errors.Is(err, engine.ErrRestoreTarget) {
+			t.Errorf("%s: RestoreFiles err %v, want ErrRestoreTarget", name, err)
+		}
+	}
+	if b, _ := os.ReadFile(p); string(b) != "live" {
+		t.Fatalf("a restore without a target wrote over the live file: %q", b)
+	}
+	after, err := env.Catalog.Jobs(0)
+	must(t, err)
+	if len(after) != len(jobs) {
+		t.Errorf("refused restores recorded %d jobs", len(after)-len(jobs))
+	}
+}
+
 func TestOverwritePolicies(t *testing.T) {
 	env := newEnv(t)
 	src := t.TempDir()
@@ -222,12 +258,12 @@ func TestOverwritePolicies(t *testing.T) {
 	id := backup(t, env, engine.BackupOptions{Paths: []string{src}}).Figures.SavesetID
 	must(t, os.WriteFile(p, []byte("newer local"), 0o644))
 
-	restore(t, env, engine.RestoreOptions{SavesetID: id, Overwrite: engine.OverwriteNever})
-	restore(t, env, engine.RestoreOptions{SavesetID: id, Overwrite: engine.OverwriteOlder})
+	restore(t, env, engine.RestoreOptions{SavesetID: id, InPlace: true, Overwrite: engine.OverwriteNever})
+	restore(t, env, engine.RestoreOptions{SavesetID: id, InPlace: true, Overwrite: engine.OverwriteOlder})
 	if b, _ := os.ReadFile(p); string(b) != "newer local" {
 		t.Fatalf("never/older replaced a newer file: %q", b)
 	}
-	restore(t, env, engine.RestoreOptions{SavesetID: id, Overwrite: engine.OverwriteAlways})
+	restore(t, env, engine.RestoreOptions{SavesetID: id, InPlace: true, Overwrite: engine.OverwriteAlways})
 	if b, _ := os.ReadFile(p); string(b) != "backed up" {
 		t.Fatalf("always did not replace: %q", b)
 	}
@@ -874,4 +910,61 @@ func TestIndexMovesToNextTapeAtEarlyWarning(t *testing.T) {
 	}
 	to := t.TempDir()
 	restore(t, env, engine.RestoreOptions{SavesetID: ss.ID, To: to})
+}
+
+// TestBackupOfMissingPaths: a missing path among others is a warning and
+// the rest is backed up (a complete saveset, ErrWarnings); when every path
+// is missing the job is recorded as failed and no saveset is complete.
+func TestBackupOfMissingPaths(t *testing.T) {
+	env := newEnv(t)
+	good := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(good, "f"), []byte("x"), 0o644))
+	missing := filepath.Join(t.TempDir(), "missing")
+
+	res, err := env.Backup(context.Background(), engine.BackupOptions{Paths: []string{good, missing}})
+	if !errors.Is(err, engine.ErrWarnings) || res == nil || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], missing) {
+		t.Fatalf("backup GOOD MISSING: err %v, result %+v: want ErrWarnings naming %s", err, res, missing)
+	}
+	ss, err := env.Catalog.Saveset(res.Figures.SavesetID)
+	must(t, err)
+	if ss.Status != catalog.StatusComplete || ss.Files < 1 {
+		t.Fatalf("saveset of GOOD MISSING: %s with %d files", ss.Status, ss.Files)
+	}
+
+	res, err = env.Backup(context.Background(), engine.BackupOptions{Paths: []string{missing, missing + "2"}})
+	if !errors.Is(err, walk.ErrNoRoots) || errors.Is(err, engine.ErrWarnings) || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("backup of missing paths only: %v, want ErrNoRoots naming %s", err, missing)
+	}
+	jobs, err := env.Catalog.Jobs(1)
+	must(t, err)
+	if len(jobs) != 1 || jobs[0].State != catalog.StateFailed || jobs[0].ID != res.Figures.JobID {
+		t.Fatalf("the job of a backup of nothing: %+v, want it recorded as failed", jobs)
+	}
+}
+
+// TestRestoreIncludeMatchingNothing: an --include that selects nothing is
+// a warning; when every one does, the restore fails before writing anything.
+func TestRestoreIncludeMatchingNothing(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(src, "f"), []byte("x"), 0o644))
+	id := backup(t, env, engine.BackupOptions{Paths: []string{src}}).Figures.SavesetID
+	rel := strings.TrimPrefix(src, "/")
+
+	to := t.TempDir()
+	_, err := env.Restore(context.Background(), engine.RestoreOptions{SavesetID: id, To: to, Includes: []string{"no/such/path", "*.nope"}})
+	if !errors.Is(err, engine.ErrNothingToRestore) || !strings.Contains(err.Error(), "no/such/path") {
+		t.Fatalf("restore of nothing: %v, want ErrNothingToRestore naming the pattern", err)
+	}
+	if ents, _ := os.ReadDir(to); len(ents) != 0 {
+		t.Fatalf("a restore of nothing wrote %d entries", len(ents))
+	}
+
+	res, err := env.Restore(context.Background(), engine.RestoreOptions{SavesetID: id, To: to, Includes: []string{rel + "/f", "no/such/path"}})
+	if !errors.Is(err, engine.ErrWarnings) || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "no/such/path") {
+		t.Fatalf("restore with one empty --include: %v %q, want a warning naming it", err, res.Warnings)
+	}
+	if b, err := os.ReadFile(filepath.Join(to, src, "f")); err != nil || string(b) != "x" {
+		t.Fatalf("the matching file: %q %v", b, err)
+	}
 }

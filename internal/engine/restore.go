@@ -38,10 +38,29 @@ type RestoreOptions struct {
 	Latest    bool      // the newest complete saveset (of Selection, if given)
 	Selection string    // with Latest or At: which selection set
 	At        time.Time // the newest complete saveset made at or before this time
-	To        string    // target folder; "" = "/" (the original place)
+	To        string    // target folder; exactly one of To and InPlace
+	InPlace   bool      // restore to the original places ("/"), over what is there
 	Includes  []string  // paths or globs; empty = everything
 	Overwrite string    // never, older, always (default)
 	Sync      bool      // wait until the restored files are on disk (one syncfs at the end)
+}
+
+// ErrRestoreTarget: a restore says neither where to write (To) nor that it
+// may write over the original places (InPlace), or says both. Nothing is
+// written over live files unless asked for.
+var ErrRestoreTarget = errors.New("say where to restore: --to DIR, or --in-place to write over the original places")
+
+// restoreTarget is the folder a restore writes into, or ErrRestoreTarget.
+func restoreTarget(opts RestoreOptions) (string, error) {
+	switch {
+	case opts.InPlace && opts.To != "":
+		return "", fmt.Errorf("%w (not both)", ErrRestoreTarget)
+	case opts.InPlace:
+		return "/", nil
+	case opts.To == "":
+		return "", ErrRestoreTarget
+	}
+	return opts.To, nil
 }
 
 // ChooseSaveset finds the saveset a restore means.
@@ -143,13 +162,13 @@ func (s EnvStore) Data(ss *catalog.Saveset) (stream.FrameSource, error) {
 	return span.NewReader(s.Env.tapeOpener(), fromCatalogParts(ss.Parts)), nil
 }
 
-// RestoreFiles writes a saveset's moment into opts.To (default "/") from
+// RestoreFiles writes a saveset's moment into opts.To (or "/" with InPlace) from
 // store: the restoring half of a restore, without any catalog bookkeeping.
 // total is the expected number of bytes (0: unknown), for progress.
 func (e *Env) RestoreFiles(ctx context.Context, store SavesetStore, ss *catalog.Saveset, opts RestoreOptions, jobID, total int64) (*RestoreOutcome, error) {
-	to := opts.To
-	if to == "" {
-		to = "/"
+	to, err := restoreTarget(opts)
+	if err != nil {
+		return &RestoreOutcome{}, err
 	}
 	out := &RestoreOutcome{To: to}
 	if err := os.MkdirAll(to, 0o755); err != nil {
@@ -363,19 +382,29 @@ func included(p string, patterns []string) bool {
 		return true
 	}
 	for _, pat := range patterns {
-		pat = strings.Trim(pat, "/")
-		if pat == "" || p == pat || strings.HasPrefix(p, pat+"/") {
-			return true
-		}
-		if ok, _ := path.Match(pat, p); ok {
-			return true
-		}
-		if ok, _ := path.Match(pat, path.Base(p)); ok {
+		if includedBy(p, pat) {
 			return true
 		}
 	}
 	return false
 }
+
+// includedBy reports whether one --include pattern selects index path p.
+func includedBy(p, pat string) bool {
+	pat = strings.Trim(pat, "/")
+	if pat == "" || p == pat || strings.HasPrefix(p, pat+"/") {
+		return true
+	}
+	if ok, _ := path.Match(pat, p); ok {
+		return true
+	}
+	ok, _ := path.Match(pat, path.Base(p))
+	return ok
+}
+
+// ErrNothingToRestore: the --include patterns of a restore select nothing
+// in the saveset. A restore that would write nothing is not a success.
+var ErrNothingToRestore = errors.New("nothing to restore")
 
 // safeName checks an index path before it touches the disk: relative,
 // clean, no "..". os.Root then keeps every operation inside the target,
@@ -814,6 +843,9 @@ type chainPlan struct {
 	// warnings found while planning (a damaged index cache rebuilt), for
 	// the job's warnings.
 	warnings []string
+	// unmatched are the --include patterns that select nothing (warnings
+	// of the restore; when all do, checkChain fails with ErrNothingToRestore).
+	unmatched []string
 }
 
 // checkChain makes sure that every saveset a restore will read exists, is
@@ -859,10 +891,19 @@ func (e *Env) checkChain(ss *catalog.Saveset, includes []string, copies bool) (*
 		return nil, err
 	}
 	need := map[int64]bool{}
+	matched := make([]bool, len(includes))
 	it := idx.Iter()
 	for it.Next() {
 		en := it.Entry()
-		if en.Type != index.TypeFile || !included(en.Path, includes) {
+		in := len(includes) == 0
+		for i, pat := range includes {
+			// Each pattern is tried until it has matched once, and on
+			// files until one pattern takes the file.
+			if (!matched[i] || (!in && en.Type == index.TypeFile)) && includedBy(en.Path, pat) {
+				matched[i], in = true, true
+			}
+		}
+		if en.Type != index.TypeFile || !in {
 			continue
 		}
 		plan.total += en.Size
@@ -874,6 +915,15 @@ func (e *Env) checkChain(ss *catalog.Saveset, includes []string, copies bool) (*
 	idx.Close()
 	if err != nil {
 		return nil, fmt.Errorf("reading the index of saveset %d: %w", ss.ID, err)
+	}
+	for i, pat := range includes {
+		if !matched[i] {
+			plan.unmatched = append(plan.unmatched, pat)
+		}
+	}
+	if len(includes) > 0 && len(plan.unmatched) == len(includes) {
+		return nil, fmt.Errorf("%w: no path in saveset %d matches --include %s (see `kura ls %d`; paths have no leading /)",
+			ErrNothingToRestore, ss.ID, strings.Join(includes, ", --include "), ss.ID)
 	}
 	ids := make([]int64, 0, len(need))
 	for id := range need {
@@ -920,6 +970,10 @@ func (e *Env) RestoreWith(ctx context.Context, job *catalog.Job, opts RestoreOpt
 	default:
 		return nil, fmt.Errorf("unknown --overwrite %q (never, older or always)", opts.Overwrite)
 	}
+	to, err := restoreTarget(opts)
+	if err != nil {
+		return nil, err
+	}
 	ss, err := e.ChooseSaveset(opts)
 	if err != nil {
 		return nil, err
@@ -941,22 +995,22 @@ func (e *Env) RestoreWith(ctx context.Context, job *catalog.Job, opts RestoreOpt
 		return nil, err
 	}
 	defer lock.release()
-	to := opts.To
-	if to == "" {
-		to = "/"
-	}
 	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: job.ID, Message: fmt.Sprintf("restore of saveset %d (%s of %s) to %s",
 		ss.ID, ss.Level, ss.Created.Local().Format("2006-01-02 15:04:05"), to)})
 	out, runErr := run(plan.ss, job.ID, plan.total)
-	if len(plan.warnings) > 0 {
-		if out == nil {
-			out = &RestoreOutcome{}
-		}
-		for _, w := range plan.warnings {
-			e.emit(monitor.Event{Kind: monitor.WarningEvent, JobID: job.ID, Message: w})
-		}
-		out.Warnings = append(append([]string{}, plan.warnings...), out.Warnings...)
-		out.WarningCount += int64(len(plan.warnings))
+	if out == nil {
+		out = &RestoreOutcome{To: to}
+	}
+	for _, w := range plan.warnings {
+		e.emit(monitor.Event{Kind: monitor.WarningEvent, JobID: job.ID, Message: w})
+	}
+	out.Warnings = append(append([]string{}, plan.warnings...), out.Warnings...)
+	out.WarningCount += int64(len(plan.warnings))
+	for _, pat := range plan.unmatched {
+		// Like a missing path of a backup: the rest is restored, the job
+		// ends with warnings.
+		out.Warnings = append([]string{fmt.Sprintf("--include %s: matches nothing in saveset %d", pat, ss.ID)}, out.Warnings...)
+		out.WarningCount++
 	}
 	return e.FinishRestore(job, plan.ss, opts, out, runErr)
 }

@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,4 +82,63 @@ func TestPolicyCopyStepAndRestoreFromCopyThroughAgent(t *testing.T) {
 		t.Fatalf("restore from the copy: %s %s", rs.State, rs.Error)
 	}
 	sameTree(t, src, filepath.Join(to, src))
+}
+
+// A restore order carries the admin's choice of target to the agent: with
+// in_place it writes over the original files (as --overwrite says), with
+// to it writes only into that folder and leaves the originals alone.
+func TestRestoreInPlaceThroughAgent(t *testing.T) {
+	t.Parallel()
+	r := startServer(t, t.TempDir(), "")
+	r.runAgent("c1")
+	src := t.TempDir()
+	f := filepath.Join(src, "f.txt")
+	if err := os.WriteFile(f, []byte("backed up"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}})[0])
+	if b.State != catalog.StateSucceeded {
+		t.Fatalf("backup: %s %s", b.State, b.Error)
+	}
+	if err := os.WriteFile(f, []byte("live"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	to := t.TempDir()
+	if j := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: b.SavesetID, To: to})[0]); j.State != catalog.StateSucceeded {
+		t.Fatalf("restore --to: %s %s", j.State, j.Error)
+	}
+	if got, _ := os.ReadFile(f); string(got) != "live" {
+		t.Fatalf("a restore into %s changed the original: %q", to, got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(to, f)); string(got) != "backed up" {
+		t.Fatalf("restored copy: %q", got)
+	}
+	j := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: b.SavesetID, InPlace: true, Overwrite: engine.OverwriteAlways})[0])
+	if j.State != catalog.StateSucceeded {
+		t.Fatalf("restore in place: %s %s", j.State, j.Error)
+	}
+	if got, _ := os.ReadFile(f); string(got) != "backed up" {
+		t.Fatalf("in-place restore left %q", got)
+	}
+}
+
+// Through an agent too: a missing path among others is a warning (job
+// state warnings, the rest backed up); missing paths only fail the job.
+func TestBackupOfMissingPathsThroughAgent(t *testing.T) {
+	t.Parallel()
+	r := startServer(t, t.TempDir(), "")
+	r.runAgent("c1")
+	good := t.TempDir()
+	if err := os.WriteFile(filepath.Join(good, "f.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing")
+	j := r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{good, missing}})[0])
+	if j.State != catalog.StateWarnings || j.Files < 1 || len(j.Warnings) != 1 || !strings.Contains(j.Warnings[0], missing) {
+		t.Fatalf("backup GOOD MISSING through an agent: %s (%s), %d files, warnings %q", j.State, j.Error, j.Files, j.Warnings)
+	}
+	j = r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{missing}})[0])
+	if j.State != catalog.StateFailed || !strings.Contains(j.Error, "nothing to back up") {
+		t.Fatalf("backup of a missing path through an agent: %s (%s), want failed, nothing to back up", j.State, j.Error)
+	}
 }

@@ -132,6 +132,12 @@ func (s *Server) validate(req *api.JobRequest) error {
 				return badRequest("client %s is revoked", req.ToClient)
 			}
 		}
+		switch {
+		case req.To == "" && !req.InPlace:
+			return badRequest("say where to restore: to (a folder on the client), or in_place to write over the original places")
+		case req.To != "" && req.InPlace:
+			return badRequest("say one of to and in_place, not both")
+		}
 		if req.To != "" && req.To[0] != '/' {
 			return badRequest("restore target %q must be an absolute path on the client", req.To)
 		}
@@ -441,7 +447,7 @@ func (s *Server) copyStep(ctx context.Context, env *engine.Env, policy string, i
 func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob) error {
 	req := rj.req
 	opts := engine.RestoreOptions{SavesetID: req.Saveset, Latest: req.Latest, Selection: req.Selection, At: req.At,
-		To: req.To, Includes: req.Includes, Overwrite: req.Overwrite, Sync: req.Sync}
+		To: req.To, InPlace: req.InPlace, Includes: req.Includes, Overwrite: req.Overwrite, Sync: req.Sync}
 	env := s.jobEnv(req.Client)
 	_, err := env.RestoreWith(ctx, j, opts, func(ss *catalog.Saveset, _, total int64) (*engine.RestoreOutcome, error) {
 		allowed := map[int64]bool{}
@@ -466,7 +472,7 @@ func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob)
 		}
 		rj.mu.Unlock()
 		to := req.To
-		if to == "" {
+		if req.InPlace {
 			to = "/"
 		}
 		bw := req.BWLimit
@@ -476,7 +482,7 @@ func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob)
 			}
 		}
 		order := api.Order{JobID: j.ID, Kind: api.KindRestore, Issued: s.opts.Clock.Now(),
-			Restore: &api.RestoreOrder{Saveset: *ss, To: to, Includes: req.Includes, Overwrite: req.Overwrite, Sync: req.Sync,
+			Restore: &api.RestoreOrder{Saveset: *ss, To: req.To, InPlace: req.InPlace, Includes: req.Includes, Overwrite: req.Overwrite, Sync: req.Sync,
 				Total: total, BWLimit: bw}}
 		if err := s.hub.send(rj.agent, order); err != nil {
 			return nil, err

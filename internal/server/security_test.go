@@ -374,7 +374,9 @@ func TestJobRequestValidation(t *testing.T) {
 		"no paths":                  {Kind: api.KindBackup, Client: "c1"},
 		"a relative restore target": {Kind: api.KindRestore, Client: "c1", Latest: true, To: "restore/here"},
 		"a restore of nothing":      {Kind: api.KindRestore, Client: "c1", To: abs},
-		"an unknown overwrite":      {Kind: api.KindRestore, Client: "c1", Latest: true, Overwrite: "sometimes"},
+		"an unknown overwrite":      {Kind: api.KindRestore, Client: "c1", Latest: true, To: abs, Overwrite: "sometimes"},
+		"a restore with no target":  {Kind: api.KindRestore, Client: "c1", Latest: true},
+		"a restore to two targets":  {Kind: api.KindRestore, Client: "c1", Latest: true, To: abs, InPlace: true},
 		"a client name with /":      {Kind: api.KindBackup, Client: "c1/../c2", Paths: []string{abs}},
 		"a client name ..":          {Kind: api.KindBackup, Client: "..", Paths: []string{abs}},
 		"an unknown kind":           {Kind: "format", Client: "c1"},
@@ -400,7 +402,7 @@ func TestJobRequestValidation(t *testing.T) {
 	} else if len(jobs) != 0 {
 		t.Errorf("%d jobs queued from invalid requests", len(jobs))
 	}
-	r.waitLog("refused: bad request", "paths on a client must be absolute", "unknown level")
+	r.waitLog("refused: bad request", "paths on a client must be absolute", "unknown level", "say where to restore")
 }
 
 // Whether a client name is taken cannot be learned without a valid token:

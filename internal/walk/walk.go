@@ -138,6 +138,10 @@ var (
 	// ErrExcluded is the Err of the warning for a root that the excludes or
 	// the skip paths remove.
 	ErrExcluded = errors.New("root excluded")
+	// ErrNoRoots: none of the roots is left to walk (each is missing, cannot
+	// be examined, or is excluded). A walk of nothing is an error, not an
+	// empty success.
+	ErrNoRoots = errors.New("nothing to back up: every path is missing or excluded")
 	// SkipDir, returned by the callback for a directory, stores the
 	// directory but does not enter it.
 	SkipDir = errors.New("skip this directory")
@@ -150,14 +154,20 @@ var (
 // Roots are made absolute and cleaned; the directories above each root are
 // resolved (filepath.EvalSymlinks), the root itself is not: a root that is a
 // symlink is stored as a symlink. A root inside another root is dropped.
-// A root that does not exist (or cannot be examined) and an invalid exclude
-// pattern are errors returned before anything is emitted.
+// A root that does not exist (or cannot be examined) is a Warning (Op
+// "lstat") and the other roots are walked, as tar and rsync do; when no root
+// is left (all missing or excluded) Walk returns an error wrapping
+// ErrNoRoots and the first root's error, before anything is emitted. An
+// invalid exclude pattern is an error too.
 //
 // Walk returns nil at the end, ctx's error when ctx is done, or the first
 // error fn returns (other than SkipDir).
 func Walk(ctx context.Context, roots []string, opts Options, fn func(*Item) error, warn func(Warning)) error {
 	if len(roots) == 0 {
 		return errors.New("walk: no roots")
+	}
+	if slices.Contains(roots, "") {
+		return errors.New("walk: empty root")
 	}
 	ex, err := newExcluder(opts.Excludes)
 	if err != nil {
@@ -195,17 +205,22 @@ func Walk(ctx context.Context, roots []string, opts Options, fn func(*Item) erro
 			w.skip[real] = true
 		}
 	}
-	rs, err := cleanRoots(roots)
-	if err != nil {
-		return err
-	}
+	rs, firstErr := cleanRoots(roots, warn)
 	top := &vnode{}
+	kept := 0
 	for _, r := range rs {
 		if w.rootExcluded(r) {
 			warn(Warning{Path: r, Op: "skip", Err: ErrExcluded})
+			if firstErr == nil {
+				firstErr = Warning{Path: r, Op: "skip", Err: ErrExcluded}
+			}
 			continue
 		}
 		top.add(r)
+		kept++
+	}
+	if kept == 0 {
+		return fmt.Errorf("%w (%w)", ErrNoRoots, firstErr)
 	}
 	if err := w.check(); err != nil {
 		return err
@@ -243,20 +258,28 @@ func resolve(p string) (string, error) {
 }
 
 // cleanRoots resolves and checks the roots and drops duplicates and roots
-// inside other roots.
-func cleanRoots(roots []string) ([]string, error) {
+// inside other roots. A root that cannot be resolved or examined
+// is a warning and left out; the first such problem is returned with the
+// roots that remain.
+func cleanRoots(roots []string, warn func(Warning)) ([]string, error) {
 	var rs []string
-	for _, r := range roots {
-		if r == "" {
-			return nil, errors.New("walk: empty root")
+	var first error
+	bad := func(w Warning) {
+		warn(w)
+		if first == nil {
+			first = w
 		}
+	}
+	for _, r := range roots {
 		abs, err := resolve(r)
 		if err != nil {
-			return nil, fmt.Errorf("walk: root %s: %w", r, err)
+			bad(Warning{Path: r, Op: "lstat", Err: err})
+			continue
 		}
 		var st unix.Stat_t
 		if err := unix.Lstat(abs, &st); err != nil {
-			return nil, fmt.Errorf("walk: root %s: %w", r, &os.PathError{Op: "lstat", Path: abs, Err: err})
+			bad(Warning{Path: abs, Op: "lstat", Err: err})
+			continue
 		}
 		rs = append(rs, abs)
 	}
@@ -275,7 +298,7 @@ func cleanRoots(roots []string) ([]string, error) {
 			keep = append(keep, r)
 		}
 	}
-	return keep, nil
+	return keep, first
 }
 
 // rootExcluded reports whether root or one of its ancestors is excluded or

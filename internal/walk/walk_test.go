@@ -185,7 +185,9 @@ func TestRootErrors(t *testing.T) {
 		roots []string
 		opts  Options
 	}{
-		{"missing root", []string{d + "/f", d + "/missing"}, Options{}},
+		{"missing roots only", []string{d + "/missing", d + "/gone/sub"}, Options{}},
+		{"roots missing or excluded", []string{d + "/missing", d + "/f"}, Options{Excludes: []string{"f"}}},
+		{"an empty root", []string{d + "/f", ""}, Options{}},
 		{"no roots", nil, Options{}},
 		{"bad pattern", []string{d}, Options{Excludes: []string{"[a-"}}},
 		{"relative path pattern", []string{d}, Options{Excludes: []string{"a/b"}}},
@@ -198,8 +200,32 @@ func TestRootErrors(t *testing.T) {
 		}
 	}
 	err := Walk(context.Background(), []string{d + "/missing"}, Options{}, fn, nil)
-	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), d+"/missing") {
-		t.Errorf("missing root error = %v, want ErrNotExist naming the path", err)
+	if !errors.Is(err, ErrNoRoots) || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), d+"/missing") {
+		t.Errorf("missing root error = %v, want ErrNoRoots and ErrNotExist naming the path", err)
+	}
+}
+
+// TestMissingRootWarns: a missing root among others is a warning naming it,
+// and the other roots are walked in full (as tar and rsync do).
+func TestMissingRootWarns(t *testing.T) {
+	d, dr := tempDir(t)
+	mkfile(t, d+"/a/f", "x")
+	mkfile(t, d+"/b/g", "y")
+	var got []string
+	var warns []Warning
+	err := Walk(context.Background(), []string{d + "/a", d + "/missing", d + "/b", d + "/gone/sub"}, Options{},
+		func(it *Item) error { got = append(got, it.Entry.Path); return nil },
+		func(w Warning) { warns = append(warns, w) })
+	if err != nil {
+		t.Fatalf("Walk with a missing root: %v", err)
+	}
+	slices.Sort(got)
+	if want := append(ancestors(dr+"/a"), dr+"/a/f", dr+"/b", dr+"/b/g"); !slices.Equal(got, want) {
+		t.Errorf("walked %q, want %q", got, want)
+	}
+	if len(warns) != 2 || !errors.Is(warns[0], os.ErrNotExist) || !strings.HasPrefix(warns[0].Path, d+"/missing") ||
+		!errors.Is(warns[1], os.ErrNotExist) || !strings.HasPrefix(warns[1].Path, d+"/gone") {
+		t.Errorf("warnings %v, want one ErrNotExist for each missing root", warns)
 	}
 }
 
@@ -269,10 +295,14 @@ func TestSkipPaths(t *testing.T) {
 	if got := r.paths(); !slices.Equal(got, want) {
 		t.Errorf("symlinked skip path: paths\n%q\nwant\n%q", got, want)
 	}
-	// A root inside a skip path is dropped with a warning.
-	r = walkAll(t, []string{d + "/library/tape1"}, Options{SkipPaths: []string{d + "/library"}})
-	if len(r.items) != 0 || len(r.warnings) != 1 || !errors.Is(r.warnings[0], ErrExcluded) {
-		t.Errorf("items %q warnings %v", r.paths(), r.warnings)
+	// A root inside a skip path is dropped with a warning; with no other
+	// root there is nothing to walk, which is an error.
+	r = &result{}
+	err := Walk(context.Background(), []string{d + "/library/tape1"}, Options{SkipPaths: []string{d + "/library"}},
+		func(it *Item) error { r.items = append(r.items, it); return nil },
+		func(w Warning) { r.warnings = append(r.warnings, w) })
+	if !errors.Is(err, ErrNoRoots) || !errors.Is(err, ErrExcluded) || len(r.items) != 0 || len(r.warnings) != 1 || !errors.Is(r.warnings[0], ErrExcluded) {
+		t.Errorf("err %v items %q warnings %v", err, r.paths(), r.warnings)
 	}
 }
 
