@@ -42,8 +42,8 @@ folders alone.`,
 				if backupJSON {
 					return printJSON(cmd.OutOrStdout(), rec)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Catalog backed up to tape %s, tape file %d (library %s, job %d): %d savesets (last ID %d), %s on tape.\n",
-					rec.Barcode, rec.File, rec.Library, rec.JobID, rec.Savesets, rec.LastSavesetID, units.FormatSize(rec.TapeBytes))
+				fmt.Fprintf(cmd.OutOrStdout(), "Catalog backed up to tape %s, tape file %d (library %s, job %d): %s (last ID %d), %s on tape.\n",
+					rec.Barcode, rec.File, rec.Library, rec.JobID, units.Count(int64(rec.Savesets), "saveset"), rec.LastSavesetID, units.FormatSize(rec.TapeBytes))
 				return nil
 			})
 		},
@@ -160,13 +160,13 @@ func printCatalogRestore(w io.Writer, res *engine.CatalogRestoreResult) {
 	from := res.From
 	l := from.Label
 	when := l.Created.Local().Format("2006-01-02 15:04:05")
-	fmt.Fprintf(w, "Catalog restored from tape %s, tape file %d (library %s): the catalog of %s, %d savesets (last ID %d).\n",
-		from.Barcode, from.File, from.Library, when, l.Savesets, l.LastSavesetID)
+	fmt.Fprintf(w, "Catalog restored from tape %s, tape file %d (library %s): the catalog of %s, %s (last ID %d).\n",
+		from.Barcode, from.File, from.Library, when, units.Count(int64(l.Savesets), "saveset"), l.LastSavesetID)
 	for _, s := range res.Skipped {
 		fmt.Fprintf(w, "Skipped the catalog backup on tape %s, tape file %d: %s\n", s.Barcode, s.File, s.Error)
 	}
 	if len(res.Scanned) > 0 {
-		fmt.Fprintf(w, "Scanned tape(s) %s, written after the backup: ", strings.Join(res.Scanned, ", "))
+		fmt.Fprintf(w, "Scanned %s %s, written after the backup: ", countWord(len(res.Scanned), "tape"), strings.Join(res.Scanned, ", "))
 		if len(res.Rebuilt) == 0 {
 			fmt.Fprintln(w, "no saveset records to rebuild.")
 		} else {
@@ -174,7 +174,7 @@ func printCatalogRestore(w io.Writer, res *engine.CatalogRestoreResult) {
 			for i, id := range res.Rebuilt {
 				ids[i] = fmt.Sprint(id)
 			}
-			fmt.Fprintf(w, "rebuilt saveset(s) %s.\n", strings.Join(ids, ", "))
+			fmt.Fprintf(w, "rebuilt %s %s.\n", countWord(len(ids), "saveset"), strings.Join(ids, ", "))
 		}
 	}
 	if len(res.Rescan) > 0 {

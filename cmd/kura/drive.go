@@ -99,7 +99,7 @@ from now on use them; readers adapt to whatever was written.`,
 					return err
 				}
 				if n > len(ds) {
-					return fmt.Errorf("library %s has %d drives", libName, len(ds))
+					return fmt.Errorf("library %s has %s", libName, units.Count(int64(len(ds)), "drive"))
 				}
 				bs, buf := ds[n-1].BlockSize, ds[n-1].BufferSize
 				if blockSize != "" {

@@ -96,7 +96,7 @@ func newJobsCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(out, "  Tapes        %s\n", strings.Join(j.Tapes, ", "))
 				}
 				for _, p := range j.Phases {
-					fmt.Fprintf(out, "  Phase %-7s %s files, %s in %s: avg %s KB/s, peak %s KB/s\n", p.Name, units.Thousands(p.Files),
+					fmt.Fprintf(out, "  Phase %-7s %s, %s in %s: avg %s KB/s, peak %s KB/s\n", p.Name, units.Count(p.Files, "file"),
 						units.FormatSize(p.Bytes), elapsed(p.Start, p.End), units.Thousands(int64(p.AvgRate/1024)), units.Thousands(int64(p.PeakRate/1024)))
 				}
 				if j.Error != "" {

@@ -323,7 +323,7 @@ func keepText(p *catalog.Policy) string {
 		s = append(s, fmt.Sprintf("%d gen", p.KeepGenerations))
 	}
 	if p.KeepDays > 0 {
-		s = append(s, fmt.Sprintf("%d days", p.KeepDays))
+		s = append(s, units.Count(int64(p.KeepDays), "day"))
 	}
 	return strings.Join(s, " + ")
 }

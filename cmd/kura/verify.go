@@ -10,6 +10,7 @@ import (
 
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/units"
 )
 
 func init() { commands = append(commands, newVerifyCmd) }
@@ -72,9 +73,9 @@ Exits 4 and names every affected file when something is wrong.`,
 						}
 						monitor.Render(out, res.Figures)
 						if len(res.Problems) == 0 {
-							fmt.Fprintf(out, "Verify (%s) of saveset %d: %d files checked, no problems.\n", res.Level, id, res.Checked)
+							fmt.Fprintf(out, "Verify (%s) of saveset %d: %s checked, no problems.\n", res.Level, id, units.Count(int64(res.Checked), "file"))
 						} else {
-							fmt.Fprintf(out, "Verify (%s) of saveset %d: %d problems.\n", res.Level, id, len(res.Problems))
+							fmt.Fprintf(out, "Verify (%s) of saveset %d: %s.\n", res.Level, id, units.Count(int64(len(res.Problems)), "problem"))
 						}
 					}
 				}

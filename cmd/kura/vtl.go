@@ -64,8 +64,8 @@ the combination the seed found fastest and Kura's benchmarks confirm
 					return err
 				}
 				c := lib.Config()
-				fmt.Fprintf(cmd.OutOrStdout(), "Library %s created in %s: %d slots, %d drives, %d mail slot(s), %s tapes, block %s, buffer %s\n",
-					c.Name, c.Dir, c.Slots, c.Drives, c.MailSlots, units.FormatSize(c.TapeSize), units.FormatKiB(int64(c.BlockSize)), units.FormatKiB(int64(c.BufferSize)))
+				fmt.Fprintf(cmd.OutOrStdout(), "Library %s created in %s: %s, %s, %s, %s tapes, block %s, buffer %s\n",
+					c.Name, c.Dir, units.Count(int64(c.Slots), "slot"), units.Count(int64(c.Drives), "drive"), units.Count(int64(c.MailSlots), "mail slot"), units.FormatSize(c.TapeSize), units.FormatKiB(int64(c.BlockSize)), units.FormatKiB(int64(c.BufferSize)))
 				return nil
 			})
 		},

@@ -18,6 +18,7 @@ import (
 	"github.com/kura-backup/kura/internal/span"
 	"github.com/kura-backup/kura/internal/stream"
 	"github.com/kura-backup/kura/internal/tape"
+	"github.com/kura-backup/kura/internal/units"
 )
 
 // Verify levels.
@@ -82,7 +83,7 @@ func (e *Env) verifyJob(ctx context.Context, read *catalog.Saveset, opts VerifyO
 	res, verr := e.verifySaveset(ctx, read, opts, job.ID)
 	job.Finished = e.now()
 	if res != nil {
-		e.logf(job, "%d checked, %d problems", res.Checked, len(res.Problems))
+		e.logf(job, "%s checked, %s", units.Count(int64(res.Checked), "file"), units.Count(int64(len(res.Problems)), "problem"))
 	}
 	if verr != nil {
 		e.logf(job, "failed: %v", verr)
