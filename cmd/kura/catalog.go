@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/units"
 )
 
@@ -49,7 +51,7 @@ folders alone.`,
 		},
 	}
 	backup.Flags().StringVar(&vtl, "vtl", "", "library (default: the default library)")
-	backup.Flags().IntVar(&drive, "drive", 0, "drive number (default: any free drive)")
+	intVar(backup.Flags(), &drive, "drive", 0, 1, library.MaxDrives, "drive number (default: any free drive)")
 	backup.Flags().BoolVar(&backupJSON, "json", false, "print as JSON")
 
 	var (
@@ -147,7 +149,7 @@ the server. A home whose catalog holds savesets or jobs is replaced only with
 	rf := restore.Flags()
 	rf.StringArrayVar(&ropts.LibraryDirs, "vtl-dir", nil, "a library folder to search and register (repeat; default: every library in the home's vtl folder)")
 	rf.StringVar(&ropts.Barcode, "tape", "", "restore a catalog backup on this tape (the newest on it, or --file)")
-	rf.IntVar(&ropts.File, "file", 0, "the tape file number of the catalog backup (with --tape)")
+	intVar(rf, &ropts.File, "file", 0, 1, math.MaxInt32, "the tape file number of the catalog backup (with --tape)")
 	rf.BoolVar(&ropts.Force, "force", false, "replace a catalog that holds savesets or jobs (kept as catalog.db.replaced-TIME)")
 	rf.BoolVar(&ropts.NoScan, "no-scan", false, "do not scan the tapes written after the backup; list them instead")
 	rf.BoolVar(&restoreJSON, "json", false, "print as JSON")

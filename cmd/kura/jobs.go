@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -52,7 +53,7 @@ func newJobsCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	list.Flags().IntVar(&limit, "limit", 50, "show at most this many jobs")
+	intVar(list.Flags(), &limit, "limit", 50, 1, math.MaxInt32, "show at most this many jobs")
 	list.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 
 	var showJSON bool

@@ -55,11 +55,6 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 				}
 				o.At = t
 			}
-			switch o.Overwrite {
-			case engine.OverwriteNever, engine.OverwriteOlder, engine.OverwriteAlways:
-			default:
-				return usageErrorf("--overwrite: unknown policy %q (never, older or always)", o.Overwrite)
-			}
 			if o.SavesetID == 0 && !o.Latest && o.At.IsZero() {
 				return usageErrorf("say which saveset to restore: an ID, --latest or --at TIME")
 			}
@@ -114,7 +109,7 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 	f.StringVar(&at, "at", "", "restore the newest saveset made at or before this time (2006-01-02 15:04[:05] or RFC 3339)")
 	f.StringVar(&o.To, "to", "", "restore into this folder (default: the original places)")
 	f.StringArrayVar(&o.Includes, "include", nil, "restore only this path (and what is below it) or glob; repeatable")
-	f.StringVar(&o.Overwrite, "overwrite", "always", "existing files: never, older (replace when older than the backup), always")
+	enumVar(f, &o.Overwrite, "overwrite", engine.OverwriteAlways, overwriteWords, "existing files: never, older (replace when older than the backup), always")
 	f.BoolVar(&o.Sync, "sync", false, "wait until the restored files are on disk before reporting success")
 	f.BoolVar(&asJSON, "json", false, "print the figures as JSON")
 	f.BoolVar(&detach, "detach", false, "with a server: queue the job, print its ID and return")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 
@@ -36,11 +37,6 @@ Exits 4 and names every affected file when something is wrong.`,
 			id, err := parseID(args[0], "SAVESET")
 			if err != nil {
 				return err
-			}
-			switch o.Level {
-			case engine.VerifyMedia, engine.VerifyData, engine.VerifySource:
-			default:
-				return usageErrorf("--level: unknown verify level %q (media, data or source)", o.Level)
 			}
 			if g.inServer && o.Level == engine.VerifySource {
 				// The server does not have the client's files.
@@ -83,8 +79,8 @@ Exits 4 and names every affected file when something is wrong.`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&o.Level, "level", "data", "media, data or source")
-	cmd.Flags().IntVar(&copyN, "copy", 0, "verify this copy of the saveset (kura copy) instead of its own tapes")
+	enumVar(cmd.Flags(), &o.Level, "level", engine.VerifyData, verifyLevels, "media, data or source")
+	intVar(cmd.Flags(), &copyN, "copy", 0, 1, math.MaxInt32, "verify this copy of the saveset (kura copy) instead of its own tapes")
 	cmd.Flags().Float64Var(&o.Sample, "sample", 0, "check only this percent of the files (data and source levels)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
