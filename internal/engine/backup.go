@@ -463,9 +463,14 @@ func (b *backupRun) finish(runErr error) (*Result, error) {
 	return b.res, nil
 }
 
-// displayPath makes a path printable: names that are not UTF-8 are quoted
-// with their bytes escaped (\xff), as GNU tar and ls do.
+// displayPath is the one way a file is named in warnings and problems:
+// absolute ("/srv/data/x", whether it came from the walk or from an index,
+// which names it "srv/data/x"), and printable: names that are not UTF-8
+// are quoted with their bytes escaped (\xff), as GNU tar and ls do.
 func displayPath(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
 	if utf8.ValidString(p) {
 		return p
 	}

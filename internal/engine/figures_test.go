@@ -1,6 +1,9 @@
 package engine_test
 
 import (
+	"context"
+	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,5 +59,45 @@ func TestSummaryAndPhaseFiguresAgree(t *testing.T) {
 	// frames, so only files and media must agree with the summary.
 	if p := cp.Phases[0]; p.Files != cp.Files || p.MediaBytes != cp.MediaBytes {
 		t.Errorf("copy: summary Files %d Media %d, phase Files %d Media %d", cp.Files, cp.MediaBytes, p.Files, p.MediaBytes)
+	}
+}
+
+// Warnings and problems name a file one way, absolute, whether the walk
+// found it (a socket skipped), the restore (a directory in the way) or the
+// verify (a file gone from disk), which know it by its index path.
+func TestWarningPathsAreAbsolute(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(src, "ok"), []byte("ok"), 0o644))
+	l, err := net.Listen("unix", filepath.Join(src, "sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	res, err := env.Backup(context.Background(), engine.BackupOptions{Paths: []string{src}})
+	if !errors.Is(err, engine.ErrWarnings) || len(res.Warnings) != 1 {
+		t.Fatalf("backup: %v %q", err, res.Warnings)
+	}
+	if want := filepath.Join(src, "sock") + ": "; !strings.HasPrefix(res.Warnings[0], want) {
+		t.Errorf("backup warning %q, want it to start %q", res.Warnings[0], want)
+	}
+
+	to := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(restored(to, src), "ok"), 0o755)) // in the way
+	rr, err := env.Restore(context.Background(), engine.RestoreOptions{SavesetID: res.Figures.SavesetID, To: to})
+	if !errors.Is(err, engine.ErrWarnings) || len(rr.Warnings) != 1 {
+		t.Fatalf("restore: %v %q", err, rr.Warnings)
+	}
+	if want := filepath.Join(src, "ok") + ": "; !strings.HasPrefix(rr.Warnings[0], want) {
+		t.Errorf("restore warning %q, want it to start %q", rr.Warnings[0], want)
+	}
+
+	must(t, os.Remove(filepath.Join(src, "ok")))
+	vr, err := env.Verify(context.Background(), res.Figures.SavesetID, engine.VerifyOptions{Level: engine.VerifySource})
+	if !errors.Is(err, engine.ErrVerify) || len(vr.Problems) != 1 {
+		t.Fatalf("verify: %v %+v", err, vr)
+	}
+	if got, want := vr.Problems[0].Path, filepath.Join(src, "ok"); got != want {
+		t.Errorf("verify problem names %q, want %q", got, want)
 	}
 }

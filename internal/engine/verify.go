@@ -158,8 +158,15 @@ type verifyRun struct {
 	problems []Problem
 }
 
+// problem records a problem with the file at path (an index path), named
+// as warnings name files (displayPath).
 func (v *verifyRun) problem(path, msg string) {
-	v.problems = append(v.problems, Problem{Path: path, Problem: msg})
+	v.problems = append(v.problems, Problem{Path: displayPath(path), Problem: msg})
+}
+
+// mediaProblem records a problem with a tape file as a whole.
+func (v *verifyRun) mediaProblem(p catalog.Part, msg string) {
+	v.problems = append(v.problems, Problem{Path: fmt.Sprintf("tape %s file %d", p.Barcode, p.File), Problem: msg})
 }
 
 // media reads every block of every tape file of the saveset; each block's
@@ -175,7 +182,7 @@ func (v *verifyRun) media() error {
 		}
 		fr, err := dev.Open(p.File)
 		if err != nil {
-			v.problem(fmt.Sprintf("tape %s file %d", p.Barcode, p.File), err.Error())
+			v.mediaProblem(p, err.Error())
 			continue
 		}
 		buf := make([]byte, 1<<20)
@@ -193,7 +200,7 @@ func (v *verifyRun) media() error {
 				break
 			}
 			if err != nil {
-				v.problem(fmt.Sprintf("tape %s file %d", p.Barcode, p.File), err.Error())
+				v.mediaProblem(p, err.Error())
 				if i < len(v.ss.Parts) {
 					v.affected(i, err)
 				}
