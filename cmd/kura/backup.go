@@ -14,23 +14,28 @@ import (
 	"github.com/kura-backup/kura/internal/apiclient"
 	"github.com/kura-backup/kura/internal/compress"
 	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
-	"github.com/kura-backup/kura/internal/units"
+	"github.com/kura-backup/kura/internal/stream"
 	"github.com/kura-backup/kura/internal/walk"
 )
 
 func init() { commands = append(commands, newBackupCmd) }
 
+// maxReaders bounds --readers: more files open at once than this only
+// costs memory and file descriptors.
+const maxReaders = 1024
+
 func newBackupCmd(g *globals) *cobra.Command {
 	var (
-		o        engine.BackupOptions
-		level    string
-		comp     string
-		asJSON   bool
-		frameStr string
-		detach   bool
-		streams  int
-		bwlimit  string
+		o         engine.BackupOptions
+		level     string
+		comp      string
+		asJSON    bool
+		frameSize *sizeFlag
+		detach    bool
+		streams   int
+		bwlimit   string
 	)
 	cmd := &cobra.Command{
 		Use:   "backup [PATH...]",
@@ -54,20 +59,9 @@ skipped or changed file is listed), 4 the --verify phase found problems.`,
 			if o.Compress, err = compress.ParseLevel(comp); err != nil {
 				return usageErrorf("%v", err)
 			}
-			if frameStr != "" {
-				n, err := units.ParseSize(frameStr)
-				if err != nil {
-					return usageErrorf("--frame-size: %v", err)
-				}
-				o.FrameSize = int(n)
-			}
+			o.FrameSize = int(frameSize.v) // 0: the stream's default
 			if len(args) == 0 && o.Selection == "" {
 				return usageErrorf("give one or more paths to back up, or --selection NAME")
-			}
-			switch level {
-			case engine.LevelFull, engine.LevelIncr, engine.LevelDiff:
-			default:
-				return usageErrorf("--level: unknown level %q (full, incr or diff)", level)
 			}
 			for _, x := range o.Excludes {
 				if err := walk.ValidatePattern(x); err != nil {
@@ -105,17 +99,17 @@ skipped or changed file is listed), 4 the --verify phase found problems.`,
 	f := cmd.Flags()
 	f.StringVar(&o.Library, "vtl", "", "library to write to (default: the default library)")
 	f.StringVar(&o.Selection, "selection", "", "back up a saved selection set")
-	f.StringVar(&level, "level", "full", "full, incr or diff")
-	f.StringVar(&comp, "compress", "auto", "none, low, medium, high or auto")
+	enumVar(f, &level, "level", engine.LevelFull, backupLevels, "full, incr or diff")
+	enumVar(f, &comp, "compress", "auto", compressWords, "none, low, medium, high or auto")
 	f.StringArrayVar(&o.Excludes, "exclude", nil, "skip paths matching this glob (base name, or absolute path if it has a /); repeatable")
 	f.BoolVar(&o.Verify, "verify", false, "verify the saveset after the backup (a phase with its own time and rate)")
 	f.StringVar(&o.Label, "label", "", "a note stored with the saveset")
-	f.IntVar(&o.Drive, "drive", 0, "drive number to use (default: any free drive)")
-	f.StringVar(&frameStr, "frame-size", "", "uncompressed bytes per stream frame (default 1MiB)")
-	f.IntVar(&o.Workers, "readers", 0, "files read in parallel ahead of the stream (default 4 per core)")
+	intVar(f, &o.Drive, "drive", 0, 1, library.MaxDrives, "drive number to use (default: any free drive)")
+	frameSize = sizeVar(f, "frame-size", stream.MinFrameSize, stream.MaxFrameSize, "uncompressed bytes per stream frame (default 1MiB)")
+	intVar(f, &o.Workers, "readers", 0, 1, maxReaders, "files read in parallel ahead of the stream (default 4 per core)")
 	f.BoolVar(&asJSON, "json", false, "print the figures as JSON")
 	f.BoolVar(&detach, "detach", false, "with a server: queue the job, print its ID and return")
-	f.IntVar(&streams, "streams", 1, "with a server: split the client's paths over this many drives")
+	intVar(f, &streams, "streams", 1, 1, library.MaxDrives, "with a server: split the client's paths over this many drives")
 	f.StringVar(&bwlimit, "bwlimit", "", "with a server: cap the job's network rate (100Mbit, 12.5MB/s)")
 	return cmd
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/units"
 )
 
@@ -42,14 +44,14 @@ folders alone.`,
 				if backupJSON {
 					return printJSON(cmd.OutOrStdout(), rec)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Catalog backed up to tape %s, tape file %d (library %s, job %d): %d savesets (last ID %d), %s on tape.\n",
-					rec.Barcode, rec.File, rec.Library, rec.JobID, rec.Savesets, rec.LastSavesetID, units.FormatSize(rec.TapeBytes))
+				fmt.Fprintf(cmd.OutOrStdout(), "Catalog backed up to tape %s, tape file %d (library %s, job %d): %s (last ID %d), %s on tape.\n",
+					rec.Barcode, rec.File, rec.Library, rec.JobID, units.Count(int64(rec.Savesets), "saveset"), rec.LastSavesetID, units.FormatSize(rec.TapeBytes))
 				return nil
 			})
 		},
 	}
 	backup.Flags().StringVar(&vtl, "vtl", "", "library (default: the default library)")
-	backup.Flags().IntVar(&drive, "drive", 0, "drive number (default: any free drive)")
+	intVar(backup.Flags(), &drive, "drive", 0, 1, library.MaxDrives, "drive number (default: any free drive)")
 	backup.Flags().BoolVar(&backupJSON, "json", false, "print as JSON")
 
 	var (
@@ -147,7 +149,7 @@ the server. A home whose catalog holds savesets or jobs is replaced only with
 	rf := restore.Flags()
 	rf.StringArrayVar(&ropts.LibraryDirs, "vtl-dir", nil, "a library folder to search and register (repeat; default: every library in the home's vtl folder)")
 	rf.StringVar(&ropts.Barcode, "tape", "", "restore a catalog backup on this tape (the newest on it, or --file)")
-	rf.IntVar(&ropts.File, "file", 0, "the tape file number of the catalog backup (with --tape)")
+	intVar(rf, &ropts.File, "file", 0, 1, math.MaxInt32, "the tape file number of the catalog backup (with --tape)")
 	rf.BoolVar(&ropts.Force, "force", false, "replace a catalog that holds savesets or jobs (kept as catalog.db.replaced-TIME)")
 	rf.BoolVar(&ropts.NoScan, "no-scan", false, "do not scan the tapes written after the backup; list them instead")
 	rf.BoolVar(&restoreJSON, "json", false, "print as JSON")
@@ -160,13 +162,13 @@ func printCatalogRestore(w io.Writer, res *engine.CatalogRestoreResult) {
 	from := res.From
 	l := from.Label
 	when := l.Created.Local().Format("2006-01-02 15:04:05")
-	fmt.Fprintf(w, "Catalog restored from tape %s, tape file %d (library %s): the catalog of %s, %d savesets (last ID %d).\n",
-		from.Barcode, from.File, from.Library, when, l.Savesets, l.LastSavesetID)
+	fmt.Fprintf(w, "Catalog restored from tape %s, tape file %d (library %s): the catalog of %s, %s (last ID %d).\n",
+		from.Barcode, from.File, from.Library, when, units.Count(int64(l.Savesets), "saveset"), l.LastSavesetID)
 	for _, s := range res.Skipped {
 		fmt.Fprintf(w, "Skipped the catalog backup on tape %s, tape file %d: %s\n", s.Barcode, s.File, s.Error)
 	}
 	if len(res.Scanned) > 0 {
-		fmt.Fprintf(w, "Scanned tape(s) %s, written after the backup: ", strings.Join(res.Scanned, ", "))
+		fmt.Fprintf(w, "Scanned %s %s, written after the backup: ", countWord(len(res.Scanned), "tape"), strings.Join(res.Scanned, ", "))
 		if len(res.Rebuilt) == 0 {
 			fmt.Fprintln(w, "no saveset records to rebuild.")
 		} else {
@@ -174,7 +176,7 @@ func printCatalogRestore(w io.Writer, res *engine.CatalogRestoreResult) {
 			for i, id := range res.Rebuilt {
 				ids[i] = fmt.Sprint(id)
 			}
-			fmt.Fprintf(w, "rebuilt saveset(s) %s.\n", strings.Join(ids, ", "))
+			fmt.Fprintf(w, "rebuilt %s %s.\n", countWord(len(ids), "saveset"), strings.Join(ids, ", "))
 		}
 	}
 	if len(res.Rescan) > 0 {

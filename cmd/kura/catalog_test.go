@@ -61,7 +61,7 @@ func TestCatalogDisasterRecovery(t *testing.T) {
 		t.Errorf("catalog list should show both catalog backups:\n%s", r)
 	}
 	r = k.ok("catalog", "restore")
-	for _, s := range []string{"Catalog restored from tape " + rec.Barcode, "1 savesets (last ID 1)", "rebuilt saveset(s) " + itoa64(incr.SavesetID)} {
+	for _, s := range []string{"Catalog restored from tape " + rec.Barcode, "1 saveset (last ID 1)", "rebuilt saveset " + itoa64(incr.SavesetID)} {
 		if !strings.Contains(r.stdout, s) {
 			t.Errorf("catalog restore should say %q:\n%s", s, r)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/library"
 )
 
 func init() { commands = append(commands, newCopyCmd) }
@@ -64,7 +65,7 @@ Exit codes: 0 success, 1 failure, 2 usage, 4 the --verify phase found problems.`
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Library, "to-vtl", "", "library to copy to (required)")
-	f.IntVar(&o.Drive, "drive", 0, "drive number of that library (default: any free drive)")
+	intVar(f, &o.Drive, "drive", 0, 1, library.MaxDrives, "drive number of that library (default: any free drive)")
 	f.BoolVar(&o.Verify, "verify", false, "read the copy back and check it (a phase with its own time and rate)")
 	f.BoolVar(&asJSON, "json", false, "print the figures as JSON")
 	return cmd

@@ -70,7 +70,7 @@ func newDriveCmd(g *globals) *cobra.Command {
 	list.Flags().StringVar(&vtl, "vtl", "", "only this library")
 	list.Flags().BoolVar(&listJSON, "json", false, "print as JSON")
 
-	var blockSize, bufSize string
+	var blockSize, bufSize *sizeFlag
 	set := &cobra.Command{
 		Use:   "set LIB/DRIVE",
 		Short: "Tune a drive: media block size and transfer-buffer memory",
@@ -86,7 +86,7 @@ from now on use them; readers adapt to whatever was written.`,
 			if !ok || err != nil || n <= 0 {
 				return usageErrorf("name the drive as LIBRARY/NUMBER, e.g. default/1")
 			}
-			if blockSize == "" && bufSize == "" {
+			if blockSize.v == 0 && bufSize.v == 0 {
 				return usageErrorf("give --block-size and/or --buffer")
 			}
 			return withEnv(g, func(env *engine.Env) error {
@@ -99,22 +99,14 @@ from now on use them; readers adapt to whatever was written.`,
 					return err
 				}
 				if n > len(ds) {
-					return fmt.Errorf("library %s has %d drives", libName, len(ds))
+					return fmt.Errorf("library %s has %s", libName, units.Count(int64(len(ds)), "drive"))
 				}
 				bs, buf := ds[n-1].BlockSize, ds[n-1].BufferSize
-				if blockSize != "" {
-					v, err := units.ParseSize(blockSize)
-					if err != nil {
-						return usageErrorf("--block-size: %v", err)
-					}
-					bs = int(v)
+				if blockSize.v != 0 {
+					bs = int(blockSize.v)
 				}
-				if bufSize != "" {
-					v, err := units.ParseSize(bufSize)
-					if err != nil {
-						return usageErrorf("--buffer: %v", err)
-					}
-					buf = int(v)
+				if bufSize.v != 0 {
+					buf = int(bufSize.v)
 				}
 				if err := lib.SetDrive(n, bs, buf); err != nil {
 					return err
@@ -124,8 +116,8 @@ from now on use them; readers adapt to whatever was written.`,
 			})
 		},
 	}
-	set.Flags().StringVar(&blockSize, "block-size", "", "media block size, e.g. 256KiB")
-	set.Flags().StringVar(&bufSize, "buffer", "", "transfer-buffer memory, e.g. 8193KiB")
+	blockSize = blockSizeVar(set.Flags(), "media block size, e.g. 256KiB")
+	bufSize = sizeVar(set.Flags(), "buffer", 2*library.MinBlockSize, library.MaxBufferSize, "transfer-buffer memory, e.g. 8193KiB")
 	cmd.AddCommand(list, set)
 	return cmd
 }

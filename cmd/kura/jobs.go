@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -52,7 +53,7 @@ func newJobsCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	list.Flags().IntVar(&limit, "limit", 50, "show at most this many jobs")
+	intVar(list.Flags(), &limit, "limit", 50, 1, math.MaxInt32, "show at most this many jobs")
 	list.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 
 	var showJSON bool
@@ -96,7 +97,7 @@ func newJobsCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(out, "  Tapes        %s\n", strings.Join(j.Tapes, ", "))
 				}
 				for _, p := range j.Phases {
-					fmt.Fprintf(out, "  Phase %-7s %s files, %s in %s: avg %s KB/s, peak %s KB/s\n", p.Name, units.Thousands(p.Files),
+					fmt.Fprintf(out, "  Phase %-7s %s, %s in %s: avg %s KB/s, peak %s KB/s\n", p.Name, units.Count(p.Files, "file"),
 						units.FormatSize(p.Bytes), elapsed(p.Start, p.End), units.Thousands(int64(p.AvgRate/1024)), units.Thousands(int64(p.PeakRate/1024)))
 				}
 				if j.Error != "" {

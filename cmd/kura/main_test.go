@@ -301,7 +301,8 @@ func clip(s string) string {
 }
 
 // indexPath is how a saveset names an absolute path: relative to /, with
-// slashes (the form of `kura ls`, --include, warnings and PROBLEM lines).
+// slashes (the form of `kura ls` and --include; warnings and PROBLEM lines
+// name files by their absolute path).
 func indexPath(abs string) string {
 	return strings.TrimPrefix(filepath.ToSlash(abs), "/")
 }

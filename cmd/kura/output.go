@@ -7,6 +7,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/mattn/go-isatty"
+
+	"github.com/kura-backup/kura/internal/units"
 )
 
 // printJSON writes v as indented JSON: the machine-readable form of every
@@ -25,4 +27,13 @@ func table(w io.Writer) *tabwriter.Writer {
 // isTerminal reports whether f is an interactive terminal (live progress).
 func isTerminal(f *os.File) bool {
 	return isatty.IsTerminal(f.Fd())
+}
+
+// countWord is the noun for a list of n things: "tape" for one, "tapes"
+// for more ("rebuilt savesets 4, 5").
+func countWord(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return units.Plural(noun)
 }

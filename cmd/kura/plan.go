@@ -120,7 +120,7 @@ average rate of recent backup jobs, and the median size of recent full backups.`
 	f.StringVar(&reserve, "reserve", "30%", "share of the window kept for verify and other work")
 	f.StringVar(&daily, "daily", "", "size of a full backup, or auto; default: what the window allows")
 	f.StringVar(&change, "change-rate", "0", "share of the data that changes per day (with --full-every)")
-	f.IntVar(&in.FullEvery, "full-every", 1, "days between full backups (incrementals in between)")
+	intVar(f, &in.FullEvery, "full-every", 1, 1, 366, "days between full backups (incrementals in between)")
 	f.BoolVar(&in.Diff, "diff", false, "differentials between fulls instead of incrementals")
 	f.BoolVar(&in.Verify, "verify", false, "every backup is verified")
 	f.BoolVar(&asJSON, "json", false, "print the plan as JSON")

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -30,13 +31,13 @@ func (f *policyFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.p.DiffCron, "diff", "", "cron schedule of differential backups")
 	fs.StringVar(&f.p.IncrCron, "incr", "", "cron schedule of incremental backups")
 	fs.StringVar(&f.p.Zone, "zone", "", "time zone of the schedules (IANA name, e.g. Asia/Tokyo; default the server's)")
-	fs.IntVar(&f.p.KeepGenerations, "keep-generations", 0, "keep the N newest complete generations (a full and what depends on it)")
-	fs.IntVar(&f.p.KeepDays, "keep-days", 0, "keep every saveset younger than D days")
+	intVar(fs, &f.p.KeepGenerations, "keep-generations", 0, 0, math.MaxInt32, "keep the N newest complete generations (a full and what depends on it)")
+	intVar(fs, &f.p.KeepDays, "keep-days", 0, 0, 100*366, "keep every saveset younger than D days")
 	fs.StringVar(&f.p.Library, "vtl", "", "library to write to (default: the default library)")
 	fs.StringVar(&f.p.Pool, "pool", "", "tape pool (default: the policy's name)")
 	fs.BoolVar(&f.p.Verify, "verify", false, "verify each backup as a phase of its job")
 	fs.StringVar(&f.bwlimit, "bwlimit", "", "bandwidth limit of its backups (100Mbit, 12.5MB/s; default the client's)")
-	fs.StringVar(&f.p.Compress, "compress", "auto", "none, low, medium, high or auto")
+	enumVar(fs, &f.p.Compress, "compress", "auto", compressWords, "none, low, medium, high or auto")
 	fs.StringVar(&f.p.CopyTo, "copy-to", "", "after each backup, copy the saveset to this library (offsite copy)")
 }
 
@@ -226,11 +227,6 @@ expires each saveset, and "kura prune" applies the rules.`,
 		Short: "Run a policy now (default level: full)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch level {
-			case engine.LevelFull, engine.LevelIncr, engine.LevelDiff:
-			default:
-				return usageErrorf("--level: unknown level %q (full, incr or diff)", level)
-			}
 			srv, err := g.server()
 			if err != nil {
 				return err
@@ -291,7 +287,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 			})
 		},
 	}
-	run.Flags().StringVar(&level, "level", "full", "full, incr or diff")
+	enumVar(run.Flags(), &level, "level", engine.LevelFull, backupLevels, "full, incr or diff")
 	run.Flags().BoolVar(&detach, "detach", false, "with a server: queue the job, print its ID and return")
 	run.Flags().BoolVar(&runJSON, "json", false, "print the figures as JSON")
 	cmd.AddCommand(create, edit, list, show, rm, run)
@@ -323,7 +319,7 @@ func keepText(p *catalog.Policy) string {
 		s = append(s, fmt.Sprintf("%d gen", p.KeepGenerations))
 	}
 	if p.KeepDays > 0 {
-		s = append(s, fmt.Sprintf("%d days", p.KeepDays))
+		s = append(s, units.Count(int64(p.KeepDays), "day"))
 	}
 	return strings.Join(s, " + ")
 }

@@ -45,7 +45,7 @@ func startProgress(env *engine.Env, enabled bool) (stop func()) {
 // progressLine draws one progress event: a bar with percentage and time
 // left when the phase's total is known, else the running figures.
 func progressLine(ev monitor.Event, width int) string {
-	figures := fmt.Sprintf("%s files  %s  %s", units.Thousands(ev.Files), units.FormatSize(ev.Bytes), units.FormatRate(ev.Rate))
+	figures := fmt.Sprintf("%s  %s  %s", units.Count(ev.Files, "file"), units.FormatSize(ev.Bytes), units.FormatRate(ev.Rate))
 	head := ev.Phase
 	if ev.Total > 0 {
 		frac := min(float64(ev.Bytes)/float64(ev.Total), 1)
@@ -63,7 +63,7 @@ func progressLine(ev monitor.Event, width int) string {
 		}
 		head = fmt.Sprintf("%s [%s] %3.0f%%  %s of %s  %s left", ev.Phase, bar, frac*100,
 			units.FormatSize(ev.Bytes), units.FormatSize(ev.Total), left)
-		figures = fmt.Sprintf("%s files  %s", units.Thousands(ev.Files), units.FormatRate(ev.Rate))
+		figures = fmt.Sprintf("%s  %s", units.Count(ev.Files, "file"), units.FormatRate(ev.Rate))
 	}
 	line := head + "  " + figures
 	if room := width - len([]rune(line)) - 3; room > 10 && ev.Path != "" {

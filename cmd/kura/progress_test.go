@@ -19,6 +19,11 @@ func TestProgressLine(t *testing.T) {
 	if n := len([]rune(progressLine(ev, 60))); n >= 60 {
 		t.Errorf("line of %d runes does not fit a 60-column terminal", n)
 	}
+	one := ev
+	one.Files = 1
+	if got := progressLine(one, 120); !strings.Contains(got, " 1 file ") || strings.Contains(got, "1 files") {
+		t.Errorf("one file: %q", got)
+	}
 	ev.Total = 0
 	if got := progressLine(ev, 120); strings.Contains(got, "[") || !strings.Contains(got, "50.0 MiB") {
 		t.Errorf("without a total: %q", got)

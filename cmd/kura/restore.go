@@ -60,11 +60,6 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 				}
 				o.At = t
 			}
-			switch o.Overwrite {
-			case engine.OverwriteNever, engine.OverwriteOlder, engine.OverwriteAlways:
-			default:
-				return usageErrorf("--overwrite: unknown policy %q (never, older or always)", o.Overwrite)
-			}
 			if o.SavesetID == 0 && !o.Latest && o.At.IsZero() {
 				return usageErrorf("say which saveset to restore: an ID, --latest or --at TIME")
 			}
@@ -126,7 +121,7 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 	f.StringVar(&o.To, "to", "", "restore into this folder (this or --in-place is required)")
 	f.BoolVar(&o.InPlace, "in-place", false, "restore to the original places, over the files there (see --overwrite)")
 	f.StringArrayVar(&o.Includes, "include", nil, "restore only this path (and what is below it) or glob; repeatable")
-	f.StringVar(&o.Overwrite, "overwrite", "always", "existing files: always (replace), never (keep), older (replace when older than the backup)")
+	enumVar(f, &o.Overwrite, "overwrite", engine.OverwriteAlways, overwriteWords, "with --in-place or into a folder holding files: always (replace; the default), never (keep), older (replace when older than the backup)")
 	f.BoolVar(&o.Sync, "sync", false, "wait until the restored files are on disk before reporting success")
 	f.BoolVar(&asJSON, "json", false, "print the figures as JSON")
 	f.BoolVar(&detach, "detach", false, "with a server: queue the job, print its ID and return")

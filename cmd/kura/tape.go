@@ -112,7 +112,7 @@ func newTapeCmd(g *globals) *cobra.Command {
 		},
 	}
 	add.Flags().StringVar(&vtl, "vtl", "", "library (default: the default library)")
-	add.Flags().IntVar(&count, "count", 1, "how many tapes")
+	intVar(add.Flags(), &count, "count", 1, 1, library.MaxSlots, "how many tapes")
 
 	// move runs one library move on the tape's library and says where it went.
 	move := func(use, short, done string, op func(lib *library.Library, barcode string) error) *cobra.Command {

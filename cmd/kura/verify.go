@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/units"
 )
 
 func init() { commands = append(commands, newVerifyCmd) }
@@ -37,11 +39,6 @@ Exits 4 and names every affected file when something is wrong.`,
 			id, err := parseID(args[0], "SAVESET")
 			if err != nil {
 				return err
-			}
-			switch o.Level {
-			case engine.VerifyMedia, engine.VerifyData, engine.VerifySource:
-			default:
-				return usageErrorf("--level: unknown verify level %q (media, data or source)", o.Level)
 			}
 			if g.inServer && o.Level == engine.VerifySource {
 				// The server does not have the client's files.
@@ -76,8 +73,8 @@ Exits 4 and names every affected file when something is wrong.`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&o.Level, "level", "data", "media, data or source")
-	cmd.Flags().IntVar(&copyN, "copy", 0, "verify this copy of the saveset (kura copy) instead of its own tapes")
+	enumVar(cmd.Flags(), &o.Level, "level", engine.VerifyData, verifyLevels, "media, data or source")
+	intVar(cmd.Flags(), &copyN, "copy", 0, 1, math.MaxInt32, "verify this copy of the saveset (kura copy) instead of its own tapes")
 	cmd.Flags().Float64Var(&o.Sample, "sample", 0, "check only this percent of the files (data and source levels)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
@@ -96,12 +93,12 @@ func printVerify(out io.Writer, res *engine.VerifyResult, id int64, err error) {
 	monitor.Render(out, res.Figures)
 	switch {
 	case len(res.Problems) > 0:
-		fmt.Fprintf(out, "Verify (%s) of saveset %d: %d problems.\n", res.Level, id, len(res.Problems))
+		fmt.Fprintf(out, "Verify (%s) of saveset %d: %s.\n", res.Level, id, units.Count(int64(len(res.Problems)), "problem"))
 	case err != nil && !errors.Is(err, engine.ErrWarnings):
-		fmt.Fprintf(out, "Verify (%s) of saveset %d did not finish: %d files checked before it failed.\n", res.Level, id, res.Checked)
+		fmt.Fprintf(out, "Verify (%s) of saveset %d did not finish: %s checked before it failed.\n", res.Level, id, units.Count(int64(res.Checked), "file"))
 	case len(res.Warnings) > 0:
-		fmt.Fprintf(out, "Verify (%s) of saveset %d: %d files checked, the saveset is good; %d warnings.\n", res.Level, id, res.Checked, len(res.Warnings))
+		fmt.Fprintf(out, "Verify (%s) of saveset %d: %s checked, the saveset is good; %s.\n", res.Level, id, units.Count(int64(res.Checked), "file"), units.Count(int64(len(res.Warnings)), "warning"))
 	default:
-		fmt.Fprintf(out, "Verify (%s) of saveset %d: %d files checked, no problems.\n", res.Level, id, res.Checked)
+		fmt.Fprintf(out, "Verify (%s) of saveset %d: %s checked, no problems.\n", res.Level, id, units.Count(int64(res.Checked), "file"))
 	}
 }

@@ -42,7 +42,7 @@ func TestVerifyFindsAFlippedByte(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	problemRE := regexp.MustCompile(`(?m)^PROBLEM ` + regexp.QuoteMeta(indexPath(src)) + `/\S+: `)
+	problemRE := regexp.MustCompile(`(?m)^PROBLEM ` + regexp.QuoteMeta(src) + `/\S+: `)
 	r = k.expect(exitVerify, "verify", id)
 	if !problemRE.MatchString(r.stdout) {
 		t.Errorf("verify should print PROBLEM lines naming files of %s:\n%s", src, r)

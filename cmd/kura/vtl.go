@@ -19,8 +19,7 @@ func newVtlCmd(g *globals) *cobra.Command {
 	}
 	var (
 		cfg                          library.Config
-		tapeSize, blockSize, bufSize string
-		slots, drives                int
+		tapeSize, blockSize, bufSize *sizeFlag
 	)
 	create := &cobra.Command{
 		Use:   "create NAME",
@@ -37,46 +36,27 @@ the combination the seed found fastest and Kura's benchmarks confirm
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Name = args[0]
-			cfg.Slots, cfg.Drives = slots, drives
-			var err error
-			if tapeSize != "" {
-				if cfg.TapeSize, err = units.ParseSize(tapeSize); err != nil {
-					return usageErrorf("--tape-size: %v", err)
-				}
-			}
-			if blockSize != "" {
-				n, err := units.ParseSize(blockSize)
-				if err != nil {
-					return usageErrorf("--block-size: %v", err)
-				}
-				cfg.BlockSize = int(n)
-			}
-			if bufSize != "" {
-				n, err := units.ParseSize(bufSize)
-				if err != nil {
-					return usageErrorf("--buffer: %v", err)
-				}
-				cfg.BufferSize = int(n)
-			}
+			// Flags not given are 0: the library's defaults.
+			cfg.TapeSize, cfg.BlockSize, cfg.BufferSize = tapeSize.v, int(blockSize.v), int(bufSize.v)
 			return withEnv(g, func(env *engine.Env) error {
 				lib, err := env.CreateLibrary(cfg)
 				if err != nil {
 					return err
 				}
 				c := lib.Config()
-				fmt.Fprintf(cmd.OutOrStdout(), "Library %s created in %s: %d slots, %d drives, %d mail slot(s), %s tapes, block %s, buffer %s\n",
-					c.Name, c.Dir, c.Slots, c.Drives, c.MailSlots, units.FormatSize(c.TapeSize), units.FormatKiB(int64(c.BlockSize)), units.FormatKiB(int64(c.BufferSize)))
+				fmt.Fprintf(cmd.OutOrStdout(), "Library %s created in %s: %s, %s, %s, %s tapes, block %s, buffer %s\n",
+					c.Name, c.Dir, units.Count(int64(c.Slots), "slot"), units.Count(int64(c.Drives), "drive"), units.Count(int64(c.MailSlots), "mail slot"), units.FormatSize(c.TapeSize), units.FormatKiB(int64(c.BlockSize)), units.FormatKiB(int64(c.BufferSize)))
 				return nil
 			})
 		},
 	}
 	f := create.Flags()
 	f.StringVar(&cfg.Dir, "dir", "", "folder of the library (default: in the Kura home)")
-	f.IntVar(&slots, "slots", 0, "storage slots, each with a blank tape (default 8)")
-	f.IntVar(&drives, "drives", 0, "virtual drives (default 2)")
-	f.StringVar(&tapeSize, "tape-size", "", "capacity of each tape, e.g. 64GiB (default 64GiB)")
-	f.StringVar(&blockSize, "block-size", "", "media block size of the drives (default 256KiB)")
-	f.StringVar(&bufSize, "buffer", "", "transfer-buffer memory per drive (default 8193KiB)")
+	intVar(f, &cfg.Slots, "slots", 0, 1, library.MaxSlots, "storage slots, each with a blank tape (default 8)")
+	intVar(f, &cfg.Drives, "drives", 0, 1, library.MaxDrives, "virtual drives (default 2)")
+	tapeSize = sizeVar(f, "tape-size", library.MinTapeSize, library.MaxTapeSize, "capacity of each tape, e.g. 64GiB (default 64GiB)")
+	blockSize = blockSizeVar(f, "media block size of the drives (default 256KiB)")
+	bufSize = sizeVar(f, "buffer", 2*library.MinBlockSize, library.MaxBufferSize, "transfer-buffer memory per drive (default 8193KiB)")
 	f.StringVar(&cfg.BarcodePrefix, "barcode-prefix", "", "barcode prefix of the tapes (default KUR)")
 
 	var listJSON bool

@@ -39,6 +39,9 @@ var ErrUnknownLevel = errors.New("compress: unknown level")
 var levelNames = [...]string{"auto", "none", "low", "medium", "high"}
 
 // String returns the level's name as ParseLevel accepts it.
+// LevelNames returns the names ParseLevel accepts, in Level order.
+func LevelNames() []string { return append([]string(nil), levelNames[:]...) }
+
 func (l Level) String() string {
 	if int(l) < len(levelNames) {
 		return levelNames[l]

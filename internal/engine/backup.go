@@ -344,6 +344,9 @@ func (b *backupRun) run() error {
 	}
 	b.ss.Parts = toCatalogParts(parts)
 	b.ss.MediaBytes = sw.Bytes()
+	// The phase counted the frames; the part labels and filemarks are on tape
+	// too. Count them in the phase so that its Media is the job's.
+	b.phase.Media.Add(b.ss.MediaBytes - b.phase.Media.Total())
 	b.ss.Files = b.files
 	b.ss.SourceBytes = b.phase.Source.Total()
 	b.ss.IndexEntries = prod.Entries
@@ -452,8 +455,8 @@ func (b *backupRun) finish(runErr error) (*Result, error) {
 			runErr = verr
 		}
 	}
-	e.logf(job, "%s: %d files, %s read, %s on tape, %d warnings", statusText(job.State), job.Files,
-		units.FormatSize(job.SourceBytes), units.FormatSize(job.MediaBytes), job.WarningCount)
+	e.logf(job, "%s: %s, %s read, %s on tape, %s", statusText(job.State), units.Count(job.Files, "file"),
+		units.FormatSize(job.SourceBytes), units.FormatSize(job.MediaBytes), units.Count(job.WarningCount, "warning"))
 	if err := e.Catalog.UpdateJob(job); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -464,14 +467,19 @@ func (b *backupRun) finish(runErr error) (*Result, error) {
 		return b.res, runErr
 	}
 	if b.nwarn > 0 {
-		return b.res, fmt.Errorf("backup %w: %d warnings", ErrWarnings, b.nwarn)
+		return b.res, fmt.Errorf("backup %w: %s", ErrWarnings, units.Count(int64(b.nwarn), "warning"))
 	}
 	return b.res, nil
 }
 
-// displayPath makes a path printable: names that are not UTF-8 are quoted
-// with their bytes escaped (\xff), as GNU tar and ls do.
+// displayPath is the one way a file is named in warnings and problems:
+// absolute ("/srv/data/x", whether it came from the walk or from an index,
+// which names it "srv/data/x"), and printable: names that are not UTF-8
+// are quoted with their bytes escaped (\xff), as GNU tar and ls do.
 func displayPath(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
 	if utf8.ValidString(p) {
 		return p
 	}

@@ -133,7 +133,7 @@ func (e *Env) BackupCatalog(ctx context.Context, opts CatalogBackupOptions) (*Ca
 	} else {
 		job.State = catalog.StateSucceeded
 		job.SourceBytes, job.MediaBytes, job.Tapes = rec.DatabaseBytes, rec.TapeBytes, []string{rec.Barcode}
-		e.logf(job, "completed: catalog of %d savesets (%s) on tape %s, tape file %d (%s)", rec.Savesets,
+		e.logf(job, "completed: catalog of %s (%s) on tape %s, tape file %d (%s)", units.Count(int64(rec.Savesets), "saveset"),
 			units.FormatSize(rec.DatabaseBytes), rec.Barcode, rec.File, units.FormatSize(rec.TapeBytes))
 	}
 	if err := e.Catalog.UpdateJob(job); err != nil && runErr == nil {
@@ -194,8 +194,8 @@ func (e *Env) backupCatalog(ctx context.Context, lib *library.Library, opts Cata
 	if err != nil {
 		return nil, err
 	}
-	e.logf(job, "snapshot: %d savesets (last ID %d), schema version %d, %s, %s compressed, sha256 %s",
-		label.Savesets, label.LastSavesetID, label.SchemaVersion, units.FormatSize(label.Size), units.FormatSize(size), label.SHA256)
+	e.logf(job, "snapshot: %s (last ID %d), schema version %d, %s, %s compressed, sha256 %s",
+		units.Count(int64(label.Savesets), "saveset"), label.LastSavesetID, label.SchemaVersion, units.FormatSize(label.Size), units.FormatSize(size), label.SHA256)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -311,8 +311,8 @@ func checkCatalogFile(t tape.Device, n int) error {
 }
 
 func catalogBackupNote(l catalogbackup.Label) string {
-	return fmt.Sprintf("catalog backup of %s (%d savesets, last ID %d)",
-		l.Created.Local().Format("2006-01-02 15:04:05"), l.Savesets, l.LastSavesetID)
+	return fmt.Sprintf("catalog backup of %s (%s, last ID %d)",
+		l.Created.Local().Format("2006-01-02 15:04:05"), units.Count(int64(l.Savesets), "saveset"), l.LastSavesetID)
 }
 
 // CatalogCopy is one catalog backup found on a tape.
@@ -587,7 +587,7 @@ func (e *Env) catalogHolds() (string, error) {
 		}
 	}
 	if len(sets) > 0 {
-		parts[0] = fmt.Sprintf("%d savesets", len(sets))
+		parts[0] = units.Count(int64(len(sets)), "saveset")
 	}
 	return strings.Join(parts, ", "), nil
 }

@@ -329,6 +329,10 @@ func (c *copyRun) run() error {
 	}
 	c.copy = catalog.Copy{Library: c.lib.Config().Name, Parts: toCatalogParts(parts)}
 	c.written = sw.Bytes()
+	// The phase shows what the job shows: the files of the saveset copied, and
+	// its media bytes with the part labels the frames did not count.
+	c.phase.Files.Add(c.ss.Files)
+	c.phase.Media.Add(c.written - c.phase.Media.Total())
 
 	// The copy's index: the same entries, the copy's frame table.
 	idxTmp, err := os.CreateTemp(home.IndexDir(e.Home), fmt.Sprintf("%d.copy.*.tmp", ss.ID))

@@ -373,7 +373,7 @@ func TestCopyThatFailsItsVerifyIsNotKept(t *testing.T) {
 	if !errors.Is(err, engine.ErrVerify) {
 		t.Fatalf("copy --verify of a saveset that disagrees with its index: %v", err)
 	}
-	if res == nil || len(res.Figures.Phases) != 2 || len(res.Warnings) != 1 || !strings.HasPrefix(res.Warnings[0], "a: ") {
+	if res == nil || len(res.Figures.Phases) != 2 || len(res.Warnings) != 1 || !strings.HasPrefix(res.Warnings[0], "/a: ") {
 		t.Fatalf("copy result: %+v", res)
 	}
 	if ss := saveset(t, env, id); len(ss.Copies) != 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/kura-backup/kura/internal/home"
 	"github.com/kura-backup/kura/internal/private"
 	"github.com/kura-backup/kura/internal/retention"
+	"github.com/kura-backup/kura/internal/units"
 )
 
 // SavesetDecision is retention's verdict on one saveset, with what an
@@ -149,7 +150,7 @@ func (e *Env) Prune(ctx context.Context, opts PruneOptions) (*PruneResult, error
 		return res, err
 	}
 	if running > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("%d backup(s) running: tapes are recycled by the next prune", running))
+		res.Notes = append(res.Notes, fmt.Sprintf("%s running: tapes are recycled by the next prune", units.Count(int64(running), "backup")))
 		return res, nil
 	}
 	recycle, err := e.recyclable(expiring)

@@ -222,7 +222,7 @@ func (e *Env) FinishRestore(job *catalog.Job, ss *catalog.Saveset, opts RestoreO
 	job.Warnings, job.WarningCount = out.Warnings, out.WarningCount
 	job.Tapes = out.Tapes
 	if runErr == nil && out.Failed > 0 {
-		runErr = fmt.Errorf("%d files could not be restored from damaged media (each is listed)", out.Failed)
+		runErr = fmt.Errorf("%s could not be restored from damaged media (each is listed)", units.Count(int64(out.Failed), "file"))
 	}
 	switch {
 	case runErr != nil:
@@ -243,7 +243,7 @@ func (e *Env) FinishRestore(job *catalog.Job, ss *catalog.Saveset, opts RestoreO
 	if runErr != nil {
 		e.logf(job, "failed: %v", runErr)
 	}
-	e.logf(job, "%s: %d entries, %s written, %d warnings", statusText(job.State), job.Files, units.FormatSize(job.SourceBytes), job.WarningCount)
+	e.logf(job, "%s: %s, %s written, %s", statusText(job.State), units.Count(job.Files, "entry"), units.FormatSize(job.SourceBytes), units.Count(job.WarningCount, "warning"))
 	if err := e.Catalog.UpdateJob(job); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -258,7 +258,7 @@ func (e *Env) FinishRestore(job *catalog.Job, ss *catalog.Saveset, opts RestoreO
 		return res, runErr
 	}
 	if out.WarningCount > 0 {
-		return res, fmt.Errorf("restore %w: %d warnings", ErrWarnings, out.WarningCount)
+		return res, fmt.Errorf("restore %w: %s", ErrWarnings, units.Count(int64(out.WarningCount), "warning"))
 	}
 	return res, nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/kura-backup/kura/internal/span"
 	"github.com/kura-backup/kura/internal/stream"
 	"github.com/kura-backup/kura/internal/tape"
+	"github.com/kura-backup/kura/internal/units"
 )
 
 // Verify levels.
@@ -88,7 +89,7 @@ func (e *Env) verifyJob(ctx context.Context, read *catalog.Saveset, opts VerifyO
 	res, verr := e.verifySaveset(ctx, read, opts, job.ID)
 	job.Finished = e.now()
 	if res != nil {
-		e.logf(job, "%d checked, %d problems", res.Checked, len(res.Problems))
+		e.logf(job, "%s checked, %s", units.Count(int64(res.Checked), "file"), units.Count(int64(len(res.Problems)), "problem"))
 	}
 	if verr != nil {
 		e.logf(job, "failed: %v", verr)
@@ -178,8 +179,15 @@ type verifyRun struct {
 	warnings []string
 }
 
+// problem records a problem with the file at path (an index path), named
+// as warnings name files (displayPath).
 func (v *verifyRun) problem(path, msg string) {
-	v.problems = append(v.problems, Problem{Path: path, Problem: msg})
+	v.problems = append(v.problems, Problem{Path: displayPath(path), Problem: msg})
+}
+
+// mediaProblem records a problem with a tape file as a whole.
+func (v *verifyRun) mediaProblem(p catalog.Part, msg string) {
+	v.problems = append(v.problems, Problem{Path: fmt.Sprintf("tape %s file %d", p.Barcode, p.File), Problem: msg})
 }
 
 func (v *verifyRun) warn(msg string) {
@@ -204,7 +212,7 @@ func (v *verifyRun) labels() {
 		}
 		if ld, ok := dev.(interface{ LabelDamage() error }); ok {
 			if d := ld.LabelDamage(); d != nil {
-				v.problem("tape "+p.Barcode, d.Error()+" (the next append to the tape rewrites it)")
+				v.problems = append(v.problems, Problem{Path: "tape " + p.Barcode, Problem: d.Error() + " (the next append to the tape rewrites it)"})
 			}
 		}
 	}
@@ -223,7 +231,7 @@ func (v *verifyRun) media() error {
 		}
 		fr, err := dev.Open(p.File)
 		if err != nil {
-			v.problem(fmt.Sprintf("tape %s file %d", p.Barcode, p.File), err.Error())
+			v.mediaProblem(p, err.Error())
 			continue
 		}
 		buf := make([]byte, 1<<20)
@@ -248,7 +256,7 @@ func (v *verifyRun) media() error {
 			}
 			if err != nil {
 				clean = false
-				v.problem(fmt.Sprintf("tape %s file %d", p.Barcode, p.File), err.Error())
+				v.mediaProblem(p, err.Error())
 				if i < len(v.ss.Parts) {
 					v.affected(i, err)
 				}

@@ -29,9 +29,15 @@ const (
 	// DefaultBarcodePrefix starts every barcode of a library by default.
 	DefaultBarcodePrefix = "KUR"
 
-	maxSlots     = 10000
-	maxDrives    = 256
-	maxMailSlots = 64
+	// MaxSlots, MaxDrives and MaxMailSlots bound a library's configuration.
+	MaxSlots     = 10000
+	MaxDrives    = 256
+	MaxMailSlots = 64
+	// MaxTapeSize bounds a virtual tape: 64 TiB, twice the largest real
+	// cartridge (LTO-10, 30 TB native). Anything larger is a typo.
+	MaxTapeSize int64 = 64 << 40
+	// MaxBufferSize bounds a drive's transfer-buffer memory.
+	MaxBufferSize = 1 << 30
 	// minEarlyWarningMargin and earlyWarningPercent define the default
 	// early-warning margin: 2% of the tape, at least 64 MiB, at most half
 	// the tape.
@@ -134,14 +140,14 @@ func (c Config) Validate() error {
 		return bad("library folder (Dir) is required")
 	case !nameRE.MatchString(c.Name):
 		return bad("library name %q: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", c.Name)
-	case c.Slots < 1 || c.Slots > maxSlots:
-		return bad("slots %d: want 1 to %d", c.Slots, maxSlots)
-	case c.Drives < 1 || c.Drives > maxDrives:
-		return bad("drives %d: want 1 to %d", c.Drives, maxDrives)
-	case c.MailSlots < 1 || c.MailSlots > maxMailSlots:
-		return bad("mail slots %d: want 1 to %d", c.MailSlots, maxMailSlots)
-	case c.TapeSize < MinTapeSize:
-		return bad("tape size %d bytes: want at least %d (16 MiB)", c.TapeSize, MinTapeSize)
+	case c.Slots < 1 || c.Slots > MaxSlots:
+		return bad("slots %d: want 1 to %d", c.Slots, MaxSlots)
+	case c.Drives < 1 || c.Drives > MaxDrives:
+		return bad("drives %d: want 1 to %d", c.Drives, MaxDrives)
+	case c.MailSlots < 1 || c.MailSlots > MaxMailSlots:
+		return bad("mail slots %d: want 1 to %d", c.MailSlots, MaxMailSlots)
+	case c.TapeSize < MinTapeSize || c.TapeSize > MaxTapeSize:
+		return bad("tape size %d bytes: want 16 MiB to 64 TiB", c.TapeSize)
 	case c.EarlyWarningMargin < 1 || c.EarlyWarningMargin > c.TapeSize/2:
 		return bad("early-warning margin %d bytes: want 1 to half the tape size (%d)", c.EarlyWarningMargin, c.TapeSize/2)
 	case !prefixRE.MatchString(c.BarcodePrefix):
@@ -154,6 +160,9 @@ func (c Config) Validate() error {
 func validateDrive(blockSize, bufferSize int) error {
 	if blockSize < MinBlockSize || blockSize > MaxBlockSize || blockSize%BlockSizeUnit != 0 {
 		return fmt.Errorf("%w: block size %d: want 4 KiB to 16 MiB in multiples of 512 bytes", ErrInvalidConfig, blockSize)
+	}
+	if bufferSize > MaxBufferSize {
+		return fmt.Errorf("%w: buffer size %d: want at most 1 GiB", ErrInvalidConfig, bufferSize)
 	}
 	if bufferSize < 2*blockSize {
 		return fmt.Errorf("%w: buffer size %d: want at least two blocks (%d bytes)", ErrInvalidConfig, bufferSize, 2*blockSize)

@@ -316,7 +316,7 @@ func (inv *inventory) check(cfg Config) error {
 	if inv.Version != inventoryVersion {
 		return fmt.Errorf("version %d (want %d)", inv.Version, inventoryVersion)
 	}
-	if inv.Slots < 1 || inv.Slots > maxSlots {
+	if inv.Slots < 1 || inv.Slots > MaxSlots {
 		return fmt.Errorf("slot count %d", inv.Slots)
 	}
 	if len(inv.Drives) != cfg.Drives {
@@ -425,8 +425,8 @@ func (l *Library) addTapes(inv *inventory, n int) ([]string, error) {
 	for range n {
 		slot := inv.freeSlot()
 		if slot == 0 {
-			if inv.Slots >= maxSlots {
-				return made, fmt.Errorf("adding tapes to library %s: %w (the library has the maximum of %d slots)", l.cfg.Name, ErrNoFreeSlot, maxSlots)
+			if inv.Slots >= MaxSlots {
+				return made, fmt.Errorf("adding tapes to library %s: %w (the library has the maximum of %d slots)", l.cfg.Name, ErrNoFreeSlot, MaxSlots)
 			}
 			inv.Slots++
 			slot = inv.Slots

@@ -102,7 +102,7 @@ func Plan(in Input) (Result, error) {
 	}
 	r.ServersNeeded = int(math.Ceil(biggest / usable))
 	r.Generations = int(float64(in.Capacity) / cycle)
-	say("%s of capacity holds %d generation(s) of %s.", units.FormatSize(in.Capacity), r.Generations, units.FormatSize(r.CycleBytes))
+	say("%s of capacity holds %s of %s.", units.FormatSize(in.Capacity), units.Count(int64(r.Generations), "generation"), units.FormatSize(r.CycleBytes))
 	if r.Generations < 1 {
 		say("The capacity does not hold even one generation: add storage before anything else.")
 	}

@@ -156,6 +156,9 @@ func (q *queue) reserve(id int64, req api.JobRequest) (string, int, string) {
 		if req.Drive != 0 {
 			return "", 0, fmt.Sprintf("waiting for a drive (drive %d of library %s is busy)", req.Drive, cfg.Name)
 		}
+		if cfg.Drives == 1 {
+			return "", 0, fmt.Sprintf("waiting for a drive (the one drive of library %s is busy)", cfg.Name)
+		}
 		return "", 0, fmt.Sprintf("waiting for a drive (all %d drives of library %s are busy)", cfg.Drives, cfg.Name)
 	}
 	inPool := 0

@@ -143,12 +143,19 @@ func FormatKiB(n int64) string {
 }
 
 // Ratio formats a compression ratio source:media as the seeds do: "5.26:1".
-// Without source or media bytes it gives "-".
+// Without source or media bytes it gives "-", and so it does when the ratio
+// would print as "0.00:1": a job that wrote next to no data (an incremental
+// of nothing changed writes only its labels and directory entries) has no
+// compression ratio to speak of.
 func Ratio(source, media int64) string {
 	if media <= 0 || source <= 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.2f:1", float64(source)/float64(media))
+	r := float64(source) / float64(media)
+	if r < 0.005 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f:1", r)
 }
 
 // RatioValue returns source/media, or 0 when media is zero.
@@ -176,4 +183,29 @@ func Thousands(n int64) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// Count writes a count with its noun, singular or plural as English wants
+// it, and the count with thousands separators: "1 file", "0 files",
+// "2 entries", "1,234 tapes". noun is the singular; the plural is formed by
+// the regular rules (y after a consonant → ies; s, x, ch, sh → es).
+// Every count word the command line prints goes through here.
+func Count(n int64, noun string) string {
+	if n == 1 || n == -1 {
+		return Thousands(n) + " " + noun
+	}
+	return Thousands(n) + " " + Plural(noun)
+}
+
+// Plural returns the regular English plural of a singular noun.
+func Plural(noun string) string {
+	switch {
+	case noun == "":
+		return noun
+	case strings.HasSuffix(noun, "y") && len(noun) > 1 && !strings.ContainsRune("aeiou", rune(noun[len(noun)-2])):
+		return noun[:len(noun)-1] + "ies"
+	case strings.HasSuffix(noun, "s"), strings.HasSuffix(noun, "x"), strings.HasSuffix(noun, "ch"), strings.HasSuffix(noun, "sh"):
+		return noun + "es"
+	}
+	return noun + "s"
 }

@@ -53,3 +53,36 @@ func TestFormat(t *testing.T) {
 		t.Errorf("Ratio with zero media = %q", got)
 	}
 }
+
+func TestCount(t *testing.T) {
+	cases := []struct {
+		n    int64
+		noun string
+		want string
+	}{
+		{0, "file", "0 files"}, {1, "file", "1 file"}, {2, "file", "2 files"}, {1234, "file", "1,234 files"},
+		{1, "entry", "1 entry"}, {3, "entry", "3 entries"}, {2, "day", "2 days"}, {1, "day", "1 day"},
+		{2, "mail slot", "2 mail slots"}, {1, "saveset", "1 saveset"}, {5, "pass", "5 passes"},
+		{2, "backup", "2 backups"}, {1, "generation", "1 generation"},
+	}
+	for _, c := range cases {
+		if got := Count(c.n, c.noun); got != c.want {
+			t.Errorf("Count(%d, %q) = %q, want %q", c.n, c.noun, got, c.want)
+		}
+	}
+}
+
+func TestRatioNeverPrintsZero(t *testing.T) {
+	cases := []struct {
+		source, media int64
+		want          string
+	}{
+		{526, 100, "5.26:1"}, {100, 100, "1.00:1"}, {1, 100, "0.01:1"},
+		{0, 1021, "-"}, {100, 0, "-"}, {0, 0, "-"}, {1, 1021, "-"}, {4, 1000, "-"},
+	}
+	for _, c := range cases {
+		if got := Ratio(c.source, c.media); got != c.want {
+			t.Errorf("Ratio(%d, %d) = %q, want %q", c.source, c.media, got, c.want)
+		}
+	}
+}
