@@ -114,17 +114,17 @@ var hostileCases = []hostileCase{
 		entries: func(d *trialDir) []hEntry {
 			return []hEntry{file(okFile, okContent), file("h"+strings.Repeat("x", 299), "long name\n")}
 		}},
-	{name: "deep-tree: 2000 nested folders with a file at the bottom (a legal saveset)",
+	{name: "deep-tree: 3000 nested folders with a file at the bottom (a legal saveset; a linear restore takes well under a second)",
 		entries: func(d *trialDir) []hEntry {
 			out := []hEntry{file(okFile, okContent)}
 			p := ""
-			for range 2000 {
+			for range 3000 {
 				p += "d/"
 				out = append(out, entryOf(strings.TrimSuffix(p, "/"), index.TypeDir, ""))
 			}
 			return append(out, file(p+"bottom", "deep\n"))
 		},
-		want: map[string]string{okFile: okContent, strings.Repeat("d/", 2000) + "bottom": "deep\n"}},
+		want: map[string]string{okFile: okContent, strings.Repeat("d/", 3000) + "bottom": "deep\n"}},
 	{name: "huge-size: the index says 1 TiB where the stream holds 10 bytes", hostile: true,
 		entries: func(d *trialDir) []hEntry {
 			e := file("big", "ten bytes!")
