@@ -85,11 +85,14 @@ type Report struct {
 	Failures []Trial                    `json:"failures"` // silent, escape and hang trials, with their reproducers
 }
 
-// kinds in run order, with their default trial counts (scaled by -n).
-var kindDefaults = []struct {
+// kindDefault is a kind of fault and its default number of trials.
+type kindDefault struct {
 	name string
 	n    int
-}{
+}
+
+// kindDefaults in run order (counts scaled by -n).
+var kindDefaults = []kindDefault{
 	{"flip", 120},
 	{"truncate", 60},
 	{"delete", 30},
@@ -105,7 +108,7 @@ func main() {
 		scale   = flag.Int("n", 1, "scale the number of trials of every kind by this factor")
 		seed    = flag.Uint64("seed", 0, "random seed (0: from the clock); printed so a run can be repeated")
 		kinds   = flag.String("kinds", "", "comma-separated kinds to run (default all): flip,truncate,delete,kill,tmpfs-home,tmpfs-library,hostile,revoke")
-		jsonOut = flag.String("json", "faults.json", "write the result here")
+		jsonOut = flag.String("json", "", "write the result here (default: kura-faults-SEED.json in the temporary folder)")
 		kura    = flag.String("kura", "", "use this kura binary instead of building ./cmd/kura")
 		work    = flag.String("work", "", "work folder (default: a new temporary folder, removed at the end unless -keep)")
 		keep    = flag.Bool("keep", false, "keep the work folder (trial homes of failures are always kept)")
@@ -115,6 +118,9 @@ func main() {
 	flag.Parse()
 	if *seed == 0 {
 		*seed = uint64(time.Now().UnixNano())
+	}
+	if *jsonOut == "" {
+		*jsonOut = filepath.Join(os.TempDir(), fmt.Sprintf("kura-faults-%d.json", *seed))
 	}
 	c := &campaign{timeout: *timeout, rng: rand.New(rand.NewPCG(*seed, 0x6b757261))}
 	var err error
@@ -201,19 +207,10 @@ func printTable(w *os.File, rep *Report) {
 	for k := range rep.Counts {
 		kinds = append(kinds, k)
 	}
-	slices.SortFunc(kinds, func(a, b string) int {
-		return slices.IndexFunc(kindDefaults, func(k struct {
-			name string
-			n    int
-		}) bool {
-			return k.name == a
-		}) - slices.IndexFunc(kindDefaults, func(k struct {
-			name string
-			n    int
-		}) bool {
-			return k.name == b
-		})
-	})
+	order := func(k string) int {
+		return slices.IndexFunc(kindDefaults, func(d kindDefault) bool { return d.name == k })
+	}
+	slices.SortFunc(kinds, func(a, b string) int { return order(a) - order(b) })
 	lost := map[string]int{}
 	for _, t := range rep.Trials {
 		if t.Lost {
