@@ -28,9 +28,6 @@ import (
 // "go build" lines are not run (./kura is there already). Background
 // commands (server, agent) are killed at the end.
 func TestReadmeRunsAsWritten(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the README's tour")
-	}
 	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
