@@ -169,7 +169,10 @@ on the server machine itself without a login (with --home of the server).`,
 					return err
 				}
 				if !server.IsHome(h) {
-					return fmt.Errorf("%s is not a server home and %v", h, g.noServer())
+					if g.explicitHome() != "" {
+						return fmt.Errorf("%s is not a server home: start `kura server --home %s` first", h, shellQuote(h))
+					}
+					return fmt.Errorf("%s is not a server home and %v", h, errNoServer)
 				}
 				srv, err := server.New(server.Options{Home: h, Log: io.Discard})
 				if err != nil {
