@@ -397,6 +397,7 @@ func (r *restoreRun) run() error {
 		if err := r.ctx.Err(); err != nil {
 			return err
 		}
+		r.invalid(it)
 		e := *it.Entry()
 		if !included(e.Path, r.opts.Includes) {
 			continue
@@ -418,6 +419,7 @@ func (r *restoreRun) run() error {
 			}
 		}
 	}
+	r.invalid(it)
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("reading the index of saveset %d: %w", r.ss.ID, err)
 	}
@@ -449,6 +451,16 @@ func (r *restoreRun) run() error {
 		return fmt.Errorf("flushing the restored files to disk: %w", err)
 	}
 	return nil
+}
+
+// invalid warns of the index entries the iterator skipped: each costs
+// itself, and the rest of the saveset restores.
+func (r *restoreRun) invalid(it *index.Iter) {
+	for _, b := range it.Invalid() {
+		if len(r.opts.Includes) == 0 || included(b.Path, r.opts.Includes) {
+			r.warn(b.Path, b.Error()+"; skipped")
+		}
+	}
 }
 
 // errFatal marks errors that stop the whole restore (media, not one file).
@@ -677,11 +689,16 @@ func (r *restoreRun) open(e *index.Entry) (*sourceReader, error) {
 		return nil, &damageError{err: fmt.Errorf("saveset %d: %w", src, err)}
 	}
 	hdr, err := s.rd.Next()
+	if errors.Is(err, stream.ErrEntry) {
+		// One bad entry in the stream costs this file, not the saveset.
+		return nil, fmt.Errorf("saveset %d: %w; skipped", src, err)
+	}
 	if err != nil {
 		return nil, &damageError{err: fmt.Errorf("saveset %d: %w", src, err)}
 	}
 	if hdr.Path != e.Path || hdr.Size != e.Size {
-		return nil, fmt.Errorf("%w: saveset %d: the stream holds %q at offset %d, the index says %q", errFatal, src, hdr.Path, e.Offset, e.Path)
+		return nil, fmt.Errorf("saveset %d: the stream holds %s (%d bytes) at offset %d where the index expects this file (%d bytes); skipped",
+			src, index.ShortPath(hdr.Path), hdr.Size, e.Offset, e.Size)
 	}
 	return s, nil
 }
