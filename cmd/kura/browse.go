@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -32,15 +33,19 @@ func newLsCmd(g *globals) *cobra.Command {
 			}
 			return withEnv(g, func(env *engine.Env) error {
 				entries, err := env.List(id, dir)
-				if err != nil {
+				if err != nil && !errors.Is(err, engine.ErrWarnings) {
 					return err
 				}
+				warned := warnings(err) // invalid entries left out: listed, exit 3
 				if asJSON {
 					out := []entryJSON{}
 					for i := range entries {
 						out = append(out, toEntryJSON(&entries[i]))
 					}
-					return printJSON(cmd.OutOrStdout(), out)
+					if err := printJSON(cmd.OutOrStdout(), out); err != nil {
+						return err
+					}
+					return warned
 				}
 				tw := table(cmd.OutOrStdout())
 				for i := range entries {
@@ -48,12 +53,24 @@ func newLsCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(tw, "%s\t%d/%d\t%s\t%s\t%s\n", modeString(e), e.UID, e.GID, sizeOf(e),
 						time.Unix(0, e.MTime).Local().Format("2006-01-02 15:04"), nameOf(e))
 				}
-				return tw.Flush()
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				return warned
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	return cmd
+}
+
+// warnings turns an engine error wrapping ErrWarnings (or nil) into exit
+// code 3, printing what it says.
+func warnings(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{Code: exitWarnings, Err: err}
 }
 
 func newFindCmd(g *globals) *cobra.Command {
@@ -82,16 +99,23 @@ path that contains it.`,
 						time.Unix(0, m.Entry.MTime).Local().Format("2006-01-02 15:04"), m.Entry.Path)
 					return err
 				})
-				if err != nil {
+				if err != nil && !errors.Is(err, engine.ErrWarnings) {
 					return err
 				}
+				warned := warnings(err) // invalid entries left out: listed, exit 3
 				if asJSON {
 					if all == nil {
 						all = []map[string]any{}
 					}
-					return printJSON(out, all)
+					if err := printJSON(out, all); err != nil {
+						return err
+					}
+					return warned
 				}
-				return tw.Flush()
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				return warned
 			})
 		},
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/compress"
 	"github.com/kura-backup/kura/internal/home"
+	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/span"
@@ -477,6 +478,9 @@ func (b *backupRun) finish(runErr error) (*Result, error) {
 // which names it "srv/data/x"), and printable: names that are not UTF-8
 // are quoted with their bytes escaped (\xff), as GNU tar and ls do.
 func displayPath(p string) string {
+	if len(p) > 1024 || strings.IndexByte(p, 0) >= 0 {
+		return index.ShortPath(p) // a hostile name: quoted and shortened
+	}
 	if !strings.HasPrefix(p, "/") {
 		p = "/" + p
 	}

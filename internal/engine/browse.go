@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -12,7 +13,9 @@ import (
 
 // List returns the immediate children of dir in a saveset ("" or "/" is the
 // top). Unchanged files of incrementals are listed like the others: a
-// saveset's index describes the whole tree at its moment.
+// saveset's index describes the whole tree at its moment. Entries of a
+// damaged or hostile index that break the entry rules are left out and
+// named in an error wrapping ErrWarnings, returned with the others.
 func (e *Env) List(id int64, dir string) ([]index.Entry, error) {
 	ss, err := EnvStore{Env: e}.Saveset(id) // a copy when its own tapes are offline
 	if err != nil {
@@ -24,9 +27,19 @@ func (e *Env) List(id int64, dir string) ([]index.Entry, error) {
 	}
 	defer r.Close()
 	dir = strings.Trim(path.Clean("/"+dir), "/")
-	entries, err := r.List(dir)
-	if err != nil || len(entries) > 0 || dir == "" {
-		return entries, err
+	var entries []index.Entry
+	it := r.Children(dir)
+	for it.Next() {
+		entries = append(entries, *it.Entry())
+	}
+	if err := it.Err(); err != nil {
+		return nil, err
+	}
+	if bad := it.Invalid(); len(bad) > 0 {
+		return entries, skippedError(id, bad)
+	}
+	if len(entries) > 0 || dir == "" {
+		return entries, nil
 	}
 	// Nothing listed: an empty folder, or no such folder at all?
 	en, ok, err := r.Lookup(dir)
@@ -58,6 +71,7 @@ func (e *Env) Find(pattern string, each func(Match) error) error {
 		return err
 	}
 	glob := strings.ContainsAny(pattern, "*?[")
+	var skipped []error
 	pat := strings.Trim(pattern, "/")
 	for _, ss := range sets {
 		r, err := e.openIndex(ss, nil)
@@ -71,23 +85,35 @@ func (e *Env) Find(pattern string, each func(Match) error) error {
 		if err != nil {
 			return err
 		}
+		match := func(p string) bool {
+			if glob {
+				ok, _ := path.Match(pat, p)
+				if !ok {
+					ok, _ = path.Match(pat, path.Base(p))
+				}
+				return ok
+			}
+			return strings.Contains(p, pat)
+		}
+		var bad []index.InvalidEntry
 		it := r.Iter()
 		for it.Next() {
-			en := it.Entry()
-			ok := false
-			if glob {
-				ok, _ = path.Match(pat, en.Path)
-				if !ok {
-					ok, _ = path.Match(pat, path.Base(en.Path))
+			for _, b := range it.Invalid() {
+				if match(b.Path) {
+					bad = append(bad, b)
 				}
-			} else {
-				ok = strings.Contains(en.Path, pat)
 			}
-			if ok {
+			en := it.Entry()
+			if match(en.Path) {
 				if err := each(Match{SavesetID: ss.ID, Created: ss.Created.Format("2006-01-02 15:04:05"), Level: ss.Level, Entry: *en}); err != nil {
 					r.Close()
 					return err
 				}
+			}
+		}
+		for _, b := range it.Invalid() {
+			if match(b.Path) {
+				bad = append(bad, b)
 			}
 		}
 		err = it.Err()
@@ -95,8 +121,28 @@ func (e *Env) Find(pattern string, each func(Match) error) error {
 		if err != nil {
 			return err
 		}
+		if len(bad) > 0 {
+			skipped = append(skipped, skippedError(ss.ID, bad))
+		}
 	}
-	return nil
+	return errors.Join(skipped...)
+}
+
+// skippedError names the invalid entries of a saveset's index a listing
+// left out; it wraps ErrWarnings.
+func skippedError(id int64, bad []index.InvalidEntry) error {
+	const show = 10
+	var b strings.Builder
+	for i, e := range bad[:min(len(bad), show)] {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(e.Error())
+	}
+	if len(bad) > show {
+		fmt.Fprintf(&b, "; and %d more", len(bad)-show)
+	}
+	return fmt.Errorf("saveset %d: %w: skipped %d invalid entries: %s", id, ErrWarnings, len(bad), b.String())
 }
 
 // Recipe prints the shell pipeline that restores a saveset with stock tools

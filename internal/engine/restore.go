@@ -284,8 +284,8 @@ type restoreRun struct {
 	nwarn    int64
 	tapes    []string
 
-	curDir  string
-	cur     *dirHandle // the directory entries are being created in
+	cursor  *dirCursor // where entries are being created
+	cur     *dirHandle // the cursor's directory, set by setDir
 	copyBuf []byte
 
 	mu    sync.Mutex // warnings and counters, shared with the file writers
@@ -368,9 +368,8 @@ func (r *restoreRun) close() {
 	for _, s := range r.sources {
 		s.rd.Close()
 	}
-	if r.cur != nil {
-		r.cur.release()
-		r.cur = nil
+	if r.cursor != nil {
+		r.cursor.release()
 	}
 }
 
@@ -423,6 +422,11 @@ func safeName(p string) error {
 
 func (r *restoreRun) run() error {
 	r.w = newFileWriters(r)
+	c, err := newDirCursor(r.root)
+	if err != nil {
+		return fmt.Errorf("restore target: %w", err)
+	}
+	r.cursor = c
 	idx, err := r.store.OpenIndex(r.ss, r.warnIndex)
 	if err != nil {
 		return err
@@ -433,6 +437,7 @@ func (r *restoreRun) run() error {
 		if err := r.ctx.Err(); err != nil {
 			return err
 		}
+		r.invalid(it)
 		e := *it.Entry()
 		if !included(e.Path, r.opts.Includes) {
 			continue
@@ -454,6 +459,7 @@ func (r *restoreRun) run() error {
 			}
 		}
 	}
+	r.invalid(it)
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("reading the index of saveset %d: %w", r.ss.ID, err)
 	}
@@ -487,6 +493,16 @@ func (r *restoreRun) run() error {
 	return nil
 }
 
+// invalid warns of the index entries the iterator skipped: each costs
+// itself, and the rest of the saveset restores.
+func (r *restoreRun) invalid(it *index.Iter) {
+	for _, b := range it.Invalid() {
+		if len(r.opts.Includes) == 0 || included(b.Path, r.opts.Includes) {
+			r.warn(b.Path, b.Error()+"; skipped")
+		}
+	}
+}
+
 // errFatal marks errors that stop the whole restore (media, not one file).
 var errFatal = errors.New("restore stopped")
 
@@ -504,7 +520,11 @@ func (r *restoreRun) notRestored(p string, err error) {
 func (r *restoreRun) restoreEntry(e *index.Entry) error {
 	switch e.Type {
 	case index.TypeDir:
-		if err := r.root.MkdirAll(e.Path, 0o700); err != nil {
+		dir, base := splitPath(e.Path)
+		if err := r.setDir(dir); err != nil {
+			return err
+		}
+		if err := r.cursor.mkdir(base); err != nil {
 			return err
 		}
 		r.dirs = append(r.dirs, *e)
@@ -514,8 +534,7 @@ func (r *restoreRun) restoreEntry(e *index.Entry) error {
 		r.links = append(r.links, *e)
 		return nil
 	}
-	dir, base := path.Split(e.Path)
-	dir = strings.TrimSuffix(dir, "/")
+	dir, base := splitPath(e.Path)
 	if err := r.setDir(dir); err != nil {
 		return err
 	}
@@ -573,28 +592,22 @@ func (r *restoreRun) create(base string, e *index.Entry) error {
 }
 
 // setDir makes dir (relative to the target) the current directory for
-// entry creation: created if needed, opened once through the root.
+// entry creation, created if needed.
 func (r *restoreRun) setDir(dir string) error {
-	if dir == r.curDir && r.cur != nil {
-		return nil
-	}
-	if r.cur != nil {
-		r.cur.release()
+	if err := r.cursor.to(dir); err != nil {
 		r.cur = nil
-	}
-	r.curDir = dir
-	if dir == "" {
-		dir = "."
-	}
-	if err := r.root.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	d, err := openDirHandle(r.root, dir)
-	if err != nil {
-		return err
-	}
-	r.cur = d
+	r.cur = r.cursor.cur()
 	return nil
+}
+
+// splitPath splits an index path into its parent ("" at the top) and name.
+func splitPath(p string) (dir, base string) {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i], p[i+1:]
+	}
+	return "", p
 }
 
 // mayWrite applies the overwrite policy to an existing entry and clears the
@@ -716,11 +729,16 @@ func (r *restoreRun) open(e *index.Entry) (*sourceReader, error) {
 		return nil, &damageError{err: fmt.Errorf("saveset %d: %w", src, err)}
 	}
 	hdr, err := s.rd.Next()
+	if errors.Is(err, stream.ErrEntry) {
+		// One bad entry in the stream costs this file, not the saveset.
+		return nil, fmt.Errorf("saveset %d: %w; skipped", src, err)
+	}
 	if err != nil {
 		return nil, &damageError{err: fmt.Errorf("saveset %d: %w", src, err)}
 	}
 	if hdr.Path != e.Path || hdr.Size != e.Size {
-		return nil, fmt.Errorf("%w: saveset %d: the stream holds %q at offset %d, the index says %q", errFatal, src, hdr.Path, e.Offset, e.Path)
+		return nil, fmt.Errorf("saveset %d: the stream holds %s (%d bytes) at offset %d where the index expects this file (%d bytes); skipped",
+			src, index.ShortPath(hdr.Path), hdr.Size, e.Offset, e.Size)
 	}
 	return s, nil
 }
@@ -758,12 +776,16 @@ func (r *restoreRun) applyFileMeta(f *os.File, e *index.Entry) error {
 func (r *restoreRun) applyMeta(name string, e *index.Entry, isDir bool) error {
 	var dirfd int
 	if isDir {
-		f, err := r.root.Open(e.Path)
+		dir, base := splitPath(e.Path)
+		if err := r.setDir(dir); err != nil {
+			return err
+		}
+		h, err := r.cursor.openDir(base)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		fd := int(f.Fd())
+		defer h.release()
+		f, fd := h.f, h.fd
 		for k, v := range e.Xattrs {
 			if err := unix.Fsetxattr(fd, k, []byte(v), 0); err != nil && !errors.Is(err, unix.ENOTSUP) {
 				r.warn(e.Path, fmt.Sprintf("xattr %s: %v", k, err))

@@ -20,28 +20,14 @@ import (
 // the files, write them and set their metadata while the next ones are
 // decoded.
 
-// dirHandle is a directory of the target opened through the root, shared
-// by the writers that create files in it; the last user closes it.
+// dirHandle is a directory of the target, opened by the restore's
+// dirCursor, shared by the writers that create files in it; the last user
+// closes it.
 type dirHandle struct {
-	root *os.Root
+	root *os.Root // set when it was opened through the target's root
 	f    *os.File
 	fd   int
 	refs atomic.Int32
-}
-
-func openDirHandle(root *os.Root, dir string) (*dirHandle, error) {
-	sub, err := root.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	f, err := sub.Open(".")
-	if err != nil {
-		sub.Close()
-		return nil, err
-	}
-	d := &dirHandle{root: sub, f: f, fd: int(f.Fd())}
-	d.refs.Store(1)
-	return d, nil
 }
 
 func (d *dirHandle) acquire() *dirHandle {
@@ -52,7 +38,9 @@ func (d *dirHandle) acquire() *dirHandle {
 func (d *dirHandle) release() {
 	if d.refs.Add(-1) == 0 {
 		d.f.Close()
-		d.root.Close()
+		if d.root != nil {
+			d.root.Close()
+		}
 	}
 }
 

@@ -401,6 +401,7 @@ func (v *verifyRun) data() error {
 		if err := v.ctx.Err(); err != nil {
 			return err
 		}
+		v.invalid(it)
 		e := *it.Entry()
 		if v.opts.Level == VerifySource {
 			v.compareSource(&e)
@@ -434,10 +435,18 @@ func (v *verifyRun) data() error {
 			v.problem(e.Path, "content does not match its digest")
 		}
 	}
+	v.invalid(it)
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("reading the index: %w", err)
 	}
 	return nil
+}
+
+// invalid reports the index entries the iterator skipped as invalid.
+func (v *verifyRun) invalid(it *index.Iter) {
+	for _, b := range it.Invalid() {
+		v.problem(b.Path, b.Error()+"; it cannot be restored")
+	}
 }
 
 // compareSource compares an index entry with the file on disk now.

@@ -173,9 +173,6 @@ func decodeBlock(dst []Entry, raw []byte, n int, first, next string) ([]Entry, e
 			}
 			textCol.bytes(suffix)
 			l := int(shared) + int(suffix)
-			if l > MaxPath {
-				return corrupt("path %d too long", i)
-			}
 			arenaLen += l
 			if arenaLen > maxBlockText {
 				return corrupt("paths expand past %d bytes", maxBlockText)
@@ -214,9 +211,10 @@ func decodeBlock(dst []Entry, raw []byte, n int, first, next string) ([]Entry, e
 	var p prevState
 	for i := range dst {
 		e := &dst[i]
-		if !ValidPath(e.Path) {
-			return corrupt("invalid path %q", e.Path)
-		}
+		// A path that breaks the Entry rules is this entry's problem, not
+		// the block's: it decodes (its bytes are bounded by maxBlockText)
+		// and readers skip it (Iter.Invalid).
+		e.invalid = !ValidPath(e.Path)
 		if i == 0 {
 			if first != "" && e.Path != first {
 				return corrupt("first path %q, directory says %q", e.Path, first)
@@ -251,10 +249,11 @@ func decodeBlock(dst []Entry, raw []byte, n int, first, next string) ([]Entry, e
 		}
 		if tag&tagLink != 0 {
 			l := cols[colLink].uvarint()
-			if l == 0 || l > MaxPath {
+			if l == 0 || l > maxBlockText {
 				return corrupt("link length %d", l)
 			}
 			e.Link = string(cols[colLink].bytes(l))
+			e.invalid = e.invalid || l > MaxPath
 			text += len(e.Link)
 		}
 		if tag&tagXattrs != 0 {

@@ -68,6 +68,8 @@ type Entry struct {
 	Offset int64
 	Source uint64
 	Digest [16]byte // XXH3-128 of the content (files)
+
+	invalid bool // read from a file, its path or link breaks the rules
 }
 
 // Less reports whether path a sorts before b in index order: component by

@@ -3,6 +3,7 @@ package index
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"strings"
 )
@@ -145,6 +146,21 @@ func ValidPath(p string) bool {
 		}
 		p = p[i+1:]
 	}
+}
+
+// pathProblem says what is wrong with an Entry.Path ValidPath refuses.
+func pathProblem(p string) string {
+	switch {
+	case p == "":
+		return "empty path"
+	case len(p) > MaxPath:
+		return fmt.Sprintf("path of %d bytes (max %d)", len(p), MaxPath)
+	case strings.IndexByte(p, 0) >= 0:
+		return "NUL byte in path"
+	case p[0] == '/':
+		return "absolute path"
+	}
+	return `empty, "." or ".." component in path`
 }
 
 func commonPrefix(a, b string) int {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -190,7 +191,9 @@ func Open(r io.ReaderAt, size int64) (*Reader, error) {
 			return nil, fmt.Errorf("%w: block directory record %d", ErrCorrupt, i)
 		}
 		first := prev[:shared] + string(rest)
-		if !ValidPath(first) || (i > 0 && Compare(prev, first) >= 0) {
+		// The first path need not be valid (an invalid entry is skipped
+		// when read, see InvalidEntry), only in order.
+		if i > 0 && Compare(prev, first) >= 0 {
 			return nil, fmt.Errorf("%w: block %d first path %q", ErrCorrupt, i, first)
 		}
 		d, b := split(first)
@@ -324,12 +327,18 @@ func (r *Reader) Subtree(dir string) *Iter {
 // Entry.Path form (no leading or trailing slash); an invalid one gives
 // ErrInvalid.
 func (r *Reader) List(dir string) ([]Entry, error) {
-	it := r.seek(dir, iterChildren)
+	it := r.Children(dir)
 	var out []Entry
 	for it.Next() {
 		out = append(out, *it.Entry())
 	}
 	return out, it.Err()
+}
+
+// Children returns an iterator over the immediate children of dir, as
+// List returns them; its Invalid says which entries it skipped.
+func (r *Reader) Children(dir string) *Iter {
+	return r.seek(dir, iterChildren)
 }
 
 func (r *Reader) seek(dir string, mode iterMode) *Iter {
@@ -370,7 +379,7 @@ func (r *Reader) Lookup(path string) (Entry, bool, error) {
 		return Entry{}, false, err
 	}
 	k, found := sort.Find(len(ents), func(i int) int { return Compare(path, ents[i].Path) })
-	if !found {
+	if !found || ents[k].invalid {
 		return Entry{}, false, nil
 	}
 	return ents[k], true, nil
@@ -404,6 +413,51 @@ type Iter struct {
 	cur   *Entry
 	done  bool
 	err   error
+	bad   []InvalidEntry
+}
+
+// InvalidEntry is an entry an Iter passed over: its block is sound (CRC,
+// structure, order), but its path breaks the Entry rules (empty, absolute,
+// a NUL byte, an empty, "." or ".." component, longer than MaxPath) or its
+// link is longer than MaxPath. An index written by this package never
+// holds one; a damaged or hostile one may, and the rest of it reads as
+// usual. Error names the entry (shortened) and what is wrong; it wraps
+// ErrInvalid.
+type InvalidEntry struct {
+	Path    string // as stored: at most a block's text, and may hold any byte
+	Problem string
+}
+
+func (e InvalidEntry) Error() string {
+	return fmt.Sprintf("%v %s: %s", ErrInvalid, ShortPath(e.Path), e.Problem)
+}
+
+func (e InvalidEntry) Unwrap() error { return ErrInvalid }
+
+// ShortPath quotes a path read from media for a message, shortened to its
+// first 200 bytes and its length when longer.
+func ShortPath(p string) string {
+	const keep = 200
+	if len(p) <= keep {
+		return strconv.Quote(p)
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(p[:keep]), len(p))
+}
+
+func invalidEntry(e *Entry) InvalidEntry {
+	if !ValidPath(e.Path) {
+		return InvalidEntry{Path: e.Path, Problem: pathProblem(e.Path)}
+	}
+	return InvalidEntry{Path: e.Path, Problem: fmt.Sprintf("link of %d bytes (max %d)", len(e.Link), MaxPath)}
+}
+
+// Invalid returns the entries Next skipped since the last call to Invalid
+// (see InvalidEntry). Call it as often as suits; what it returned is
+// forgotten.
+func (it *Iter) Invalid() []InvalidEntry {
+	b := it.bad
+	it.bad = nil
+	return b
 }
 
 // Next advances to the next entry and reports whether there is one. It
@@ -417,6 +471,10 @@ func (it *Iter) Next() bool {
 			e := &it.ents[it.pos]
 			it.pos++
 			if it.mode == iterAll {
+				if e.invalid {
+					it.bad = append(it.bad, invalidEntry(e))
+					continue
+				}
 				it.cur = e
 				return true
 			}
@@ -428,6 +486,10 @@ func (it *Iter) Next() bool {
 				it.skip = false
 			}
 			if (it.mode == iterChildren && parent == it.dir) || (it.mode == iterSubtree && isUnder(parent, it.dir)) {
+				if e.invalid {
+					it.bad = append(it.bad, invalidEntry(e))
+					continue
+				}
 				it.cur = e
 				return true
 			}

@@ -34,7 +34,11 @@ var (
 	// with zeros and FlagChanged set. The writer is still usable.
 	ErrContentRead = errors.New("stream: reading file content")
 	// ErrEntry: the entry cannot be written (bad type, path, xattr name or
-	// FlagUnchanged); nothing was written for it.
+	// FlagUnchanged); nothing was written for it. From Reader.Next: the
+	// entry read breaks the rules (a path with "..", absolute, with a NUL
+	// byte or longer than index.MaxPath, or a header the tar reader
+	// refuses) though its frames are sound; after a bad path Next goes on
+	// with the next entry, after a bad header SeekTo does.
 	ErrEntry = errors.New("stream: invalid entry")
 	// ErrClosed: the writer or reader was closed or aborted.
 	ErrClosed = errors.New("stream: closed")

@@ -188,6 +188,12 @@ func (r *Reader) Next() (*index.Entry, error) {
 	}
 	if err != nil {
 		r.err = r.mapErr(err)
+		if errors.Is(err, tar.ErrHeader) || errors.Is(err, tar.ErrFieldTooLong) || errors.Is(err, tar.ErrInsecurePath) {
+			// The frames holding it are sound (their checksums passed):
+			// this header was written so. It is one bad entry; SeekTo
+			// reaches the next.
+			r.err = fmt.Errorf("%w: header at stream offset %d: %w", ErrEntry, off, r.err)
+		}
 		return nil, r.err
 	}
 	e, err := entryFromHeader(h)
@@ -199,6 +205,12 @@ func (r *Reader) Next() (*index.Entry, error) {
 	r.cur = h
 	n := dataSize(h)
 	r.nextHdr = r.base + r.cnt + (n+511)&^511
+	if e.Path != "" && !index.ValidPath(e.Path) {
+		// A name no index entry can have ("..", absolute, NUL, too
+		// long): this entry is skipped, the next one reads.
+		r.cur = nil
+		return nil, fmt.Errorf("%w: %s at stream offset %d", ErrEntry, index.ShortPath(e.Path), off)
+	}
 	return e, nil
 }
 
