@@ -179,9 +179,9 @@ func mustRead(t *testing.T, p string) []byte {
 }
 
 // TestDamagedTapeLabel: one flipped bit in a tape's label leaves every
-// saveset on it restorable (the label's copy stands in); verify reports the
-// damage as a problem at every level, and the next backup to the tape
-// rewrites the label.
+// saveset on it restorable (the label's copy stands in, or with both
+// damaged the library's settings); verify reports the damage as a problem
+// at every level, and the next backup to the tape rewrites the label.
 func TestDamagedTapeLabel(t *testing.T) {
 	env := newEnv(t)
 	src := t.TempDir()
@@ -199,25 +199,34 @@ func TestDamagedTapeLabel(t *testing.T) {
 		t.Fatal(err)
 	}
 	label := filepath.Join(lib.Config().Dir, "tapes", bc, "label")
-	b := mustRead(t, label)
+	good := mustRead(t, label)
+	b := bytes.Clone(good)
 	b[len(b)/2] ^= 0x01
 	must(t, os.WriteFile(label, b, 0o644))
 
-	for _, level := range []string{engine.VerifyMedia, engine.VerifyData} {
-		vr, err := env.Verify(context.Background(), id, engine.VerifyOptions{Level: level})
-		if !errors.Is(err, engine.ErrVerify) || vr == nil || len(vr.Problems) != 1 ||
-			vr.Problems[0].Path != "tape "+bc || !strings.Contains(vr.Problems[0].Problem, "label") {
-			t.Errorf("verify %s with a damaged label: %v, %+v", level, err, vr)
+	readable := func(what string) {
+		t.Helper()
+		for _, level := range []string{engine.VerifyMedia, engine.VerifyData} {
+			vr, err := env.Verify(context.Background(), id, engine.VerifyOptions{Level: level})
+			if !errors.Is(err, engine.ErrVerify) || vr == nil || len(vr.Problems) != 1 ||
+				vr.Problems[0].Path != "tape "+bc || !strings.Contains(vr.Problems[0].Problem, "label") {
+				t.Errorf("%s: verify %s: %v, %+v", what, level, err, vr)
+			}
+		}
+		to := t.TempDir()
+		restore(t, env, engine.RestoreOptions{SavesetID: id, To: to})
+		if b, err := os.ReadFile(filepath.Join(restored(to, src), "f19")); err != nil || len(b) != 19000 {
+			t.Errorf("%s: restored f19: %d bytes, %v", what, len(b), err)
+		}
+		if _, err := env.Recipe(id); err != nil {
+			t.Errorf("%s: recipe: %v", what, err)
 		}
 	}
-	to := t.TempDir()
-	restore(t, env, engine.RestoreOptions{SavesetID: id, To: to})
-	if b, err := os.ReadFile(filepath.Join(restored(to, src), "f19")); err != nil || len(b) != 19000 {
-		t.Errorf("restored f19: %d bytes, %v", len(b), err)
-	}
-	if _, err := env.Recipe(id); err != nil {
-		t.Errorf("recipe with a damaged label: %v", err)
-	}
+	readable("label damaged")
+	// Both copies damaged: the library's own settings stand in.
+	must(t, os.WriteFile(label+".copy", b, 0o644))
+	readable("label and its copy damaged")
+	must(t, os.WriteFile(label+".copy", good, 0o644))
 	// The next backup appends to the tape and heals the label.
 	must(t, os.WriteFile(filepath.Join(src, "new"), []byte("new"), 0o644))
 	backup(t, env, engine.BackupOptions{Paths: []string{src}, Level: engine.LevelIncr})

@@ -245,6 +245,42 @@ func Open(dir string, opts Options) (*Tape, error) {
 	return t, nil
 }
 
+// OpenWithLabel opens, for reading, the tape in dir whose label is lost
+// (both copies damaged: Open fails with ErrBadLabel), with l standing in for
+// it. Reading needs little of the label: every tape file records its own
+// block size and length. LabelDamage returns Open's error. Append refuses
+// the tape (ErrBadLabel) until Relabel writes a new label; a tape that Open
+// can open is opened as Open does.
+func OpenWithLabel(dir string, l Label, opts Options) (*Tape, error) {
+	t, err := Open(dir, opts)
+	if err == nil || !errors.Is(err, ErrBadLabel) {
+		return t, err
+	}
+	damage := err
+	if l.Version == 0 {
+		l.Version = LabelVersion
+	}
+	if l.Generation == 0 {
+		l.Generation = 1
+	}
+	if l.EarlyWarning == 0 {
+		l.EarlyWarning = l.Capacity
+	}
+	if err := l.validate(); err != nil {
+		return nil, fmt.Errorf("%w (and the stand-in label: %v)", damage, err)
+	}
+	opts = opts.withDefaults()
+	t = &Tape{dir: dir, opts: opts, fs: opts.FS, label: l, damage: damage}
+	n, err := t.count()
+	if err != nil {
+		return nil, err
+	}
+	if t.used, err = t.sizes(n); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
 // writeLabel writes the label file, then its copy, each atomically: a
 // crash in between leaves a good label and a stale or missing copy, which
 // readLabel reports and the next writer rewrites.
