@@ -204,7 +204,7 @@ func (v *verifyRun) labels() {
 		}
 		if ld, ok := dev.(interface{ LabelDamage() error }); ok {
 			if d := ld.LabelDamage(); d != nil {
-				v.problem("tape "+p.Barcode, d.Error()+" (the next append to the tape rewrites it)")
+				v.problem("tape "+p.Barcode, d.Error()+"; the next append to the tape rewrites it")
 			}
 		}
 	}

@@ -125,9 +125,10 @@ func CheckLabel(dir string) (l Label, damage, err error) {
 }
 
 // readLabel reads the label file and its copy. The label file wins when it
-// is good; the copy stands in when it is not. damage describes a copy that
-// is bad, missing (where the other exists on a tape that has one) or
-// different from the other. A tape written before the copy existed has a
+// is good; the copy stands in when it is not. damage (wrapping ErrBadLabel,
+// without the folder: the caller names the tape) describes a copy that is
+// bad, a label file that is missing where the copy exists, or copies that
+// differ. A tape written before the copy existed has a
 // label file only: that is not damage.
 func readLabel(fsys FS, dir string) (l Label, damage, err error) {
 	one := func(name string) (Label, error) {
@@ -150,16 +151,18 @@ func readLabel(fsys FS, dir string) (l Label, damage, err error) {
 	switch {
 	case err1 == nil && err2 == nil:
 		if l1 != l2 {
-			return l1, fmt.Errorf("%s: %w: the label (generation %d) and its copy (generation %d) disagree; the label is used",
-				dir, ErrBadLabel, l1.Generation, l2.Generation), nil
+			return l1, fmt.Errorf("%w: label (generation %d) and label.copy (generation %d) disagree; the label is used",
+				ErrBadLabel, l1.Generation, l2.Generation), nil
 		}
 		return l1, nil, nil
 	case err1 == nil && blank2:
 		return l1, nil, nil // a tape labelled before the copy existed
 	case err1 == nil:
-		return l1, fmt.Errorf("%s: %w: the label copy is damaged (%v); the label is good", dir, ErrBadLabel, err2), nil
+		return l1, fmt.Errorf("%w (the label is good)", asBadLabel(err2)), nil
+	case err2 == nil && blank1:
+		return l2, fmt.Errorf("%w: label missing (read from label.copy)", ErrBadLabel), nil
 	case err2 == nil:
-		return l2, fmt.Errorf("%s: %w: the label is damaged or missing (%v); read from its copy", dir, ErrBadLabel, err1), nil
+		return l2, fmt.Errorf("%w (read from label.copy)", asBadLabel(err1)), nil
 	case blank1 && blank2:
 		return Label{}, nil, fmt.Errorf("%s: %w", dir, ErrBlank)
 	case blank2:
@@ -168,6 +171,15 @@ func readLabel(fsys FS, dir string) (l Label, damage, err error) {
 		return Label{}, nil, fmt.Errorf("%s: %w", dir, err2)
 	}
 	return Label{}, nil, fmt.Errorf("%s: %w; %v", dir, err1, err2)
+}
+
+// asBadLabel makes a copy of the label that could not be read (an I/O
+// error as much as a damaged one) an ErrBadLabel.
+func asBadLabel(err error) error {
+	if errors.Is(err, ErrBadLabel) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", ErrBadLabel, err)
 }
 
 // LabelDamage reports what was wrong with one copy of the label when the
