@@ -204,12 +204,12 @@ func TestDamagedTapeLabel(t *testing.T) {
 	b[len(b)/2] ^= 0x01
 	must(t, os.WriteFile(label, b, 0o644))
 
-	readable := func(what string) {
+	readable := func(what, advice string) {
 		t.Helper()
 		for _, level := range []string{engine.VerifyMedia, engine.VerifyData} {
 			vr, err := env.Verify(context.Background(), id, engine.VerifyOptions{Level: level})
 			if !errors.Is(err, engine.ErrVerify) || vr == nil || len(vr.Problems) != 1 ||
-				vr.Problems[0].Path != "tape "+bc || !strings.Contains(vr.Problems[0].Problem, "label") {
+				vr.Problems[0].Path != "tape "+bc || !strings.Contains(vr.Problems[0].Problem, advice) {
 				t.Errorf("%s: verify %s: %v, %+v", what, level, err, vr)
 			}
 		}
@@ -222,10 +222,10 @@ func TestDamagedTapeLabel(t *testing.T) {
 			t.Errorf("%s: recipe: %v", what, err)
 		}
 	}
-	readable("label damaged")
+	readable("label damaged", "the next append to the tape rewrites it")
 	// Both copies damaged: the library's own settings stand in.
 	must(t, os.WriteFile(label+".copy", b, 0o644))
-	readable("label and its copy damaged")
+	readable("label and its copy damaged", "takes no more backups")
 	must(t, os.WriteFile(label+".copy", good, 0o644))
 	// The next backup appends to the tape and heals the label.
 	must(t, os.WriteFile(filepath.Join(src, "new"), []byte("new"), 0o644))

@@ -202,10 +202,15 @@ func (v *verifyRun) labels() {
 		if err != nil {
 			continue // reading the tape reports it
 		}
-		if ld, ok := dev.(interface{ LabelDamage() error }); ok {
-			if d := ld.LabelDamage(); d != nil {
-				v.problem("tape "+p.Barcode, d.Error()+"; the next append to the tape rewrites it")
-			}
+		t, ok := dev.(*tape.Tape)
+		if !ok {
+			continue
+		}
+		switch d := t.LabelDamage(); {
+		case d != nil && t.LabelLost():
+			v.problem("tape "+p.Barcode, d.Error()+"; the tape reads, but takes no more backups: copy its savesets (kura copy), then erase it")
+		case d != nil:
+			v.problem("tape "+p.Barcode, d.Error()+"; the next append to the tape rewrites it")
 		}
 	}
 }

@@ -100,6 +100,7 @@ type Tape struct {
 	mu     sync.Mutex
 	label  Label
 	damage error       // what is wrong with one copy of the label, or nil
+	lost   bool        // both copies damaged: label is a stand-in (OpenWithLabel)
 	used   int64       // data bytes of the tape files, without the open writer's
 	w      *fileWriter // the open writer, or nil
 	closed bool
@@ -171,6 +172,14 @@ func readLabel(fsys FS, dir string) (l Label, damage, err error) {
 		return Label{}, nil, fmt.Errorf("%s: %w", dir, err2)
 	}
 	return Label{}, nil, fmt.Errorf("%s: %w; %v", dir, err1, err2)
+}
+
+// LabelLost reports whether the tape was opened under a stand-in label
+// (OpenWithLabel: both copies of its label damaged). Relabel ends it.
+func (t *Tape) LabelLost() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lost
 }
 
 // asBadLabel makes a copy of the label that could not be read (an I/O
@@ -282,7 +291,7 @@ func OpenWithLabel(dir string, l Label, opts Options) (*Tape, error) {
 		return nil, fmt.Errorf("%w (and the stand-in label: %v)", damage, err)
 	}
 	opts = opts.withDefaults()
-	t = &Tape{dir: dir, opts: opts, fs: opts.FS, label: l, damage: damage}
+	t = &Tape{dir: dir, opts: opts, fs: opts.FS, label: l, damage: damage, lost: true}
 	n, err := t.count()
 	if err != nil {
 		return nil, err
@@ -372,6 +381,7 @@ func (t *Tape) Relabel(l Label) error {
 	}
 	t.label = nl
 	t.used = 0
+	t.lost = false
 	return nil
 }
 

@@ -507,7 +507,7 @@ func TestOpenWithLabel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !errors.Is(o.LabelDamage(), tape.ErrBadLabel) || o.Label().Barcode != standIn.Barcode || o.Used() != int64(len(want)) {
+	if !errors.Is(o.LabelDamage(), tape.ErrBadLabel) || !o.LabelLost() || o.Label().Barcode != standIn.Barcode || o.Used() != int64(len(want)) {
 		t.Errorf("stand-in: label %+v, damage %v, used %d", o.Label(), o.LabelDamage(), o.Used())
 	}
 	if !bytes.Equal(tapetest.ReadFile(t, o, 1), want) {
@@ -521,6 +521,9 @@ func TestOpenWithLabel(t *testing.T) {
 	}
 	if err := o.Relabel(tape.Label{}); err != nil {
 		t.Fatal(err)
+	}
+	if o.LabelLost() {
+		t.Error("LabelLost after Relabel")
 	}
 	if l, damage, err := tape.CheckLabel(tdir); err != nil || damage != nil || l.Generation != 2 {
 		t.Errorf("after Relabel: %+v, %v, %v", l, damage, err)
