@@ -167,6 +167,25 @@ func TestDamagedIndexCacheFallsBackToTape(t *testing.T) {
 	if err != nil || len(vr.Warnings) != 0 {
 		t.Errorf("verify media of a healed cache: %v, warnings %q", err, vr.Warnings)
 	}
+
+	// With the index tape offline the damaged cache cannot be replaced: it
+	// stays as it is (find reads the copy's index meanwhile).
+	damageCache(t, env, id)
+	damaged := mustRead(t, cachePath(env, id))
+	own := saveset(t, env, id)
+	exportAll(t, env, ownParts(own)...)
+	n = 0
+	if err := env.Find("file-12", func(engine.Match) error { n++; return nil }); err != nil || n < 100 {
+		t.Errorf("find with the index tape exported: %d matches, %v", n, err)
+	}
+	if b, err := os.ReadFile(cachePath(env, id)); err != nil || !bytes.Equal(b, damaged) {
+		t.Errorf("the damaged cache was touched although the tape could not replace it: %v", err)
+	}
+	importAll(t, env, ownParts(own)...)
+	if _, err := env.List(id, src); err != nil {
+		t.Errorf("ls with the tape back: %v", err)
+	}
+	healed("ls with the tape back")
 }
 
 func mustRead(t *testing.T, p string) []byte {

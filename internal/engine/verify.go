@@ -306,7 +306,6 @@ func (v *verifyRun) checkCache(tapeSum []byte) {
 			why = "it differs from the index tape file"
 		}
 	}
-	_ = os.Remove(p)
 	if err := v.env.cacheIndex(v.ss, p); err != nil {
 		v.problem(fmt.Sprintf("tape %s file %d", v.ss.IndexPart.Barcode, v.ss.IndexPart.File),
 			fmt.Sprintf("the cached index of saveset %d was damaged (%s) and cannot be rebuilt: %v", v.ss.ID, why, err))
