@@ -167,6 +167,25 @@ func TestDamagedIndexCacheFallsBackToTape(t *testing.T) {
 	if err != nil || len(vr.Warnings) != 0 {
 		t.Errorf("verify media of a healed cache: %v, warnings %q", err, vr.Warnings)
 	}
+
+	// With the index tape offline the damaged cache cannot be replaced: it
+	// stays as it is (find reads the copy's index meanwhile).
+	damageCache(t, env, id)
+	damaged := mustRead(t, cachePath(env, id))
+	own := saveset(t, env, id)
+	exportAll(t, env, ownParts(own)...)
+	n = 0
+	if err := env.Find("file-12", func(engine.Match) error { n++; return nil }); err != nil || n < 100 {
+		t.Errorf("find with the index tape exported: %d matches, %v", n, err)
+	}
+	if b, err := os.ReadFile(cachePath(env, id)); err != nil || !bytes.Equal(b, damaged) {
+		t.Errorf("the damaged cache was touched although the tape could not replace it: %v", err)
+	}
+	importAll(t, env, ownParts(own)...)
+	if _, err := env.List(id, src); err != nil {
+		t.Errorf("ls with the tape back: %v", err)
+	}
+	healed("ls with the tape back")
 }
 
 func mustRead(t *testing.T, p string) []byte {
@@ -179,9 +198,9 @@ func mustRead(t *testing.T, p string) []byte {
 }
 
 // TestDamagedTapeLabel: one flipped bit in a tape's label leaves every
-// saveset on it restorable (the label's copy stands in); verify reports the
-// damage as a problem at every level, and the next backup to the tape
-// rewrites the label.
+// saveset on it restorable (the label's copy stands in, or with both
+// damaged the library's settings); verify reports the damage as a problem
+// at every level, and the next backup to the tape rewrites the label.
 func TestDamagedTapeLabel(t *testing.T) {
 	env := newEnv(t)
 	src := t.TempDir()
@@ -199,25 +218,34 @@ func TestDamagedTapeLabel(t *testing.T) {
 		t.Fatal(err)
 	}
 	label := filepath.Join(lib.Config().Dir, "tapes", bc, "label")
-	b := mustRead(t, label)
+	good := mustRead(t, label)
+	b := bytes.Clone(good)
 	b[len(b)/2] ^= 0x01
 	must(t, os.WriteFile(label, b, 0o644))
 
-	for _, level := range []string{engine.VerifyMedia, engine.VerifyData} {
-		vr, err := env.Verify(context.Background(), id, engine.VerifyOptions{Level: level})
-		if !errors.Is(err, engine.ErrVerify) || vr == nil || len(vr.Problems) != 1 ||
-			vr.Problems[0].Path != "tape "+bc || !strings.Contains(vr.Problems[0].Problem, "label") {
-			t.Errorf("verify %s with a damaged label: %v, %+v", level, err, vr)
+	readable := func(what, advice string) {
+		t.Helper()
+		for _, level := range []string{engine.VerifyMedia, engine.VerifyData} {
+			vr, err := env.Verify(context.Background(), id, engine.VerifyOptions{Level: level})
+			if !errors.Is(err, engine.ErrVerify) || vr == nil || len(vr.Problems) != 1 ||
+				vr.Problems[0].Path != "tape "+bc || !strings.Contains(vr.Problems[0].Problem, advice) {
+				t.Errorf("%s: verify %s: %v, %+v", what, level, err, vr)
+			}
+		}
+		to := t.TempDir()
+		restore(t, env, engine.RestoreOptions{SavesetID: id, To: to})
+		if b, err := os.ReadFile(filepath.Join(restored(to, src), "f19")); err != nil || len(b) != 19000 {
+			t.Errorf("%s: restored f19: %d bytes, %v", what, len(b), err)
+		}
+		if _, err := env.Recipe(id); err != nil {
+			t.Errorf("%s: recipe: %v", what, err)
 		}
 	}
-	to := t.TempDir()
-	restore(t, env, engine.RestoreOptions{SavesetID: id, To: to})
-	if b, err := os.ReadFile(filepath.Join(restored(to, src), "f19")); err != nil || len(b) != 19000 {
-		t.Errorf("restored f19: %d bytes, %v", len(b), err)
-	}
-	if _, err := env.Recipe(id); err != nil {
-		t.Errorf("recipe with a damaged label: %v", err)
-	}
+	readable("label damaged", "the next append to the tape rewrites it")
+	// Both copies damaged: the library's own settings stand in.
+	must(t, os.WriteFile(label+".copy", b, 0o644))
+	readable("label and its copy damaged", "takes no more backups")
+	must(t, os.WriteFile(label+".copy", good, 0o644))
 	// The next backup appends to the tape and heals the label.
 	must(t, os.WriteFile(filepath.Join(src, "new"), []byte("new"), 0o644))
 	backup(t, env, engine.BackupOptions{Paths: []string{src}, Level: engine.LevelIncr})

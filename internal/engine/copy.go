@@ -119,15 +119,14 @@ func (e *Env) readable(ss *catalog.Saveset, copies bool) (use *catalog.Saveset, 
 }
 
 // tapesOffline lists the exported tapes among those holding ss's data and,
-// when the home has no good cached copy of its index, its index.
+// when the home has no good cached copy of its index (every block checked),
+// its index.
 func (e *Env) tapesOffline(ss *catalog.Saveset) ([]string, error) {
 	var barcodes []string
 	for _, p := range ss.Parts {
 		barcodes = appendUnique(barcodes, p.Barcode)
 	}
-	if r, err := index.OpenFile(e.indexCachePath(ss)); err == nil {
-		r.Close()
-	} else if ss.IndexPart.Barcode != "" {
+	if checkIndexFile(e.indexCachePath(ss)) != nil && ss.IndexPart.Barcode != "" {
 		barcodes = appendUnique(barcodes, ss.IndexPart.Barcode)
 	}
 	var offline []string

@@ -906,10 +906,26 @@ func TestIndexMovesToNextTapeAtEarlyWarning(t *testing.T) {
 		tp.Close()
 	}
 	if ss.IndexPart.Barcode == ss.Parts[0].Barcode {
-		t.Errorf("the index went on %s with the data, past early warning", ss.IndexPart.Barcode)
+		t.Fatalf("the index went on %s with the data, past early warning", ss.IndexPart.Barcode)
 	}
 	to := t.TempDir()
 	restore(t, env, engine.RestoreOptions{SavesetID: ss.ID, To: to})
+
+	// With a copy online, the index tape exported and the cached index
+	// damaged, the restore reads the copy: a damaged cache does not count
+	// as the index being at hand.
+	createLibrary(t, env, library.Config{Name: "offsite"})
+	copySaveset(t, env, ss.ID, engine.CopyOptions{Library: "offsite"})
+	lib2, err := env.LibraryOfTape(ss.IndexPart.Barcode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, lib2.Export(ss.IndexPart.Barcode))
+	damageCache(t, env, ss.ID)
+	rr, err := env.Restore(context.Background(), engine.RestoreOptions{SavesetID: ss.ID, To: t.TempDir()})
+	if err != nil || rr.Figures.Files < small {
+		t.Fatalf("restore with the index tape exported and the cache damaged: %v", err)
+	}
 }
 
 // TestBackupOfMissingPaths: a missing path among others is a warning and

@@ -416,11 +416,9 @@ func (e *Env) indexFile(ss *catalog.Saveset, warn func(msg string)) (string, err
 	if cerr == nil {
 		return p, nil
 	}
+	// A damaged cache is not fatal: the tape has the index too. It stays
+	// until the tape's replaces it (a rename), so a failure loses nothing.
 	missing := errors.Is(cerr, fs.ErrNotExist)
-	if !missing {
-		// A damaged cache is not fatal: the tape has the index too.
-		_ = os.Remove(p)
-	}
 	if err := e.cacheIndex(ss, p); err != nil {
 		if missing {
 			return "", err

@@ -185,6 +185,12 @@ func (v *verifyRun) problem(path, msg string) {
 	v.problems = append(v.problems, Problem{Path: displayPath(path), Problem: msg})
 }
 
+// mediaProblemAt records a problem with a piece of media (a tape, a
+// label) named as it is, not as a file.
+func (v *verifyRun) mediaProblemAt(what, msg string) {
+	v.problems = append(v.problems, Problem{Path: what, Problem: msg})
+}
+
 // mediaProblem records a problem with a tape file as a whole.
 func (v *verifyRun) mediaProblem(p catalog.Part, msg string) {
 	v.problems = append(v.problems, Problem{Path: fmt.Sprintf("tape %s file %d", p.Barcode, p.File), Problem: msg})
@@ -210,10 +216,15 @@ func (v *verifyRun) labels() {
 		if err != nil {
 			continue // reading the tape reports it
 		}
-		if ld, ok := dev.(interface{ LabelDamage() error }); ok {
-			if d := ld.LabelDamage(); d != nil {
-				v.problems = append(v.problems, Problem{Path: "tape " + p.Barcode, Problem: d.Error() + " (the next append to the tape rewrites it)"})
-			}
+		t, ok := dev.(*tape.Tape)
+		if !ok {
+			continue
+		}
+		switch d := t.LabelDamage(); {
+		case d != nil && t.LabelLost():
+			v.mediaProblemAt("tape "+p.Barcode, d.Error()+"; the tape reads, but takes no more backups: copy its savesets (kura copy), then erase it")
+		case d != nil:
+			v.mediaProblemAt("tape "+p.Barcode, d.Error()+"; the next append to the tape rewrites it")
 		}
 	}
 }
@@ -309,7 +320,6 @@ func (v *verifyRun) checkCache(tapeSum []byte) {
 			why = "it differs from the index tape file"
 		}
 	}
-	_ = os.Remove(p)
 	if err := v.env.cacheIndex(v.ss, p); err != nil {
 		v.problem(fmt.Sprintf("tape %s file %d", v.ss.IndexPart.Barcode, v.ss.IndexPart.File),
 			fmt.Sprintf("the cached index of saveset %d was damaged (%s) and cannot be rebuilt: %v", v.ss.ID, why, err))

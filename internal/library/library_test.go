@@ -341,6 +341,25 @@ func TestTapeStates(t *testing.T) {
 	if !strings.Contains(ts[4].Error, "label") || ts[4].Generation != 1 || ts[4].Capacity != MinTapeSize {
 		t.Errorf("KUR005 (one label copy damaged): %+v, want its label read from the copy and the damage named", ts[4])
 	}
+	// KUR004's label is lost, its tape files still read; erasing it labels
+	// it again.
+	tp, err := l.OpenTape("KUR004")
+	if err != nil {
+		t.Fatalf("OpenTape of a tape whose label is lost: %v", err)
+	}
+	if !errors.Is(tp.LabelDamage(), tape.ErrBadLabel) || tp.Label().Barcode != "KUR004" {
+		t.Errorf("KUR004: label %+v, damage %v", tp.Label(), tp.LabelDamage())
+	}
+	if _, err := tp.Append("x"); !errors.Is(err, tape.ErrBadLabel) {
+		t.Errorf("Append to a tape whose label is lost: %v, want ErrBadLabel", err)
+	}
+	tp.Close()
+	if err := l.Erase("KUR004"); err != nil {
+		t.Fatalf("Erase of a tape whose label is lost: %v", err)
+	}
+	if s := tapeByBarcode(t, l, "KUR004"); s.State != StateBlank || s.Error != "" {
+		t.Errorf("KUR004 after Erase: %+v", s)
+	}
 	if err := l.MarkFull("NOPE"); !errors.Is(err, ErrUnknownTape) {
 		t.Errorf("MarkFull of unknown tape: %v", err)
 	}

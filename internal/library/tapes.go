@@ -22,7 +22,9 @@ const (
 	StateFull TapeState = "full"
 	// StateExported: offline in a mail slot.
 	StateExported TapeState = "exported"
-	// StateError: the tape cannot be opened or read (see TapeStatus.Error).
+	// StateError: the tape cannot be opened or read, or its label is lost
+	// (both copies damaged: its tape files still read, nothing is written
+	// to it until it is erased); see TapeStatus.Error.
 	StateError TapeState = "error"
 )
 
@@ -91,7 +93,7 @@ func (l *Library) inspect(bc string, e *tapeEntry) TapeStatus {
 		MailSlot:   e.MailSlot,
 		MarkedFull: e.Full,
 	}
-	t, err := tape.Open(l.tapeDir(bc), tape.Options{})
+	t, err := tape.OpenWithLabel(l.tapeDir(bc), l.standIn(bc), tape.Options{})
 	if err != nil {
 		ts.State, ts.Error = StateError, err.Error()
 		return ts
@@ -116,7 +118,11 @@ func (l *Library) inspect(bc string, e *tapeEntry) TapeStatus {
 	default:
 		ts.State = StateAppendable
 	}
-	if d := t.LabelDamage(); d != nil && ts.Error == "" {
+	if _, _, lerr := tape.CheckLabel(l.tapeDir(bc)); lerr != nil {
+		// Both copies lost: its tape files read (OpenTape), but nothing is
+		// written to it until it is erased.
+		ts.State, ts.Error = StateError, "label lost, tape files readable, erase it to write again: "+lerr.Error()
+	} else if d := t.LabelDamage(); d != nil && ts.Error == "" {
 		// Readable from the other copy; say so (the next append heals it).
 		ts.Error = d.Error()
 	}
@@ -317,7 +323,7 @@ func (l *Library) Erase(barcode string) error {
 		if e.Drive > 0 && l.driveBusy(e.Drive) {
 			return fmt.Errorf("erasing tape %s: it is in drive %d: %w", barcode, e.Drive, ErrDriveBusy)
 		}
-		t, err := tape.Open(l.tapeDir(barcode), tape.Options{Clock: l.now})
+		t, err := tape.OpenWithLabel(l.tapeDir(barcode), l.standIn(barcode), tape.Options{Clock: l.now})
 		if err != nil {
 			return fmt.Errorf("erasing tape %s: %w", barcode, err)
 		}
@@ -350,11 +356,19 @@ func (l *Library) OpenTape(barcode string) (*tape.Tape, error) {
 	if e.MailSlot > 0 {
 		return nil, exportedErr(barcode)
 	}
-	t, err := tape.Open(l.tapeDir(barcode), tape.Options{BlockSize: l.cfg.BlockSize, BufferSize: l.cfg.BufferSize, Clock: l.now})
+	t, err := tape.OpenWithLabel(l.tapeDir(barcode), l.standIn(barcode), tape.Options{BlockSize: l.cfg.BlockSize, BufferSize: l.cfg.BufferSize, Clock: l.now})
 	if err != nil {
 		return nil, fmt.Errorf("library %s: opening tape %s: %w", l.cfg.Name, barcode, err)
 	}
 	return t, nil
+}
+
+// standIn is the label a tape of this library was given when it was made:
+// what stands in, for reading, for a label whose both copies are damaged
+// (tape.OpenWithLabel). Its times and generation are unknown.
+func (l *Library) standIn(barcode string) tape.Label {
+	return tape.Label{Barcode: barcode, Library: l.cfg.Name, BlockSize: l.cfg.BlockSize,
+		Capacity: l.cfg.TapeSize, EarlyWarning: l.cfg.EarlyWarning()}
 }
 
 // closeTape closes t, ignoring a second close.

@@ -34,7 +34,11 @@
 // Relabel. Tapes labelled before the copy existed have the label file only:
 // they read as before (no damage reported), and get their copy with the
 // next append. The label format itself (version 1) is unchanged, so older
-// readers read newer tapes too (they ignore the copy).
+// readers read newer tapes too (they ignore the copy). With both copies
+// damaged, OpenWithLabel reads the tape under a stand-in label (a library
+// gives the one it made the tape with): reading needs little of it, since
+// every tape file records its own block size and length; nothing is
+// appended until Relabel.
 //
 // Checksum file (integers little endian):
 //

@@ -101,6 +101,7 @@ type Tape struct {
 	mu     sync.Mutex
 	label  Label
 	damage error       // what is wrong with one copy of the label, or nil
+	lost   bool        // both copies damaged: label is a stand-in (OpenWithLabel)
 	used   int64       // data bytes of the tape files, without the open writer's
 	w      *fileWriter // the open writer, or nil
 	closed bool
@@ -126,9 +127,10 @@ func CheckLabel(dir string) (l Label, damage, err error) {
 }
 
 // readLabel reads the label file and its copy. The label file wins when it
-// is good; the copy stands in when it is not. damage describes a copy that
-// is bad, missing (where the other exists on a tape that has one) or
-// different from the other. A tape written before the copy existed has a
+// is good; the copy stands in when it is not. damage (wrapping ErrBadLabel,
+// without the folder: the caller names the tape) describes a copy that is
+// bad, a label file that is missing where the copy exists, or copies that
+// differ. A tape written before the copy existed has a
 // label file only: that is not damage.
 func readLabel(fsys FS, dir string) (l Label, damage, err error) {
 	one := func(name string) (Label, error) {
@@ -151,16 +153,18 @@ func readLabel(fsys FS, dir string) (l Label, damage, err error) {
 	switch {
 	case err1 == nil && err2 == nil:
 		if l1 != l2 {
-			return l1, fmt.Errorf("%s: %w: the label (generation %d) and its copy (generation %d) disagree; the label is used",
-				dir, ErrBadLabel, l1.Generation, l2.Generation), nil
+			return l1, fmt.Errorf("%w: label (generation %d) and label.copy (generation %d) disagree; the label is used",
+				ErrBadLabel, l1.Generation, l2.Generation), nil
 		}
 		return l1, nil, nil
 	case err1 == nil && blank2:
 		return l1, nil, nil // a tape labelled before the copy existed
 	case err1 == nil:
-		return l1, fmt.Errorf("%s: %w: the label copy is damaged (%v); the label is good", dir, ErrBadLabel, err2), nil
+		return l1, fmt.Errorf("%w (the label is good)", asBadLabel(err2)), nil
+	case err2 == nil && blank1:
+		return l2, fmt.Errorf("%w: label missing (read from label.copy)", ErrBadLabel), nil
 	case err2 == nil:
-		return l2, fmt.Errorf("%s: %w: the label is damaged or missing (%v); read from its copy", dir, ErrBadLabel, err1), nil
+		return l2, fmt.Errorf("%w (read from label.copy)", asBadLabel(err1)), nil
 	case blank1 && blank2:
 		return Label{}, nil, fmt.Errorf("%s: %w", dir, ErrBlank)
 	case blank2:
@@ -169,6 +173,23 @@ func readLabel(fsys FS, dir string) (l Label, damage, err error) {
 		return Label{}, nil, fmt.Errorf("%s: %w", dir, err2)
 	}
 	return Label{}, nil, fmt.Errorf("%s: %w; %v", dir, err1, err2)
+}
+
+// LabelLost reports whether the tape was opened under a stand-in label
+// (OpenWithLabel: both copies of its label damaged). Relabel ends it.
+func (t *Tape) LabelLost() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lost
+}
+
+// asBadLabel makes a copy of the label that could not be read (an I/O
+// error as much as a damaged one) an ErrBadLabel.
+func asBadLabel(err error) error {
+	if errors.Is(err, ErrBadLabel) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", ErrBadLabel, err)
 }
 
 // LabelDamage reports what was wrong with one copy of the label when the
@@ -236,6 +257,42 @@ func Open(dir string, opts Options) (*Tape, error) {
 		return nil, err
 	}
 	t := &Tape{dir: dir, opts: opts, fs: opts.FS, label: l, damage: damage}
+	n, err := t.count()
+	if err != nil {
+		return nil, err
+	}
+	if t.used, err = t.sizes(n); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// OpenWithLabel opens, for reading, the tape in dir whose label is lost
+// (both copies damaged: Open fails with ErrBadLabel), with l standing in for
+// it. Reading needs little of the label: every tape file records its own
+// block size and length. LabelDamage returns Open's error. Append refuses
+// the tape (ErrBadLabel) until Relabel writes a new label; a tape that Open
+// can open is opened as Open does.
+func OpenWithLabel(dir string, l Label, opts Options) (*Tape, error) {
+	t, err := Open(dir, opts)
+	if err == nil || !errors.Is(err, ErrBadLabel) {
+		return t, err
+	}
+	damage := err
+	if l.Version == 0 {
+		l.Version = LabelVersion
+	}
+	if l.Generation == 0 {
+		l.Generation = 1
+	}
+	if l.EarlyWarning == 0 {
+		l.EarlyWarning = l.Capacity
+	}
+	if err := l.validate(); err != nil {
+		return nil, fmt.Errorf("%w (and the stand-in label: %v)", damage, err)
+	}
+	opts = opts.withDefaults()
+	t = &Tape{dir: dir, opts: opts, fs: opts.FS, label: l, damage: damage, lost: true}
 	n, err := t.count()
 	if err != nil {
 		return nil, err
@@ -325,6 +382,7 @@ func (t *Tape) Relabel(l Label) error {
 	}
 	t.label = nl
 	t.used = 0
+	t.lost = false
 	return nil
 }
 

@@ -485,3 +485,54 @@ func flipped(b []byte, i int) []byte {
 	c[i] ^= 0x10
 	return c
 }
+
+// TestOpenWithLabel: a tape whose label and copy are both damaged reads
+// with a stand-in label (every tape file records its own block size),
+// says so, refuses appends, and is labelled again by Relabel.
+func TestOpenWithLabel(t *testing.T) {
+	tp, tdir := newTape(t, 4096, 1<<20, tape.Options{})
+	want := tapetest.Payload(7, 3*4096+11)
+	tapetest.WriteFile(t, tp, "data", want, 0)
+	standIn := testLabel(8192, 1<<20) // not the block size the file was written with
+	if o, err := tape.OpenWithLabel(tdir, standIn, tape.Options{}); err != nil || o.Label() != tp.Label() || o.LabelDamage() != nil {
+		t.Fatalf("OpenWithLabel of a good tape: %v, label %+v; want the tape's own", err, o.Label())
+	}
+	for _, f := range []string{"label", "label.copy"} {
+		must(t, os.WriteFile(filepath.Join(tdir, f), []byte("KURA-TAPE-LABEL 1\ngarbage"), 0o644))
+	}
+	if _, err := tape.Open(tdir, tape.Options{}); !errors.Is(err, tape.ErrBadLabel) {
+		t.Fatalf("Open with both copies damaged: %v", err)
+	}
+	o, err := tape.OpenWithLabel(tdir, standIn, tape.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(o.LabelDamage(), tape.ErrBadLabel) || !o.LabelLost() || o.Label().Barcode != standIn.Barcode || o.Used() != int64(len(want)) {
+		t.Errorf("stand-in: label %+v, damage %v, used %d", o.Label(), o.LabelDamage(), o.Used())
+	}
+	if !bytes.Equal(tapetest.ReadFile(t, o, 1), want) {
+		t.Error("tape file 1 differs under a stand-in label")
+	}
+	if _, err := o.Append("more"); !errors.Is(err, tape.ErrBadLabel) {
+		t.Errorf("Append under a stand-in label: %v, want ErrBadLabel", err)
+	}
+	if _, err := tape.OpenWithLabel(tdir, tape.Label{}, tape.Options{}); !errors.Is(err, tape.ErrBadLabel) {
+		t.Errorf("OpenWithLabel with an invalid stand-in: %v, want the ErrBadLabel of Open", err)
+	}
+	if err := o.Relabel(tape.Label{}); err != nil {
+		t.Fatal(err)
+	}
+	if o.LabelLost() {
+		t.Error("LabelLost after Relabel")
+	}
+	if l, damage, err := tape.CheckLabel(tdir); err != nil || damage != nil || l.Generation != 2 {
+		t.Errorf("after Relabel: %+v, %v, %v", l, damage, err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
