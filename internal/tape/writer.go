@@ -6,13 +6,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/kura-backup/kura/internal/private"
 	"hash/crc32"
 	"io"
 	"os"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/kura-backup/kura/internal/private"
 )
 
 // sumFlush is how many checksum-table bytes the drive collects before it
@@ -92,6 +93,7 @@ func (t *Tape) startWriter(tag string, lock *os.File) (*fileWriter, error) {
 	sums, err := t.fs.OpenFile(t.path(n, extSums), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, private.FileMode)
 	if err != nil {
 		data.Close()
+		t.erase(n) // an empty file left behind would hold a name, not space
 		return nil, err
 	}
 	w := &fileWriter{
@@ -103,6 +105,7 @@ func (t *Tape) startWriter(tag string, lock *os.File) (*fileWriter, error) {
 	if err := writeFull(sums, encodeSumHeader(bs)); err != nil {
 		data.Close()
 		sums.Close()
+		t.erase(n)
 		return nil, err
 	}
 	ring := ringSize(t.opts.BufferSize, bs)
@@ -148,9 +151,11 @@ type fileWriter struct {
 
 	// Caller side, one goroutine at a time (FileWriter is not for concurrent
 	// use; Written and Remaining are).
-	cur     []byte
-	closed  bool
-	written atomic.Int64
+	cur    []byte
+	closed bool
+	// discarded: the unfinished tape file was removed (Abort, failed Finish).
+	discarded bool
+	written   atomic.Int64
 
 	free, full chan []byte
 	done       chan struct{}
@@ -352,6 +357,9 @@ func (w *fileWriter) Finish() (FileInfo, error) {
 				BlockSize: m.BlockSize, CRCTable: m.CRCTable, Written: m.Written, Tag: m.Tag}
 		}
 	}
+	if err != nil {
+		w.discard()
+	}
 	w.release()
 	if err != nil {
 		return FileInfo{}, err
@@ -359,8 +367,10 @@ func (w *fileWriter) Finish() (FileInfo, error) {
 	return info, nil
 }
 
-// Abort stops writing; the tape file stays incomplete and the next Append
-// truncates it.
+// Abort stops writing and removes the unfinished tape file, giving its
+// space back at once (a full disk under the library must not stay full
+// because of a failed job). If the removal fails, the file stays
+// incomplete and the next Append truncates it.
 func (w *fileWriter) Abort() error {
 	if w.closed {
 		return ErrClosed
@@ -370,8 +380,22 @@ func (w *fileWriter) Abort() error {
 	w.setErr(ErrClosed)
 	w.data.Close()
 	w.sums.Close()
+	w.discard()
 	w.release()
 	return nil
+}
+
+// discard removes the unfinished tape file while the writer lock is still
+// held. Its bytes no longer count as used.
+func (w *fileWriter) discard() {
+	t := w.t
+	if err := t.erase(w.number); err != nil {
+		return
+	}
+	if err := t.fs.SyncDir(t.dir); err != nil {
+		return
+	}
+	w.discarded = true
 }
 
 // release hands the tape back: it records the bytes now on the tape and
@@ -383,6 +407,9 @@ func (w *fileWriter) release() {
 		t.w = nil
 	}
 	t.used = w.base + w.written.Load()
+	if w.discarded {
+		t.used = w.base
+	}
 	t.mu.Unlock()
 	w.lock.Close()
 }
