@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/kura-backup/kura/internal/catalog"
@@ -60,7 +61,14 @@ func Open(homeDir string) (*Env, error) {
 		return nil, err
 	}
 	cat, err := catalog.Open(home.CatalogPath(homeDir))
+	if err != nil && reclaimHomeLibraries(homeDir) > 0 {
+		// The disk was full of what a job that died left on a tape.
+		cat, err = catalog.Open(home.CatalogPath(homeDir))
+	}
 	if err != nil {
+		if diskFull(homeDir) {
+			return nil, fmt.Errorf("opening the catalog in %s: %w (the file system holding it is full: %w)", homeDir, err, syscall.ENOSPC)
+		}
 		return nil, fmt.Errorf("opening the catalog in %s: %w", homeDir, err)
 	}
 	e := &Env{Home: homeDir, Catalog: cat, Clock: monitor.SystemClock{}, Events: monitor.Nop{}}
@@ -89,6 +97,27 @@ func (e *Env) ExposedFolders() []string {
 		}
 	}
 	return warns
+}
+
+// reclaimHomeLibraries removes the unfinished tape files that writers which
+// died left in the libraries inside the home (library.Reclaim), before the
+// catalog can say which libraries there are, and returns the bytes freed.
+func reclaimHomeLibraries(homeDir string) int64 {
+	dirs, _ := filepath.Glob(filepath.Join(homeDir, "vtl", "*"))
+	var freed int64
+	for _, d := range dirs {
+		if lib, err := library.Open(d); err == nil {
+			n, _ := lib.Reclaim()
+			freed += n
+		}
+	}
+	return freed
+}
+
+// diskFull reports whether the file system holding dir has no space left.
+func diskFull(dir string) bool {
+	var st syscall.Statfs_t
+	return syscall.Statfs(dir, &st) == nil && st.Bavail == 0
 }
 
 // Close closes the catalog.

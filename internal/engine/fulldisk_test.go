@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -174,4 +175,47 @@ func TestFullDiskUnderHome(t *testing.T) {
 	again := backup(t, env, engine.BackupOptions{Paths: []string{src}, Library: "big"})
 	checkRestores(t, env, first.Figures.SavesetID, src, data)
 	checkRestores(t, env, again.Figures.SavesetID, src, data)
+}
+
+// A job killed mid-write on a disk it filled leaves an unfinished tape file
+// that takes the last byte. The next process takes that space back before
+// it needs it (to open the catalog, to record which tape is in a drive), so
+// the next backup works without anyone deleting files by hand.
+func TestFullDiskLeftByACrashedWriter(t *testing.T) {
+	disk := smallDisk(t)
+	homeDir := filepath.Join(disk, "home")
+	env, err := engine.Open(homeDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, data := randomTree(t, 1<<20)
+	first := backup(t, env, engine.BackupOptions{Paths: []string{src}})
+	env.Close()
+
+	// What the killed writer left: data without a filemark, up to ENOSPC.
+	tapeDir := filepath.Join(homeDir, "vtl", engine.DefaultLibrary, "tapes", first.Figures.Tapes[0])
+	marks, _ := filepath.Glob(filepath.Join(tapeDir, "*.mark"))
+	f, err := os.Create(filepath.Join(tapeDir, fmt.Sprintf("%06d.data", len(marks)+1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 4096)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			break
+		}
+	}
+	f.Close()
+
+	env, err = engine.Open(homeDir)
+	if err != nil {
+		t.Fatalf("opening the home on the disk the crashed job filled: %v", err)
+	}
+	defer env.Close()
+	again := backup(t, env, engine.BackupOptions{Paths: []string{src}})
+	checkRestores(t, env, first.Figures.SavesetID, src, data)
+	checkRestores(t, env, again.Figures.SavesetID, src, data)
+	if _, files := usedOn(t, env, engine.DefaultLibrary); files != 4 {
+		t.Errorf("%d tape files after two backups, want 4 (data and index of each)", files)
+	}
 }

@@ -375,3 +375,40 @@ func flipped(b []byte, i int) []byte {
 	c[i] ^= 0x10
 	return c
 }
+
+// Reclaim takes back at once the space of what a writer that died left (a
+// tape file without a filemark), and leaves a tape being written alone.
+func TestReclaim(t *testing.T) {
+	tp, dir := newTape(t, 4096, 1<<20, tape.Options{})
+	first := tapetest.Payload(1, 5000)
+	tapetest.WriteFile(t, tp, "a", first, 0)
+	if freed, err := tp.Reclaim(); freed != 0 || err != nil {
+		t.Fatalf("Reclaim of a tape without debris: %d, %v", freed, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "000002.data"), make([]byte, 9000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	freed, err := tp.Reclaim()
+	if err != nil || freed != 9000 {
+		t.Fatalf("Reclaim = %d, %v; want the 9000 bytes of the unfinished file", freed, err)
+	}
+	if files, err := tp.Files(); err != nil || len(files) != 1 || tp.Used() != int64(len(first)) {
+		t.Fatalf("after Reclaim: %+v, %v, used %d", files, err, tp.Used())
+	}
+	w, err := tp.Append("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("being written"))
+	other, err := tape.Open(dir, tape.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Reclaim(); !errors.Is(err, tape.ErrBusy) {
+		t.Errorf("Reclaim while another writer holds the tape: %v, want ErrBusy", err)
+	}
+	if _, err := w.Finish(); err != nil {
+		t.Fatalf("the writer after a Reclaim attempt: %v", err)
+	}
+}

@@ -49,6 +49,50 @@ func (t *Tape) Append(tag string) (FileWriter, error) {
 	return w, nil
 }
 
+// Reclaim removes an incomplete last tape file — what a writer that died
+// left behind — at once instead of at the next Append, and returns the
+// bytes it freed. A library on a full disk needs that space before it can
+// even record which tape goes into a drive. A tape being written (its
+// writer lock held, in any process) is left alone with ErrBusy.
+func (t *Tape) Reclaim() (int64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return 0, ErrClosed
+	}
+	if t.w != nil {
+		return 0, fmt.Errorf("reclaim %s: %w", t.label.Barcode, ErrBusy)
+	}
+	lock, err := lockTape(t.dir)
+	if err != nil {
+		return 0, fmt.Errorf("reclaim %s: %w", t.label.Barcode, err)
+	}
+	defer lock.Close()
+	n, err := t.count()
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	if _, err := t.fs.Stat(t.path(n, extMark)); !errors.Is(err, os.ErrNotExist) {
+		return 0, err // complete (err == nil), or unreadable
+	}
+	var freed int64
+	for _, ext := range []string{extData, extSums} {
+		if st, err := t.fs.Stat(t.path(n, ext)); err == nil {
+			freed += st.Size()
+		}
+	}
+	if err := t.erase(n); err != nil {
+		return 0, fmt.Errorf("reclaim %s: tape file %d: %w", t.label.Barcode, n, err)
+	}
+	if err := t.fs.SyncDir(t.dir); err != nil {
+		return freed, err
+	}
+	if t.used, err = t.sizes(n - 1); err != nil {
+		return freed, err
+	}
+	return freed, nil
+}
+
 // startWriter runs under t.mu and the writer lock.
 func (t *Tape) startWriter(tag string, lock *os.File) (*fileWriter, error) {
 	// Another process may have relabelled or appended: trust only the disk.
