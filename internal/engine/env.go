@@ -190,18 +190,15 @@ func (e *Env) registerTapes(lib *library.Library) error {
 	// The tapes may hold savesets this catalog has not seen (it was lost,
 	// or restored from an older backup): new savesets must never take
 	// their IDs, scanned or not.
-	top, err := maxSavesetOnTapes(lib, tapes)
-	if err != nil {
-		return err
-	}
-	return e.Catalog.ReserveSavesetIDs(top)
+	return e.Catalog.ReserveSavesetIDs(maxSavesetOnTapes(lib, tapes))
 }
 
 // maxSavesetOnTapes returns the highest saveset ID named by the tags of the
 // tape files ("saveset N data part K", "saveset N index", "saveset N copy
-// …") on the tapes of lib, complete or not. Exported tapes cannot be read
-// here; their IDs are reserved when they are scanned.
-func maxSavesetOnTapes(lib *library.Library, tapes []library.TapeStatus) (int64, error) {
+// …") on the tapes of lib, complete or not. Exported or unreadable tapes
+// cannot be read here (nor written); their IDs are reserved when they are
+// scanned.
+func maxSavesetOnTapes(lib *library.Library, tapes []library.TapeStatus) int64 {
 	var top int64
 	for _, ts := range tapes {
 		if ts.MailSlot > 0 || ts.Files == 0 {
@@ -209,12 +206,12 @@ func maxSavesetOnTapes(lib *library.Library, tapes []library.TapeStatus) (int64,
 		}
 		t, err := lib.OpenTape(ts.Barcode)
 		if err != nil {
-			return 0, err
+			continue
 		}
 		files, err := t.Files()
 		t.Close()
 		if err != nil {
-			return 0, fmt.Errorf("reading the tape files of %s: %w", ts.Barcode, err)
+			continue
 		}
 		for _, fi := range files {
 			var id int64
@@ -223,7 +220,7 @@ func maxSavesetOnTapes(lib *library.Library, tapes []library.TapeStatus) (int64,
 			}
 		}
 	}
-	return top, nil
+	return top
 }
 
 // barcodePrefix picks the barcode prefix of a new library: the one asked
