@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -338,6 +339,26 @@ func (e *Env) AddTapes(libName string, n int) ([]string, error) {
 		return nil, err
 	}
 	return codes, e.registerTapes(lib)
+}
+
+// ImportTape moves a tape from its library's mail slot back into a slot.
+// A tape exported before the catalog was lost or restored may hold savesets
+// this catalog has not seen: their IDs are reserved at once, as when a
+// library is registered.
+func (e *Env) ImportTape(barcode string) error {
+	lib, err := e.LibraryOfTape(barcode)
+	if err != nil {
+		return err
+	}
+	if err := lib.Import(barcode); err != nil {
+		return err
+	}
+	tapes, err := lib.Tapes()
+	if err != nil {
+		return err
+	}
+	tapes = slices.DeleteFunc(tapes, func(t library.TapeStatus) bool { return t.Barcode != barcode })
+	return e.Catalog.ReserveSavesetIDs(maxSavesetOnTapes(lib, tapes))
 }
 
 // tapeOpener returns a function that opens any tape by barcode for reading,
