@@ -134,7 +134,18 @@ func newTapeCmd(g *globals) *cobra.Command {
 		}
 	}
 	export := move("export", "Move a tape to the mail slot: it goes offline", "is in the mail slot (offline)", (*library.Library).Export)
-	imp := move("import", "Move a tape from the mail slot back into a free slot", "is back in a slot", (*library.Library).Import)
+	imp := &cobra.Command{
+		Use: "import BARCODE", Short: "Move a tape from the mail slot back into a free slot", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withEnv(g, func(env *engine.Env) error {
+				if err := env.ImportTape(args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Tape %s is back in a slot.\n", args[0])
+				return nil
+			})
+		},
+	}
 	var force bool
 	erase := &cobra.Command{
 		Use:   "erase BARCODE",

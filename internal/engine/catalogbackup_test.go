@@ -480,3 +480,27 @@ func TestCatalogRegisterMovedLibrary(t *testing.T) {
 		t.Errorf("registering a library again at its own folder: %v", err)
 	}
 }
+
+// A catalog restored from a backup older than the tapes, with the newer
+// tapes left unscanned (--no-scan), never gives a new saveset the ID of one
+// written after the catalog backup: it comes back with `kura tape scan`.
+func TestRestoredCatalogNeverReusesIDsOnTape(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(src, "a"), []byte("a"), 0o644))
+	backup(t, env, engine.BackupOptions{Paths: []string{src}})
+	backupCatalog(t, env, engine.CatalogBackupOptions{})
+	after := backup(t, env, engine.BackupOptions{Paths: []string{src}})
+	home := env.Home
+	loseCatalog(t, env)
+
+	env2 := openHome(t, home)
+	if _, err := env2.RestoreCatalog(context.Background(), engine.CatalogRestoreOptions{NoScan: true}); err != nil {
+		t.Fatal(err)
+	}
+	next := backup(t, env2, engine.BackupOptions{Paths: []string{src}})
+	if next.Figures.SavesetID <= after.Figures.SavesetID {
+		t.Fatalf("a backup after the restore got saveset ID %d; saveset %d, made after the catalog backup, is on tape with it",
+			next.Figures.SavesetID, after.Figures.SavesetID)
+	}
+}

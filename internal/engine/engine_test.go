@@ -984,3 +984,36 @@ func TestRestoreIncludeMatchingNothing(t *testing.T) {
 		t.Fatalf("the matching file: %q %v", b, err)
 	}
 }
+
+// A tape that was exported when the catalog was lost comes back with
+// `kura tape import`, which reserves the saveset IDs on it: a backup made
+// before it is scanned never takes one of them.
+func TestImportedTapeReservesItsSavesetIDs(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(src, "a"), []byte("a"), 0o644))
+	first := backup(t, env, engine.BackupOptions{Paths: []string{src}})
+	lib, err := env.OpenLibrary("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	barcode := first.Figures.Tapes[0]
+	must(t, lib.Export(barcode))
+	env.Close()
+	for _, f := range []string{"catalog.db", "catalog.db-wal", "catalog.db-shm"} {
+		os.Remove(filepath.Join(env.Home, f))
+	}
+	env2, err := engine.Open(env.Home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env2.Close()
+	if _, err := env2.RegisterLibrary(lib.Config().Dir); err != nil {
+		t.Fatal(err)
+	}
+	must(t, env2.ImportTape(barcode))
+	next := backup(t, env2, engine.BackupOptions{Paths: []string{src}})
+	if next.Figures.SavesetID <= first.Figures.SavesetID {
+		t.Fatalf("a backup after importing tape %s got saveset ID %d, which the tape holds", barcode, next.Figures.SavesetID)
+	}
+}

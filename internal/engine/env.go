@@ -21,8 +21,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/kura-backup/kura/internal/catalog"
@@ -73,7 +75,14 @@ func Open(homeDir string) (*Env, error) {
 		return nil, err
 	}
 	cat, err := catalog.Open(home.CatalogPath(homeDir))
+	if err != nil && reclaimHomeLibraries(homeDir) > 0 {
+		// The disk was full of what a job that died left on a tape.
+		cat, err = catalog.Open(home.CatalogPath(homeDir))
+	}
 	if err != nil {
+		if diskFull(homeDir) {
+			return nil, fmt.Errorf("opening the catalog in %s: %w (the file system holding it is full: %w)", homeDir, err, syscall.ENOSPC)
+		}
 		return nil, fmt.Errorf("opening the catalog in %s: %w", homeDir, err)
 	}
 	e := &Env{Home: homeDir, Catalog: cat, Clock: monitor.SystemClock{}, Events: monitor.Nop{}}
@@ -102,6 +111,27 @@ func (e *Env) ExposedFolders() []string {
 		}
 	}
 	return warns
+}
+
+// reclaimHomeLibraries removes the unfinished tape files that writers which
+// died left in the libraries inside the home (library.Reclaim), before the
+// catalog can say which libraries there are, and returns the bytes freed.
+func reclaimHomeLibraries(homeDir string) int64 {
+	dirs, _ := filepath.Glob(filepath.Join(homeDir, "vtl", "*"))
+	var freed int64
+	for _, d := range dirs {
+		if lib, err := library.Open(d); err == nil {
+			n, _ := lib.Reclaim()
+			freed += n
+		}
+	}
+	return freed
+}
+
+// diskFull reports whether the file system holding dir has no space left.
+func diskFull(dir string) bool {
+	var st syscall.Statfs_t
+	return syscall.Statfs(dir, &st) == nil && st.Bavail == 0
 }
 
 // Close closes the catalog.
@@ -174,18 +204,15 @@ func (e *Env) registerTapes(lib *library.Library) error {
 	// The tapes may hold savesets this catalog has not seen (it was lost,
 	// or restored from an older backup): new savesets must never take
 	// their IDs, scanned or not.
-	top, err := maxSavesetOnTapes(lib, tapes)
-	if err != nil {
-		return err
-	}
-	return e.Catalog.ReserveSavesetIDs(top)
+	return e.Catalog.ReserveSavesetIDs(maxSavesetOnTapes(lib, tapes))
 }
 
 // maxSavesetOnTapes returns the highest saveset ID named by the tags of the
 // tape files ("saveset N data part K", "saveset N index", "saveset N copy
-// …") on the tapes of lib, complete or not. Exported tapes cannot be read
-// here; their IDs are reserved when they are scanned.
-func maxSavesetOnTapes(lib *library.Library, tapes []library.TapeStatus) (int64, error) {
+// …") on the tapes of lib, complete or not. Exported or unreadable tapes
+// cannot be read here (nor written); their IDs are reserved when they are
+// scanned.
+func maxSavesetOnTapes(lib *library.Library, tapes []library.TapeStatus) int64 {
 	var top int64
 	for _, ts := range tapes {
 		if ts.MailSlot > 0 || ts.Files == 0 {
@@ -193,12 +220,12 @@ func maxSavesetOnTapes(lib *library.Library, tapes []library.TapeStatus) (int64,
 		}
 		t, err := lib.OpenTape(ts.Barcode)
 		if err != nil {
-			return 0, err
+			continue
 		}
 		files, err := t.Files()
 		t.Close()
 		if err != nil {
-			return 0, fmt.Errorf("reading the tape files of %s: %w", ts.Barcode, err)
+			continue
 		}
 		for _, fi := range files {
 			var id int64
@@ -207,7 +234,7 @@ func maxSavesetOnTapes(lib *library.Library, tapes []library.TapeStatus) (int64,
 			}
 		}
 	}
-	return top, nil
+	return top
 }
 
 // barcodePrefix picks the barcode prefix of a new library: the one asked
@@ -325,6 +352,26 @@ func (e *Env) AddTapes(libName string, n int) ([]string, error) {
 		return nil, err
 	}
 	return codes, e.registerTapes(lib)
+}
+
+// ImportTape moves a tape from its library's mail slot back into a slot.
+// A tape exported before the catalog was lost or restored may hold savesets
+// this catalog has not seen: their IDs are reserved at once, as when a
+// library is registered.
+func (e *Env) ImportTape(barcode string) error {
+	lib, err := e.LibraryOfTape(barcode)
+	if err != nil {
+		return err
+	}
+	if err := lib.Import(barcode); err != nil {
+		return err
+	}
+	tapes, err := lib.Tapes()
+	if err != nil {
+		return err
+	}
+	tapes = slices.DeleteFunc(tapes, func(t library.TapeStatus) bool { return t.Barcode != barcode })
+	return e.Catalog.ReserveSavesetIDs(maxSavesetOnTapes(lib, tapes))
 }
 
 // tapeOpener returns a function that opens any tape by barcode for reading,

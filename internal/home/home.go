@@ -9,9 +9,10 @@ package home
 
 import (
 	"fmt"
-	"github.com/kura-backup/kura/internal/private"
 	"os"
 	"path/filepath"
+
+	"github.com/kura-backup/kura/internal/private"
 )
 
 // Dir returns the home folder: $KURA_HOME, or ~/.local/share/kura.

@@ -1,6 +1,7 @@
 package library
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -304,10 +306,44 @@ func (l *Library) writeInventory(inv *inventory) error {
 	if err != nil {
 		return err
 	}
-	if err := renameio.WriteFile(filepath.Join(l.dir, inventoryFile), append(b, '\n'), private.FileMode); err != nil {
+	err = renameio.WriteFile(filepath.Join(l.dir, inventoryFile), append(b, '\n'), private.FileMode)
+	if errors.Is(err, syscall.ENOSPC) {
+		// A writer that died may have left an unfinished tape file filling
+		// the disk: take its space back and try once more.
+		if freed, _ := l.Reclaim(); freed > 0 {
+			err = renameio.WriteFile(filepath.Join(l.dir, inventoryFile), append(b, '\n'), private.FileMode)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("writing library %s inventory: %w", l.cfg.Name, err)
 	}
 	return nil
+}
+
+// Reclaim removes the unfinished last tape file that a writer which died
+// left on any tape of the library (tape.Tape.Reclaim), and returns the
+// bytes freed. Tapes being written are left alone.
+func (l *Library) Reclaim() (int64, error) {
+	inv, err := l.readInventory()
+	if err != nil {
+		return 0, err
+	}
+	var freed int64
+	var firstErr error
+	for bc := range inv.Tapes {
+		t, err := tape.Open(l.tapeDir(bc), tape.Options{BlockSize: l.cfg.BlockSize, BufferSize: l.cfg.BufferSize, Clock: l.now})
+		if err != nil {
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		n, err := t.Reclaim()
+		t.Close()
+		freed += n
+		if err != nil && !errors.Is(err, tape.ErrBusy) {
+			firstErr = cmp.Or(firstErr, err)
+		}
+	}
+	return freed, firstErr
 }
 
 // check verifies the inventory's invariants: every tape in exactly one

@@ -12,12 +12,13 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"github.com/kura-backup/kura/internal/private"
 	"io/fs"
 	"math/big"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/kura-backup/kura/internal/private"
 )
 
 // File names inside the directory given to LoadOrCreateCA and

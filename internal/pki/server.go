@@ -9,13 +9,14 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"github.com/kura-backup/kura/internal/private"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kura-backup/kura/internal/private"
 )
 
 const (

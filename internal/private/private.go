@@ -10,6 +10,7 @@
 package private
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -36,8 +37,12 @@ func WriteFile(name string, data []byte) error { return os.WriteFile(name, data,
 // Touch creates name empty with FileMode if it does not exist, so that a
 // file made by someone else's code (SQLite's catalog, its -wal and -shm,
 // which take the database file's mode) starts private.
+// A file that exists is not opened at all (it may be read-only to us).
 func Touch(name string) error {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE, FileMode)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, FileMode)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}

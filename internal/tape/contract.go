@@ -95,8 +95,9 @@ type FileWriter interface {
 	Remaining() int64
 	// Finish flushes, fsyncs data and checksums, then writes the filemark.
 	Finish() (FileInfo, error)
-	// Abort stops writing; the tape file stays marked incomplete and will be
-	// truncated by the next Append.
+	// Abort stops writing and removes the unfinished tape file, so that its
+	// space is free at once; a file it cannot remove stays incomplete and is
+	// truncated by the next Append. A Finish that fails does the same.
 	Abort() error
 }
 
@@ -114,8 +115,10 @@ type FileReader interface {
 //     different tape files; at most one FileWriter is open at a time.
 //   - Data is durable only after FileWriter.Finish returns nil.
 //   - Once Finish returns, the tape file reads back byte for byte.
-//   - A write that would pass Capacity fails with ErrEndOfMedia and leaves
-//     the tape file incomplete.
+//   - A write that would pass Capacity fails with ErrEndOfMedia; the tape
+//     file is removed by the Finish or Abort that must follow.
+//   - A tape file without a filemark (a crash) is incomplete: no reader
+//     uses it, and the next Append truncates it.
 type Device interface {
 	Label() Label
 	Files() ([]FileInfo, error)

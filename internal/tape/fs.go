@@ -1,9 +1,10 @@
 package tape
 
 import (
-	"github.com/kura-backup/kura/internal/private"
 	"io"
 	"os"
+
+	"github.com/kura-backup/kura/internal/private"
 )
 
 // FS is the small file-system interface a tape writes and reads through, so

@@ -411,16 +411,15 @@ func TestCloseAbortsWriter(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
-	tp, _ := newTape(t, 4096, 10<<20, tape.Options{Clock: fixedClock()})
+	tp, dir := newTape(t, 4096, 10<<20, tape.Options{Clock: fixedClock()})
 	tapetest.WriteFile(t, tp, "saveset 12 data part 1", tapetest.Payload(1, 3*4096+100), 0)
 	tapetest.WriteFile(t, tp, "saveset 12 index", tapetest.Payload(2, 900), 0)
 	tapetest.WriteFile(t, tp, "", nil, 0)
-	w, err := tp.Append("crashed")
-	if err != nil {
+	// What a crashed writer leaves: data without a filemark (Abort would
+	// remove it).
+	if err := os.WriteFile(filepath.Join(dir, "000004.data"), tapetest.Payload(3, 8192), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w.Write(tapetest.Payload(3, 8192))
-	w.Abort()
 	var b bytes.Buffer
 	if err := tape.Describe(&b, tp); err != nil {
 		t.Fatal(err)
@@ -534,5 +533,42 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Reclaim takes back at once the space of what a writer that died left (a
+// tape file without a filemark), and leaves a tape being written alone.
+func TestReclaim(t *testing.T) {
+	tp, dir := newTape(t, 4096, 1<<20, tape.Options{})
+	first := tapetest.Payload(1, 5000)
+	tapetest.WriteFile(t, tp, "a", first, 0)
+	if freed, err := tp.Reclaim(); freed != 0 || err != nil {
+		t.Fatalf("Reclaim of a tape without debris: %d, %v", freed, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "000002.data"), make([]byte, 9000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	freed, err := tp.Reclaim()
+	if err != nil || freed != 9000 {
+		t.Fatalf("Reclaim = %d, %v; want the 9000 bytes of the unfinished file", freed, err)
+	}
+	if files, err := tp.Files(); err != nil || len(files) != 1 || tp.Used() != int64(len(first)) {
+		t.Fatalf("after Reclaim: %+v, %v, used %d", files, err, tp.Used())
+	}
+	w, err := tp.Append("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("being written"))
+	other, err := tape.Open(dir, tape.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Reclaim(); !errors.Is(err, tape.ErrBusy) {
+		t.Errorf("Reclaim while another writer holds the tape: %v, want ErrBusy", err)
+	}
+	if _, err := w.Finish(); err != nil {
+		t.Fatalf("the writer after a Reclaim attempt: %v", err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/kura-backup/kura/internal/private"
 	"hash/crc32"
 	"io"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/kura-backup/kura/internal/private"
 )
 
 // sumFlush is how many checksum-table bytes the drive collects before it
@@ -47,6 +48,50 @@ func (t *Tape) Append(tag string) (FileWriter, error) {
 	}
 	t.w = w
 	return w, nil
+}
+
+// Reclaim removes an incomplete last tape file — what a writer that died
+// left behind — at once instead of at the next Append, and returns the
+// bytes it freed. A library on a full disk needs that space before it can
+// even record which tape goes into a drive. A tape being written (its
+// writer lock held, in any process) is left alone with ErrBusy.
+func (t *Tape) Reclaim() (int64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return 0, ErrClosed
+	}
+	if t.w != nil {
+		return 0, fmt.Errorf("reclaim %s: %w", t.label.Barcode, ErrBusy)
+	}
+	lock, err := lockTape(t.dir)
+	if err != nil {
+		return 0, fmt.Errorf("reclaim %s: %w", t.label.Barcode, err)
+	}
+	defer lock.Close()
+	n, err := t.count()
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	if _, err := t.fs.Stat(t.path(n, extMark)); !errors.Is(err, os.ErrNotExist) {
+		return 0, err // complete (err == nil), or unreadable
+	}
+	var freed int64
+	for _, ext := range []string{extData, extSums} {
+		if st, err := t.fs.Stat(t.path(n, ext)); err == nil {
+			freed += st.Size()
+		}
+	}
+	if err := t.erase(n); err != nil {
+		return 0, fmt.Errorf("reclaim %s: tape file %d: %w", t.label.Barcode, n, err)
+	}
+	if err := t.fs.SyncDir(t.dir); err != nil {
+		return freed, err
+	}
+	if t.used, err = t.sizes(n - 1); err != nil {
+		return freed, err
+	}
+	return freed, nil
 }
 
 // startWriter runs under t.mu and the writer lock.
@@ -101,6 +146,7 @@ func (t *Tape) startWriter(tag string, lock *os.File) (*fileWriter, error) {
 	sums, err := t.fs.OpenFile(t.path(n, extSums), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, private.FileMode)
 	if err != nil {
 		data.Close()
+		t.erase(n) // an empty file left behind would hold a name, not space
 		return nil, err
 	}
 	w := &fileWriter{
@@ -112,6 +158,7 @@ func (t *Tape) startWriter(tag string, lock *os.File) (*fileWriter, error) {
 	if err := writeFull(sums, encodeSumHeader(bs)); err != nil {
 		data.Close()
 		sums.Close()
+		t.erase(n)
 		return nil, err
 	}
 	ring := ringSize(t.opts.BufferSize, bs)
@@ -157,9 +204,11 @@ type fileWriter struct {
 
 	// Caller side, one goroutine at a time (FileWriter is not for concurrent
 	// use; Written and Remaining are).
-	cur     []byte
-	closed  bool
-	written atomic.Int64
+	cur    []byte
+	closed bool
+	// discarded: the unfinished tape file was removed (Abort, failed Finish).
+	discarded bool
+	written   atomic.Int64
 
 	free, full chan []byte
 	done       chan struct{}
@@ -361,6 +410,9 @@ func (w *fileWriter) Finish() (FileInfo, error) {
 				BlockSize: m.BlockSize, CRCTable: m.CRCTable, Written: m.Written, Tag: m.Tag}
 		}
 	}
+	if err != nil {
+		w.discard()
+	}
 	w.release()
 	if err != nil {
 		return FileInfo{}, err
@@ -368,8 +420,10 @@ func (w *fileWriter) Finish() (FileInfo, error) {
 	return info, nil
 }
 
-// Abort stops writing; the tape file stays incomplete and the next Append
-// truncates it.
+// Abort stops writing and removes the unfinished tape file, giving its
+// space back at once (a full disk under the library must not stay full
+// because of a failed job). If the removal fails, the file stays
+// incomplete and the next Append truncates it.
 func (w *fileWriter) Abort() error {
 	if w.closed {
 		return ErrClosed
@@ -379,8 +433,22 @@ func (w *fileWriter) Abort() error {
 	w.setErr(ErrClosed)
 	w.data.Close()
 	w.sums.Close()
+	w.discard()
 	w.release()
 	return nil
+}
+
+// discard removes the unfinished tape file while the writer lock is still
+// held. Its bytes no longer count as used.
+func (w *fileWriter) discard() {
+	t := w.t
+	if err := t.erase(w.number); err != nil {
+		return
+	}
+	if err := t.fs.SyncDir(t.dir); err != nil {
+		return
+	}
+	w.discarded = true
 }
 
 // release hands the tape back: it records the bytes now on the tape and
@@ -392,6 +460,9 @@ func (w *fileWriter) release() {
 		t.w = nil
 	}
 	t.used = w.base + w.written.Load()
+	if w.discarded {
+		t.used = w.base
+	}
 	t.mu.Unlock()
 	w.lock.Close()
 }

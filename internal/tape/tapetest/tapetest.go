@@ -236,7 +236,8 @@ func testCapacity(t *testing.T, d tape.Device) {
 	first := Payload(1, int(l.Capacity/3))
 	WriteFile(t, d, "first", first, 0)
 
-	// Overshooting fails with ErrEndOfMedia and leaves an incomplete file.
+	// Overshooting fails with ErrEndOfMedia; the failed Finish removes the
+	// unfinished file and gives its bytes back.
 	w, err := d.Append("too big")
 	if err != nil {
 		t.Fatal(err)
@@ -265,11 +266,11 @@ func testCapacity(t *testing.T, d tape.Device) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 2 || files[1].Status != tape.FileIncomplete {
-		t.Fatalf("after ErrEndOfMedia Files() = %+v, want the 2nd incomplete", files)
+	if len(files) != 1 || d.Used() != int64(len(first)) {
+		t.Fatalf("after a failed Finish Files() = %+v, Used() = %d: want only the first, %d bytes", files, d.Used(), len(first))
 	}
-	if _, err := d.Open(2); !errors.Is(err, tape.ErrIncomplete) {
-		t.Errorf("Open(incomplete) = %v, want ErrIncomplete", err)
+	if _, err := d.Open(2); !errors.Is(err, tape.ErrNoSuchFile) {
+		t.Errorf("Open(removed) = %v, want ErrNoSuchFile", err)
 	}
 	if got := ReadFile(t, d, 1); !bytes.Equal(got, first) {
 		t.Fatal("tape file 1 damaged by the failed write")
@@ -338,13 +339,13 @@ func testAbort(t *testing.T, d tape.Device) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 2 || files[1].Status != tape.FileIncomplete {
-		t.Fatalf("after Abort Files() = %+v", files)
+	if len(files) != 1 || d.Used() != int64(len(first)) {
+		t.Fatalf("after Abort Files() = %+v, Used() = %d: the aborted file's bytes are still there", files, d.Used())
 	}
 	second := Payload(5, bs/2)
 	info := WriteFile(t, d, "next", second, 0)
 	if info.Number != 2 {
-		t.Errorf("Append after Abort made tape file %d, want 2 (the aborted one truncated)", info.Number)
+		t.Errorf("Append after Abort made tape file %d, want 2 (the aborted one removed)", info.Number)
 	}
 	files, err = d.Files()
 	if err != nil {
