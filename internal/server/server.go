@@ -360,7 +360,11 @@ func writeJSONStatus(w http.ResponseWriter, status int, v any) error {
 const maxJSON = 1 << 20
 
 func readJSON(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxJSON))
+	return decodeJSON(r.Body, v)
+}
+
+func decodeJSON(body io.Reader, v any) error {
+	dec := json.NewDecoder(io.LimitReader(body, maxJSON))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return badRequest("request body: %v", err)

@@ -1,0 +1,180 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kura-backup/kura/internal/agent"
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/apiclient"
+	"github.com/kura-backup/kura/internal/catalog"
+)
+
+// A revoked agent exits promptly even while it runs a restore held to a
+// low bandwidth limit: the refusal stops its jobs, and Run returns the
+// refusal. The saveset stays restorable onto another client.
+func TestRevokedMidRestoreAgentExits(t *testing.T) {
+	t.Parallel()
+	r := startServer(t, t.TempDir(), "")
+	home := r.enroll("c1", "")
+	_, done := launchAgent(t, home, "c1")
+	r.waitOnline("c1", true)
+	src := t.TempDir()
+	randomFiles(t, src, 16, 256<<10, 31)
+	b := r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none", FrameSize: 64 << 10})
+
+	// 4 MiB at 64 KiB/s would take over a minute.
+	id := r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: b.SavesetID, To: t.TempDir(), BWLimit: 64 << 10})[0]
+	r.waitProgress(id)
+	revoked := time.Now()
+	if _, err := r.admin.RevokeClient(t.Context(), "c1"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if c := apiclient.Code(err); c != api.CodeForbidden {
+			t.Errorf("Run: %v (code %q); want forbidden", err, c)
+		}
+		t.Logf("Run ended %s after the revocation: %v", time.Since(revoked).Round(time.Millisecond), err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the revoked agent's Run did not end within 10s of the revocation, with its restore running")
+	}
+	if j := r.wait(id); j.State != catalog.StateFailed || !strings.Contains(j.Error, "revoked") {
+		t.Errorf("the restore of the revoked agent: %s (%q); want failed because c1 was revoked", j.State, j.Error)
+	}
+
+	r.runAgent("c2")
+	to := t.TempDir()
+	j := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: b.SavesetID, To: to, ToClient: "c2"})[0])
+	if j.State != catalog.StateSucceeded {
+		t.Fatalf("restore of c1's saveset onto c2: %s (%s)", j.State, j.Error)
+	}
+	sameTree(t, src, filepath.Join(to, src))
+}
+
+// An agent whose network goes dead in the middle of a restore gives the
+// job up after the idle limit the server sent with the order, instead of
+// waiting on the dead connection; once the network is back it takes the
+// next job.
+func TestAgentGivesUpOnDeadNetworkMidRestore(t *testing.T) {
+	t.Parallel()
+	opts := fastOpts
+	opts.IdleTimeout = 1500 * time.Millisecond
+	r := startServerWith(t, t.TempDir(), "", opts)
+	px := startProxy(t, r.addr)
+	home := r.enroll("c1", px.url())
+	alog := &logWriter{t: t, prefix: "c1: "}
+	a, err := agent.Open(agent.Options{Home: home, Log: alog, MinBackoff: 50 * time.Millisecond,
+		MaxBackoff: 200 * time.Millisecond, ProgressEvery: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan struct{})
+	go func() { defer close(ended); _ = a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-ended })
+	r.waitOnline("c1", true)
+	src := t.TempDir()
+	randomFiles(t, src, 16, 256<<10, 32)
+	b := r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none", FrameSize: 64 << 10})
+
+	id := r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: b.SavesetID, To: t.TempDir(), BWLimit: 64 << 10})[0]
+	r.waitProgress(id)
+	px.freeze()
+	frozen := time.Now()
+	want := fmt.Sprintf("job=%d", id)
+	deadline := frozen.Add(opts.IdleTimeout + 8*time.Second)
+	for {
+		var line string
+		for _, l := range strings.Split(alog.String(), "\n") {
+			if strings.Contains(l, "job failed") && strings.Contains(l, want) {
+				line = l
+			}
+		}
+		if line != "" {
+			if !strings.Contains(line, agent.ErrIdle.Error()) {
+				t.Errorf("the agent's job failed, but not for the dead network: %s", line)
+			}
+			t.Logf("the agent gave the job up %s after the network died", time.Since(frozen).Round(time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent still waits on the dead network %s after it died", time.Since(frozen).Round(time.Millisecond))
+		}
+		time.Sleep(20 * time.Millisecond) // polling the agent's log
+	}
+	if j := r.wait(id); j.State != catalog.StateFailed {
+		t.Errorf("the restore over a dead network: %s (%s)", j.State, j.Error)
+	}
+
+	px.cut()
+	r.waitOnline("c1", true)
+	r.restoreAndCheck("c1", b.SavesetID, src)
+}
+
+// An agent that stops reading a restore's data does not hold the server's
+// handler: it gives up after the idle timeout and breaks the stream, so
+// the agent sees damage rather than a clean end.
+func TestServerGivesUpOnAgentNotReading(t *testing.T) {
+	t.Parallel()
+	opts := fastOpts
+	opts.IdleTimeout = 1500 * time.Millisecond
+	r := startServerWith(t, t.TempDir(), "", opts)
+	home, stop := r.runAgent("c1")
+	src := t.TempDir()
+	randomFiles(t, src, 12, 1<<20, 33) // more than the HTTP/2 windows take
+	b := r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none"})
+	stop()
+
+	// The agent's identity, by hand: take the order, open the data, read nothing.
+	c := agentAPI(t, home, r.url)
+	id := r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: b.SavesetID, To: t.TempDir()})[0]
+	var o api.Order
+	for o.JobID != id {
+		req, err := c.NewRequest(t.Context(), "GET", "/agent/orders", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&o)
+		resp.Body.Close()
+	}
+	req, err := c.NewRequest(t.Context(), "GET", fmt.Sprintf("/agent/jobs/%d/savesets/%d/data", id, b.SavesetID), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r.waitLogWithin(opts.IdleTimeout+8*time.Second, "agent stopped taking saveset data")
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err == nil {
+		t.Errorf("the abandoned data stream ended cleanly after %d bytes; want it broken", n)
+	}
+	if j := r.wait(id); j.State != catalog.StateFailed {
+		t.Errorf("the restore whose agent stopped reading: %s (%s)", j.State, j.Error)
+	}
+}
+
+// waitLogWithin waits until the server log holds sub.
+func (r *rig) waitLogWithin(d time.Duration, sub string) {
+	r.t.Helper()
+	deadline := time.Now().Add(d)
+	for !strings.Contains(r.log.String(), sub) {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the server log has no %q after %s", sub, d)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the log
+	}
+}
