@@ -78,7 +78,7 @@ func TestAgentGivesUpOnDeadNetworkMidRestore(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ended := make(chan struct{})
 	go func() { defer close(ended); _ = a.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-ended })
+	t.Cleanup(func() { px.cut(); cancel(); <-ended })
 	r.waitOnline("c1", true)
 	src := t.TempDir()
 	randomFiles(t, src, 16, 256<<10, 32)
