@@ -160,6 +160,14 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, rj *runningJob,
 		prevSB int64
 		prevF  int64
 	)
+	// Every frame is checked before it goes to tape: a corrupting agent or
+	// link fails the backup now, not a verify later.
+	chk, err := stream.NewFrameChecker()
+	if err != nil {
+		res.err = err
+		return res
+	}
+	defer chk.Close()
 	fail := func(err error) prodResult {
 		res.err = fmt.Errorf("agent %s: the data stream broke after %s: %w", rj.agent, units.FormatSize(body.n.Load()), err)
 		return res
@@ -182,6 +190,11 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, rj *runningJob,
 		switch typ {
 		case api.MsgFrame:
 			frame := payload
+			if err := chk.Check(frame); err != nil {
+				res.err = fmt.Errorf("agent %s: frame %d (%s, %s into the stream) is damaged, nothing of it went to tape: %w",
+					rj.agent, len(res.frames), units.FormatSize(int64(len(frame))), units.FormatSize(body.n.Load()), err)
+				return res
+			}
 			loc, err := prod.sink.WriteFrame(frame)
 			if err != nil {
 				res.err = fmt.Errorf("writing to tape: %w", err)

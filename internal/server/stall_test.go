@@ -1,10 +1,12 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/apiclient"
 	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/compress"
 )
 
 // A revoked agent exits promptly even while it runs a restore held to a
@@ -177,4 +180,95 @@ func (r *rig) waitLogWithin(d time.Duration, sub string) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling the log
 	}
+}
+
+// A frame damaged on its way (a corrupting agent or link) fails the backup
+// before it reaches tape: the job's error names the client and the frame,
+// the saveset is not complete, no tape file is left complete, and the next
+// backup works.
+func TestDamagedFrameFailsBackup(t *testing.T) {
+	t.Parallel()
+	r := startServer(t, t.TempDir(), "")
+	home, stop := r.runAgent("c1")
+	src := t.TempDir()
+	makeTree(t, src, 8, 34)
+	first := r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}})
+	stop()
+	marks := countMarks(t, r.home)
+
+	// The agent's identity, by hand: take the order, send a good frame and
+	// one with a bit flipped.
+	c := agentAPI(t, home, r.url)
+	id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none"})[0]
+	var o api.Order
+	for o.JobID != id {
+		req, err := c.NewRequest(t.Context(), "GET", "/agent/orders", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&o)
+		resp.Body.Close()
+	}
+	var body bytes.Buffer
+	good := compress.AppendRawFrame(nil, bytes.Repeat([]byte("good frame "), 1000))
+	bad := compress.AppendRawFrame(nil, bytes.Repeat([]byte("bad frame "), 1000))
+	bad[len(bad)/2] ^= 0x10
+	end, _ := json.Marshal(api.BackupEnd{Files: 1, Entries: 1, Host: "c1"})
+	for _, m := range []struct {
+		typ     byte
+		payload []byte
+	}{{api.MsgFrame, good}, {api.MsgFrame, bad}, {api.MsgEnd, end}} {
+		if err := api.WriteMsg(&body, m.typ, m.payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req, err := c.NewRequest(t.Context(), "POST", fmt.Sprintf("/agent/jobs/%d/data", id), &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
+	if err == nil {
+		resp.Body.Close()
+		t.Fatal("the server took a stream with a damaged frame")
+	}
+	if !strings.Contains(err.Error(), "frame 1") {
+		t.Errorf("the answer to the damaged stream does not name frame 1: %v", err)
+	}
+	j := r.wait(id)
+	if j.State != catalog.StateFailed || !strings.Contains(j.Error, "agent c1") || !strings.Contains(j.Error, "frame 1") {
+		t.Errorf("the backup with a damaged frame: %s (%q); want failed, naming agent c1 and frame 1", j.State, j.Error)
+	}
+	if st := savesetStatus(t, r, j.SavesetID); st == catalog.StatusComplete {
+		t.Errorf("its saveset is %q", st)
+	}
+	if n := countMarks(t, r.home); n != marks {
+		t.Errorf("%d complete tape files after the damaged backup; %d before", n, marks)
+	}
+
+	r.startAgent(home, "c1")
+	r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}})
+	r.restoreAndCheck("c1", first.SavesetID, src)
+}
+
+// countMarks counts the filemarks (complete tape files) under a home.
+func countMarks(t *testing.T, home string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(home, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if strings.HasSuffix(p, ".mark") {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
