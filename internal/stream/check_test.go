@@ -84,7 +84,6 @@ func TestFrameChecker(t *testing.T) {
 	}
 }
 
-
 // BenchmarkFrameChecker measures the check the server makes of every frame
 // an agent sends, per level, on 1 MiB frames (the default size); MB/s are
 // of uncompressed content.
