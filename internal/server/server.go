@@ -325,6 +325,8 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var he *httpError
 	if !errors.As(err, &he) {
 		switch {
+		case errors.Is(err, api.ErrInvalid):
+			he = &httpError{status: http.StatusBadRequest, body: api.Error{Code: api.CodeBadRequest, Message: err.Error()}}
 		case errors.Is(err, catalog.ErrNotFound):
 			he = &httpError{status: http.StatusNotFound, body: api.Error{Code: api.CodeNotFound, Message: err.Error()}}
 		case errors.Is(err, catalog.ErrInvalid):
