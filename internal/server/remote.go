@@ -106,7 +106,7 @@ func (p *remoteProducer) Produce(ctx context.Context, spec engine.ProduceSpec, s
 	if res.err != nil {
 		return nil, res.err
 	}
-	return &engine.Produced{Frames: res.frames, Files: res.end.Files, Entries: res.end.Entries,
+	return &engine.Produced{Frames: res.frames, Files: res.end.Files, Entries: res.end.Entries, Untrusted: true,
 		FinishIndex: func(frames []index.Frame, meta []byte) error {
 			prod.close <- api.BackupClose{Frames: frames, Meta: meta}
 			err, werr := waitFor(s, ctx, rj, prod.index)

@@ -138,19 +138,7 @@ func TestServerGivesUpOnAgentNotReading(t *testing.T) {
 	// The agent's identity, by hand: take the order, open the data, read nothing.
 	c := agentAPI(t, home, r.url)
 	id := r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: b.SavesetID, To: t.TempDir()})[0]
-	var o api.Order
-	for o.JobID != id {
-		req, err := c.NewRequest(t.Context(), "GET", "/agent/orders", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = json.NewDecoder(resp.Body).Decode(&o)
-		resp.Body.Close()
-	}
+	takeOrder(t, c, id)
 	req, err := c.NewRequest(t.Context(), "GET", fmt.Sprintf("/agent/jobs/%d/savesets/%d/data", id, b.SavesetID), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -200,19 +188,7 @@ func TestDamagedFrameFailsBackup(t *testing.T) {
 	// one with a bit flipped.
 	c := agentAPI(t, home, r.url)
 	id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none"})[0]
-	var o api.Order
-	for o.JobID != id {
-		req, err := c.NewRequest(t.Context(), "GET", "/agent/orders", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = json.NewDecoder(resp.Body).Decode(&o)
-		resp.Body.Close()
-	}
+	takeOrder(t, c, id)
 	var body bytes.Buffer
 	good := compress.AppendRawFrame(nil, bytes.Repeat([]byte("good frame "), 1000))
 	bad := compress.AppendRawFrame(nil, bytes.Repeat([]byte("bad frame "), 1000))
@@ -271,4 +247,82 @@ func countMarks(t *testing.T, home string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// takeOrder polls as the agent of c until the order of job id comes.
+func takeOrder(t *testing.T, c *apiclient.Client, id int64) api.Order {
+	t.Helper()
+	var o api.Order
+	for o.JobID != id {
+		req, err := c.NewRequest(t.Context(), "GET", "/agent/orders", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&o)
+		resp.Body.Close()
+	}
+	return o
+}
+
+// An index from the agent that does not read back or does not match the
+// stream on tape fails the backup before it goes to tape: the saveset is
+// not complete, no index tape file is left complete, and the next backup
+// works.
+func TestBadIndexFromAgentFailsBackup(t *testing.T) {
+	t.Parallel()
+	r := startServer(t, t.TempDir(), "")
+	home, stop := r.runAgent("c1")
+	src := t.TempDir()
+	makeTree(t, src, 8, 35)
+	first := r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}})
+	stop()
+	marks := countMarks(t, r.home)
+
+	c := agentAPI(t, home, r.url)
+	id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none"})[0]
+	takeOrder(t, c, id)
+	var body bytes.Buffer
+	end, _ := json.Marshal(api.BackupEnd{Files: 1, Entries: 1, Host: "c1"})
+	if err := api.WriteMsg(&body, api.MsgFrame, compress.AppendRawFrame(nil, []byte("a frame"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := api.WriteMsg(&body, api.MsgEnd, end); err != nil {
+		t.Fatal(err)
+	}
+	req, err := c.NewRequest(t.Context(), "POST", fmt.Sprintf("/agent/jobs/%d/data", id), &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	req, err = c.NewRequest(t.Context(), "PUT", fmt.Sprintf("/agent/jobs/%d/index", id), strings.NewReader("KURA-IDX but not an index at all"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := c.Do(req); err == nil {
+		resp.Body.Close()
+	}
+	j := r.wait(id)
+	if j.State != catalog.StateFailed || !strings.Contains(j.Error, "index") {
+		t.Errorf("the backup with a bad index: %s (%q); want failed because of its index", j.State, j.Error)
+	}
+	if st := savesetStatus(t, r, j.SavesetID); st == catalog.StatusComplete {
+		t.Errorf("its saveset is %q", st)
+	}
+	// Its data tape file (good frames) was closed; no index tape file follows it.
+	if n := countMarks(t, r.home); n != marks+1 {
+		t.Errorf("%d complete tape files after the backup with a bad index; %d before, want one more (its data, no index)", n, marks)
+	}
+
+	r.startAgent(home, "c1")
+	r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}})
+	r.restoreAndCheck("c1", first.SavesetID, src)
 }
