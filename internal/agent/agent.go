@@ -19,7 +19,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -224,6 +223,10 @@ func (a *Agent) Server() string { return a.cfg.Server }
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.jobs.Wait()
 	defer a.c.Close()
+	// The jobs run under their own context, so a refusal stops them too:
+	// Run returns once they have ended, within seconds.
+	jobsCtx, stopJobs := context.WithCancelCause(ctx)
+	defer stopJobs(nil)
 	backoff := a.opts.MinBackoff
 	connected := false
 	failing := false // a failure to connect is logged once, until it connects
@@ -236,7 +239,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			switch apiclient.Code(err) {
 			case api.CodeForbidden, api.CodeUnauthorized:
 				a.log.Error("the server refuses this agent", "err", err)
-				return fmt.Errorf("the server refuses this agent: %w", err)
+				err = fmt.Errorf("the server refuses this agent: %w", err)
+				stopJobs(err)
+				return err
 			}
 			switch {
 			case connected:
@@ -265,7 +270,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.jobs.Add(1)
 		go func() {
 			defer a.jobs.Done()
-			a.execute(ctx, *o)
+			a.execute(jobsCtx, *o)
 		}()
 	}
 	return nil
@@ -273,20 +278,20 @@ func (a *Agent) Run(ctx context.Context) error {
 
 // poll waits for the next order; nil when none came in the poll time.
 func (a *Agent) poll(ctx context.Context) (*api.Order, error) {
-	req, err := a.c.NewRequest(ctx, "GET", "/agent/orders", nil)
+	rc, err := a.call(ctx, "GET", "/agent/orders", "", nil, maxPollWait, false)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := a.c.Do(req)
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, api.MaxJSONMsg))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading an order: %w", err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNoContent {
-		return nil, nil
+	if len(b) == 0 {
+		return nil, nil // 204: no order in the poll time
 	}
 	var o api.Order
-	if err := json.NewDecoder(resp.Body).Decode(&o); err != nil {
+	if err := json.Unmarshal(b, &o); err != nil {
 		return nil, fmt.Errorf("reading an order: %w", err)
 	}
 	return &o, nil

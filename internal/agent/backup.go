@@ -98,6 +98,7 @@ func newLimiter(bps int64) *rate.Limiter {
 
 func (a *Agent) backup(ctx context.Context, o api.Order) error {
 	b := o.Backup
+	idle := idleOf(o)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -110,24 +111,22 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 	}
 	phase := monitor.StartPhase(monitor.SystemClock{}, "backup")
 	sink := &netSink{w: w, phase: phase}
-	req, err := a.c.NewRequest(ctx, "POST", jobPath(o.JobID, "/data"), pr)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/octet-stream")
 	type answer struct {
 		close api.BackupClose
 		err   error
 	}
 	ansc := make(chan answer, 1)
 	go func() {
+		// A server that stops taking the stream for the idle limit fails
+		// it; its answer comes after it has closed the tape files (the
+		// job's context bounds that wait).
 		var an answer
-		resp, err := a.c.Do(req)
+		rc, err := a.call(ctx, "POST", jobPath(o.JobID, "/data"), "application/octet-stream", pr, idle, true)
 		if err != nil {
 			an.err = err
 		} else {
-			an.err = json.NewDecoder(resp.Body).Decode(&an.close)
-			resp.Body.Close()
+			an.err = json.NewDecoder(rc).Decode(&an.close)
+			rc.Close()
 		}
 		if an.err != nil {
 			// The server refused or broke off: stop producing.
@@ -143,7 +142,14 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 		} else {
 			pw.CloseWithError(err)
 		}
-		if an := <-ansc; an.err != nil && ctx.Err() == nil {
+		var an answer
+		select {
+		case an = <-ansc:
+		case <-time.After(idle):
+			cancel() // the server does not answer the abort
+			an = <-ansc
+		}
+		if an.err != nil && ctx.Err() == nil {
 			return fmt.Errorf("%w (server: %v)", err, an.err)
 		}
 		return err
@@ -191,7 +197,7 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 	spec := engine.ProduceSpec{JobID: o.JobID, Paths: paths, Excludes: b.Excludes, Compress: level,
 		FrameSize: b.FrameSize, BaseID: b.BaseID}
 	if b.BaseID != 0 {
-		r, err := a.fetchIndex(ctx, o.JobID, b.BaseID)
+		r, err := a.fetchIndex(ctx, o.JobID, b.BaseID, idle)
 		if err != nil {
 			return abort(fmt.Errorf("the index of base saveset %d: %w", b.BaseID, err))
 		}
@@ -232,16 +238,13 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 	if _, err := idx.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	ireq, err := a.c.NewRequest(ctx, "PUT", jobPath(o.JobID, "/index"), idx)
-	if err != nil {
-		return err
-	}
-	resp, err := a.c.Do(ireq)
+	rc, err := a.call(ctx, "PUT", jobPath(o.JobID, "/index"), "application/octet-stream", idx, idle, false)
 	if err != nil {
 		return fmt.Errorf("sending the index: %w", err)
 	}
-	resp.Body.Close()
-	return nil
+	_, err = io.Copy(io.Discard, rc)
+	rc.Close()
+	return err
 }
 
 // mergeFrames puts the server's tape locations into the agent's frame
@@ -262,23 +265,19 @@ func mergeFrames(mine, server []index.Frame) ([]index.Frame, error) {
 }
 
 // fetchIndex downloads a saveset's index for this job.
-func (a *Agent) fetchIndex(ctx context.Context, job, id int64) (*index.Reader, error) {
-	req, err := a.c.NewRequest(ctx, "GET", jobPath(job, fmt.Sprintf("/savesets/%d/index", id)), nil)
+func (a *Agent) fetchIndex(ctx context.Context, job, id int64, idle time.Duration) (*index.Reader, error) {
+	rc, err := a.call(ctx, "GET", jobPath(job, fmt.Sprintf("/savesets/%d/index", id)), "", nil, idle, false)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := a.c.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
+	defer rc.Close()
 	f, err := os.CreateTemp(a.tmp, fmt.Sprintf("ss%d-*.idx", id))
 	if err != nil {
 		return nil, err
 	}
 	defer os.Remove(f.Name()) // the open reader keeps it
 	defer f.Close()
-	if _, err := io.Copy(f, resp.Body); err != nil {
+	if _, err := io.Copy(f, rc); err != nil {
 		return nil, fmt.Errorf("downloading: %w", err)
 	}
 	return index.OpenFile(f.Name())

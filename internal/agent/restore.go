@@ -1,9 +1,9 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -25,26 +25,23 @@ import (
 
 // remoteStore reads the savesets of a restore job from the server.
 type remoteStore struct {
-	a   *Agent
-	ctx context.Context
-	job int64
-	lim *rate.Limiter // the job's bandwidth limit over all its reads (nil: none)
+	a    *Agent
+	ctx  context.Context
+	job  int64
+	idle time.Duration // bounds every wait on the server
+	lim  *rate.Limiter // the job's bandwidth limit over all its reads (nil: none)
 }
 
 var _ engine.SavesetStore = (*remoteStore)(nil)
 
 func (s *remoteStore) Saveset(id int64) (*catalog.Saveset, error) {
-	req, err := s.a.c.NewRequest(s.ctx, "GET", jobPath(s.job, fmt.Sprintf("/savesets/%d", id)), nil)
+	rc, err := s.a.call(s.ctx, "GET", jobPath(s.job, fmt.Sprintf("/savesets/%d", id)), "", nil, s.idle, false)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.a.c.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
+	defer rc.Close()
 	var ss catalog.Saveset
-	if err := json.NewDecoder(resp.Body).Decode(&ss); err != nil {
+	if err := json.NewDecoder(rc).Decode(&ss); err != nil {
 		return nil, err
 	}
 	return &ss, nil
@@ -53,7 +50,7 @@ func (s *remoteStore) Saveset(id int64) (*catalog.Saveset, error) {
 // OpenIndex fetches the index from the server, which checks its cache and
 // reports a rebuilt one itself; warn is not needed here.
 func (s *remoteStore) OpenIndex(ss *catalog.Saveset, _ func(msg string)) (*index.Reader, error) {
-	return s.a.fetchIndex(s.ctx, s.job, ss.ID)
+	return s.a.fetchIndex(s.ctx, s.job, ss.ID, s.idle)
 }
 
 func (s *remoteStore) Data(ss *catalog.Saveset) (stream.FrameSource, error) {
@@ -68,18 +65,15 @@ type remoteData struct {
 
 func (d *remoteData) OpenAt(loc stream.Location) (io.ReadCloser, error) {
 	p := jobPath(d.s.job, fmt.Sprintf("/savesets/%d/data?part=%d&offset=%d", d.id, loc.Part, loc.Offset))
-	req, err := d.s.a.c.NewRequest(d.s.ctx, "GET", p, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := d.s.a.c.Do(req)
+	rc, err := d.s.a.call(d.s.ctx, "GET", p, "", nil, d.s.idle, false)
 	if err != nil {
 		return nil, err
 	}
 	if d.s.lim == nil {
-		return resp.Body, nil
+		return rc, nil
 	}
-	return &limitedBody{ctx: d.s.ctx, rc: resp.Body, lim: d.s.lim}, nil
+	// The watch runs only inside the body's reads, not while the limit holds them.
+	return &limitedBody{ctx: d.s.ctx, rc: rc, lim: d.s.lim}, nil
 }
 
 // limitedBody holds reads of saveset data to the job's rate.
@@ -125,7 +119,12 @@ func (a *Agent) restore(ctx context.Context, o api.Order) error {
 	r := o.Restore
 	sink := &progressSink{}
 	env := &engine.Env{Home: a.opts.Home, Clock: monitor.SystemClock{}, Events: sink, Client: r.Saveset.Client}
-	store := &remoteStore{a: a, ctx: ctx, job: o.JobID}
+	idle := idleOf(o)
+	// The restore stops when the server refuses its calls (the job ended
+	// there, the agent was revoked) or the agent stops.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	store := &remoteStore{a: a, ctx: ctx, job: o.JobID, idle: idle}
 	if r.BWLimit > 0 {
 		store.lim = newLimiter(r.BWLimit)
 	}
@@ -143,7 +142,17 @@ func (a *Agent) restore(ctx context.Context, o api.Order) error {
 				sink.mu.Lock()
 				p := sink.last
 				sink.mu.Unlock()
-				_ = a.post(ctx, jobPath(o.JobID, "/progress"), p)
+				// Refused, the job is over on the server; unanswered for the
+				// idle limit, the server has given it up too (it wants a
+				// call within that time).
+				switch err := a.post(ctx, jobPath(o.JobID, "/progress"), p, idle); {
+				case refusal(err):
+					stop(fmt.Errorf("%w: %w", ErrJobRefused, err))
+					return
+				case errors.Is(err, ErrIdle):
+					stop(err)
+					return
+				}
 			case <-done:
 				return
 			}
@@ -158,30 +167,19 @@ func (a *Agent) restore(ctx context.Context, o api.Order) error {
 		res.Outcome = *out
 	}
 	if err != nil {
+		if cause := context.Cause(ctx); ctx.Err() != nil && !errors.Is(err, cause) {
+			err = fmt.Errorf("%w (%v)", err, cause)
+		}
 		res.Error = err.Error()
 	}
-	if perr := a.post(context.WithoutCancel(ctx), jobPath(o.JobID, "/result"), res); perr != nil {
+	if cause := context.Cause(ctx); ctx.Err() != nil && (errors.Is(cause, ErrJobRefused) || refusal(cause)) {
+		return err // the server wants nothing more about this job
+	}
+	// The result goes out even when the agent is stopping (bounded by the idle limit).
+	if perr := a.post(context.WithoutCancel(ctx), jobPath(o.JobID, "/result"), res, idle); perr != nil {
 		return fmt.Errorf("sending the result: %w", perr)
 	}
 	return err
-}
-
-func (a *Agent) post(ctx context.Context, path string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	req, err := a.c.NewRequest(ctx, "POST", path, bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := a.c.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	return nil
 }
 
 // SplitPaths divides a selection into n parts of about equal size, for a

@@ -85,15 +85,24 @@ func ReadMsg(r io.Reader, buf []byte) (byte, []byte, error) {
 	if n > limit {
 		return 0, nil, fmt.Errorf("%w: message of %d bytes (at most %d)", ErrBadMsg, n, limit)
 	}
-	if cap(buf) < int(n) {
-		buf = make([]byte, n)
-	}
-	buf = buf[:n]
-	if _, err := io.ReadFull(r, buf); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+	// The buffer grows with the bytes that arrive, not with the length the
+	// header claims: a sender that declares a large message and stops
+	// costs memory in proportion to what it sent.
+	buf = buf[:0]
+	for len(buf) < int(n) {
+		next := int(n)
+		if cap(buf) < next {
+			next = min(next, max(2*cap(buf), 64<<10))
+			buf = append(buf[:cap(buf)], make([]byte, next-cap(buf))...)[:len(buf)]
 		}
-		return 0, nil, fmt.Errorf("reading a message of %d bytes: %w", n, err)
+		k, err := io.ReadFull(r, buf[len(buf):next])
+		buf = buf[:len(buf)+k]
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, nil, fmt.Errorf("reading a message of %d bytes: %w", n, err)
+		}
 	}
 	return typ, buf, nil
 }

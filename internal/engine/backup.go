@@ -365,6 +365,11 @@ func (b *backupRun) run() error {
 		return err
 	}
 	b.ss.IndexBytes = size
+	if prod.Untrusted {
+		if err := checkIndex(idxTmp, size, prod.Entries, frames); err != nil {
+			return fmt.Errorf("%w: %w", ErrBadIndex, err)
+		}
+	}
 
 	// The index tape file follows the data, on the tape in the drive (or the
 	// next one if it does not fit before early warning).
@@ -524,4 +529,38 @@ func statusText(state string) string {
 		return "completed with warnings"
 	}
 	return state
+}
+
+// checkIndex reads an index back whole (every block's checksum) and checks
+// that it holds the entries and the frame table of the stream on tape.
+func checkIndex(f io.ReaderAt, size, entries int64, frames []index.Frame) error {
+	r, err := index.Open(f, size)
+	if err != nil {
+		return err
+	}
+	if r.Len() != entries {
+		return fmt.Errorf("%d entries, the stream ended with %d", r.Len(), entries)
+	}
+	got := r.Frames()
+	if len(got) != len(frames) {
+		return fmt.Errorf("%d frames, %d went to tape", len(got), len(frames))
+	}
+	for i, fr := range frames {
+		if g := got[i]; g.CSize != fr.CSize || g.Part != fr.Part || g.PartOffset != fr.PartOffset {
+			return fmt.Errorf("frame %d: %d bytes at part %d offset %d; on tape %d bytes at part %d offset %d",
+				i, g.CSize, g.Part, g.PartOffset, fr.CSize, fr.Part, fr.PartOffset)
+		}
+	}
+	n := int64(0)
+	it := r.Iter()
+	for it.Next() {
+		n++
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	if n != entries {
+		return fmt.Errorf("%d entries read back, %d listed", n, entries)
+	}
+	return nil
 }

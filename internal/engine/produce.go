@@ -59,7 +59,15 @@ type Produced struct {
 	// producer's own) and the saveset record, and makes sure every byte of
 	// it has reached the index writer given to Produce.
 	FinishIndex func(frames []index.Frame, meta []byte) error
+	// Untrusted: the index comes from elsewhere (an agent across the
+	// network); the backup checks it before it goes to tape.
+	Untrusted bool
 }
+
+// ErrBadIndex: an index from an untrusted producer does not read back, or
+// does not match the stream that went to tape. The backup fails; nothing
+// of the index is on tape.
+var ErrBadIndex = errors.New("the index does not match the backup")
 
 // A Producer makes the saveset stream of a backup.
 type Producer interface {

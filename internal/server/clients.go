@@ -14,7 +14,6 @@ import (
 // Enrollment tokens live an hour unless asked otherwise, at most 30 days.
 const (
 	defaultTokenLife = time.Hour
-	maxTokenLife     = 30 * 24 * time.Hour
 	clientCertLife   = 5 * 365 * 24 * time.Hour
 )
 
@@ -23,17 +22,12 @@ func (s *Server) postToken(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(r, &req); err != nil {
 		return err
 	}
-	life := time.Duration(req.ExpiresSeconds * float64(time.Second))
-	switch {
-	case req.ExpiresSeconds == 0:
-		life = defaultTokenLife
-	case life <= 0 || life > maxTokenLife:
-		return badRequest("expires must be between 1s and 720h")
+	if err := req.Validate(); err != nil {
+		return err
 	}
-	if req.Name != "" {
-		if err := catalog.ValidClientName(req.Name); err != nil {
-			return badRequest("%v", err)
-		}
+	life := time.Duration(req.ExpiresSeconds * float64(time.Second))
+	if req.ExpiresSeconds == 0 {
+		life = defaultTokenLife
 	}
 	tok, err := s.NewEnrollToken(req.Name, life)
 	if err != nil {
@@ -158,11 +152,11 @@ func (s *Server) patchClient(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(r, &req); err != nil {
 		return err
 	}
+	if err := req.Validate(); err != nil {
+		return err
+	}
 	name := r.PathValue("name")
 	if req.BWLimit != nil {
-		if *req.BWLimit < 0 {
-			return badRequest("bwlimit must not be negative")
-		}
 		if err := s.env.Catalog.SetClientBWLimit(name, *req.BWLimit); err != nil {
 			return err
 		}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -19,7 +18,6 @@ import (
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/units"
-	"github.com/kura-backup/kura/internal/walk"
 )
 
 // runningJob is a job the server has started.
@@ -48,13 +46,11 @@ func (rj *runningJob) touch(now time.Time) {
 	rj.activity.Store(now.UnixNano())
 }
 
-// maxStreams bounds --streams.
-const maxStreams = 16
-
-// validate checks a job request before it is queued.
+// validate checks a job request before it is queued: the request itself
+// (JobRequest.Validate), then what it names against the server's state.
 func (s *Server) validate(req *api.JobRequest) error {
-	if err := catalog.ValidClientName(req.Client); err != nil {
-		return badRequest("client: %v", err)
+	if err := req.Validate(); err != nil {
+		return err
 	}
 	owner, err := s.env.Catalog.Client(req.Client)
 	if err != nil {
@@ -66,61 +62,27 @@ func (s *Server) validate(req *api.JobRequest) error {
 	}
 	switch req.Kind {
 	case api.KindBackup:
-		if len(req.Paths) == 0 && req.Selection == "" {
-			return badRequest("a backup needs paths or a selection")
-		}
 		if req.Selection != "" {
 			if _, err := s.env.Catalog.Selection(req.Client, req.Selection); err != nil {
-				return badRequest("client %s has no selection set %q", req.Client, req.Selection)
+				return badRequest("selection: client %s has no selection set %q", req.Client, req.Selection)
 			}
-		}
-		for _, p := range req.Paths {
-			if len(p) == 0 || p[0] != '/' || bytes.IndexByte([]byte(p), 0) >= 0 {
-				return badRequest("path %q: paths on a client must be absolute", p)
-			}
-			if c := path.Clean(p); c != p {
-				// The engine refuses it too, but only once the job runs.
-				return badRequest("path %q: paths on a client must be clean (%s)", p, c)
-			}
-		}
-		for _, x := range req.Excludes {
-			if err := walk.ValidatePattern(x); err != nil {
-				return badRequest("exclude: %v", err)
-			}
-		}
-		switch req.Level {
-		case "", engine.LevelFull, engine.LevelIncr, engine.LevelDiff:
-		default:
-			return badRequest("unknown level %q (full, incr or diff)", req.Level)
-		}
-		if _, err := compress.ParseLevel(orDefault(req.Compress, "auto")); err != nil {
-			return badRequest("%v", err)
-		}
-		if req.BWLimit < 0 {
-			return badRequest("bwlimit must not be negative")
-		}
-		if req.Streams < 0 || req.Streams > maxStreams {
-			return badRequest("streams must be between 1 and %d", maxStreams)
 		}
 		// A library or drive that does not exist would wait forever.
 		lib, err := s.env.OpenLibrary(req.Library)
 		if err != nil {
-			return badRequest("%v", err)
+			return badRequest("library: %v", err)
 		}
-		if n := lib.Config().Drives; req.Drive < 0 || req.Drive > n {
-			return badRequest("library %s has drives 1 to %d, not %d", lib.Config().Name, n, req.Drive)
+		if n := lib.Config().Drives; req.Drive > n {
+			return badRequest("drive: library %s has drives 1 to %d, not %d", lib.Config().Name, n, req.Drive)
 		}
 	case api.KindRestore:
-		if req.Saveset == 0 && !req.Latest && req.At.IsZero() {
-			return badRequest("say which saveset to restore: an ID, latest or at")
-		}
 		if req.Saveset != 0 {
 			ss, err := s.env.Catalog.Saveset(req.Saveset)
 			if err != nil {
 				return apiErr(http.StatusNotFound, api.CodeNotFound, "no saveset %d", req.Saveset)
 			}
 			if ss.Client != req.Client {
-				return badRequest("saveset %d belongs to client %q, not %q (say --client %s)", ss.ID, ss.Client, req.Client, ss.Client)
+				return badRequest("saveset: saveset %d belongs to client %q, not %q (say --client %s)", ss.ID, ss.Client, req.Client, ss.Client)
 			}
 		}
 		if req.ToClient != "" {
@@ -129,25 +91,9 @@ func (s *Server) validate(req *api.JobRequest) error {
 				return apiErr(http.StatusNotFound, api.CodeNotFound, "no client named %q is enrolled", req.ToClient)
 			}
 			if !c.Revoked.IsZero() {
-				return badRequest("client %s is revoked", req.ToClient)
+				return badRequest("to_client: client %s is revoked", req.ToClient)
 			}
 		}
-		switch {
-		case req.To == "" && !req.InPlace:
-			return badRequest("say where to restore: to (a folder on the client), or in_place to write over the original places")
-		case req.To != "" && req.InPlace:
-			return badRequest("say one of to and in_place, not both")
-		}
-		if req.To != "" && req.To[0] != '/' {
-			return badRequest("restore target %q must be an absolute path on the client", req.To)
-		}
-		switch req.Overwrite {
-		case "", engine.OverwriteNever, engine.OverwriteOlder, engine.OverwriteAlways:
-		default:
-			return badRequest("unknown overwrite policy %q", req.Overwrite)
-		}
-	default:
-		return badRequest("unknown job kind %q (backup or restore; verify runs through the console)", req.Kind)
 	}
 	return nil
 }
@@ -317,10 +263,8 @@ func (s *Server) postConsole(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(r, &req); err != nil {
 		return err
 	}
-	if req.Client != "" {
-		if err := catalog.ValidClientName(req.Client); err != nil {
-			return badRequest("client: %v", err)
-		}
+	if err := req.Validate(); err != nil {
+		return err
 	}
 	var out, errOut limitedBuffer
 	out.max, errOut.max = maxConsoleOutput, 1<<20

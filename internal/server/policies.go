@@ -31,6 +31,9 @@ func (s *Server) postPolicyRun(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(r, &req); err != nil {
 		return err
 	}
+	if err := req.Validate(); err != nil {
+		return err
+	}
 	p, err := s.env.Catalog.Policy(r.PathValue("name"))
 	if err != nil {
 		return err

@@ -106,7 +106,7 @@ func (p *remoteProducer) Produce(ctx context.Context, spec engine.ProduceSpec, s
 	if res.err != nil {
 		return nil, res.err
 	}
-	return &engine.Produced{Frames: res.frames, Files: res.end.Files, Entries: res.end.Entries,
+	return &engine.Produced{Frames: res.frames, Files: res.end.Files, Entries: res.end.Entries, Untrusted: true,
 		FinishIndex: func(frames []index.Frame, meta []byte) error {
 			prod.close <- api.BackupClose{Frames: frames, Meta: meta}
 			err, werr := waitFor(s, ctx, rj, prod.index)
@@ -152,18 +152,22 @@ func (s *Server) agentBackupData(w http.ResponseWriter, r *http.Request, client 
 // receive reads the data stream, each read bounded by the idle timeout so a
 // silent agent fails the job instead of holding the drive.
 func (s *Server) receive(w http.ResponseWriter, r *http.Request, rj *runningJob, prod *production) prodResult {
-	rc := http.NewResponseController(w)
-	body := &idleReader{r: r.Body, rc: rc, idle: s.opts.IdleTimeout}
-	// A canceled job (admin, revocation, shutdown) cuts the stream at once.
-	stop := context.AfterFunc(rj.ctx, body.cut)
+	body, stop := s.agentBody(w, r, rj)
 	defer stop()
-	defer rc.SetReadDeadline(time.Time{})
 	var (
 		res    prodResult
 		buf    []byte
 		prevSB int64
 		prevF  int64
 	)
+	// Every frame is checked before it goes to tape: a corrupting agent or
+	// link fails the backup now, not a verify later.
+	chk, err := stream.NewFrameChecker()
+	if err != nil {
+		res.err = err
+		return res
+	}
+	defer chk.Close()
 	fail := func(err error) prodResult {
 		res.err = fmt.Errorf("agent %s: the data stream broke after %s: %w", rj.agent, units.FormatSize(body.n.Load()), err)
 		return res
@@ -186,6 +190,11 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, rj *runningJob,
 		switch typ {
 		case api.MsgFrame:
 			frame := payload
+			if err := chk.Check(frame); err != nil {
+				res.err = fmt.Errorf("agent %s: frame %d (%s, %s into the stream) is damaged, nothing of it went to tape: %w",
+					rj.agent, len(res.frames), units.FormatSize(int64(len(frame))), units.FormatSize(body.n.Load()), err)
+				return res
+			}
 			loc, err := prod.sink.WriteFrame(frame)
 			if err != nil {
 				res.err = fmt.Errorf("writing to tape: %w", err)
@@ -229,6 +238,80 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, rj *runningJob,
 			return res
 		}
 	}
+}
+
+// agentBody is the body of an agent's call about a job: every read is
+// bounded by the idle timeout, and the job's end (admin, revocation,
+// shutdown) cuts it at once. A stalled agent cannot hold a handler.
+func (s *Server) agentBody(w http.ResponseWriter, r *http.Request, rj *runningJob) (*idleReader, func()) {
+	rc := http.NewResponseController(w)
+	body := &idleReader{r: r.Body, rc: rc, idle: s.opts.IdleTimeout}
+	stop := context.AfterFunc(rj.ctx, body.cut)
+	return body, func() {
+		stop()
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+}
+
+// agentWriter is the answer to an agent's call about a job: every write is
+// bounded by the idle timeout (an agent that stops reading fails it rather
+// than holding the handler), and the job's end cuts it at once.
+func (s *Server) agentWriter(w http.ResponseWriter, rj *runningJob) (*idleWriter, func()) {
+	rc := http.NewResponseController(w)
+	iw := &idleWriter{w: w, rc: rc, idle: s.opts.IdleTimeout}
+	stop := context.AfterFunc(rj.ctx, iw.cut)
+	return iw, func() {
+		stop()
+		_ = rc.SetWriteDeadline(time.Time{})
+	}
+}
+
+// idleWriter renews a write deadline as bytes go out, in pieces small
+// enough to go out within the timeout under a low bandwidth limit.
+type idleWriter struct {
+	w    io.Writer
+	rc   *http.ResponseController
+	idle time.Duration
+	n    atomic.Int64 // bytes written
+
+	mu      sync.Mutex
+	cutOff  bool
+	renewed time.Time
+}
+
+// idleChunk is the most one write hands on: 64 KiB take 4 s at 16 KiB/s.
+const idleChunk = 64 << 10
+
+func (d *idleWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		d.mu.Lock()
+		if d.cutOff {
+			d.mu.Unlock()
+			return n, os.ErrDeadlineExceeded
+		}
+		if now := time.Now(); now.Sub(d.renewed) > d.idle/8 {
+			_ = d.rc.SetWriteDeadline(now.Add(d.idle))
+			d.renewed = now
+		}
+		d.mu.Unlock()
+		k := min(len(p), idleChunk)
+		m, err := d.w.Write(p[:k])
+		n += m
+		d.n.Add(int64(m))
+		if err != nil {
+			return n, err
+		}
+		p = p[k:]
+	}
+	return n, nil
+}
+
+func (d *idleWriter) cut() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.cutOff = true
+	_ = d.rc.SetWriteDeadline(time.Now())
 }
 
 // idleReader bounds the reads of an agent's data stream by the idle
@@ -282,7 +365,9 @@ func (s *Server) agentBackupIndex(w http.ResponseWriter, r *http.Request, client
 	if prod == nil {
 		return apiErr(http.StatusConflict, api.CodeConflict, "job %d is not a backup", rj.id)
 	}
-	_, err = io.Copy(prod.idx, &touchReader{r: r.Body, touch: func() { rj.touch(time.Now()) }})
+	body, stop := s.agentBody(w, r, rj)
+	_, err = io.Copy(prod.idx, &touchReader{r: body, touch: func() { rj.touch(time.Now()) }})
+	stop()
 	if err != nil {
 		err = fmt.Errorf("agent %s: receiving the index: %w", client, err)
 	}
@@ -340,7 +425,7 @@ func (s *Server) agentSaveset(w http.ResponseWriter, r *http.Request, client str
 }
 
 func (s *Server) agentSavesetIndex(w http.ResponseWriter, r *http.Request, client string) error {
-	_, ss, err := s.agentSavesetOf(r, client)
+	rj, ss, err := s.agentSavesetOf(r, client)
 	if err != nil {
 		return err
 	}
@@ -358,7 +443,13 @@ func (s *Server) agentSavesetIndex(w http.ResponseWriter, r *http.Request, clien
 		return err
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	http.ServeContent(w, r, "", st.ModTime(), f)
+	w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
+	out, stop := s.agentWriter(w, rj)
+	defer stop()
+	if _, err := io.Copy(out, f); err != nil {
+		s.log.Warn("agent stopped taking an index", "client", client, "job", rj.id, "saveset", ss.ID, "err", err)
+		panic(http.ErrAbortHandler)
+	}
 	return nil
 }
 
@@ -385,12 +476,21 @@ func (s *Server) agentSavesetData(w http.ResponseWriter, r *http.Request, client
 	}
 	defer rc.Close()
 	w.Header().Set("Content-Type", "application/octet-stream")
+	out, stop := s.agentWriter(w, rj)
+	defer stop()
 	buf := make([]byte, 256<<10)
 	for {
 		n, rerr := rc.Read(buf)
 		if n > 0 {
-			if _, err := w.Write(buf[:n]); err != nil {
-				return nil // the agent went away or sought elsewhere
+			if _, err := out.Write(buf[:n]); err != nil {
+				// The agent went away, sought elsewhere, or stopped
+				// reading for the idle timeout; or the job ended.
+				if rj.ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
+					// Cut the stream, so the agent sees it broken, not ended.
+					s.log.Warn("agent stopped taking saveset data", "client", client, "job", rj.id, "saveset", ss.ID, "err", err)
+					panic(http.ErrAbortHandler)
+				}
+				return nil
 			}
 			rj.touch(time.Now())
 		}
@@ -411,7 +511,7 @@ func (s *Server) agentProgress(w http.ResponseWriter, r *http.Request, client st
 		return err
 	}
 	var p api.Progress
-	if err := readJSON(r, &p); err != nil {
+	if err := s.readAgentJSON(w, r, rj, &p); err != nil {
 		return err
 	}
 	rj.mu.Lock()
@@ -430,7 +530,7 @@ func (s *Server) agentResult(w http.ResponseWriter, r *http.Request, client stri
 		return err
 	}
 	var res api.RestoreResult
-	if err := readJSON(r, &res); err != nil {
+	if err := s.readAgentJSON(w, r, rj, &res); err != nil {
 		return err
 	}
 	rj.mu.Lock()
@@ -446,4 +546,12 @@ func (s *Server) agentResult(w http.ResponseWriter, r *http.Request, client stri
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// readAgentJSON reads the JSON body of an agent's call about a job, bounded
+// like every agent body (agentBody).
+func (s *Server) readAgentJSON(w http.ResponseWriter, r *http.Request, rj *runningJob, v any) error {
+	body, stop := s.agentBody(w, r, rj)
+	defer stop()
+	return decodeJSON(body, v)
 }

@@ -329,6 +329,8 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var he *httpError
 	if !errors.As(err, &he) {
 		switch {
+		case errors.Is(err, api.ErrInvalid):
+			he = &httpError{status: http.StatusBadRequest, body: api.Error{Code: api.CodeBadRequest, Message: err.Error()}}
 		case errors.Is(err, catalog.ErrNotFound):
 			he = &httpError{status: http.StatusNotFound, body: api.Error{Code: api.CodeNotFound, Message: err.Error()}}
 		case errors.Is(err, catalog.ErrInvalid):
@@ -364,7 +366,11 @@ func writeJSONStatus(w http.ResponseWriter, status int, v any) error {
 const maxJSON = 1 << 20
 
 func readJSON(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxJSON))
+	return decodeJSON(r.Body, v)
+}
+
+func decodeJSON(body io.Reader, v any) error {
+	dec := json.NewDecoder(io.LimitReader(body, maxJSON))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return badRequest("request body: %v", err)
