@@ -214,11 +214,11 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 
 	b := &backupRun{env: e, ctx: ctx, opts: opts, job: job, ss: ss, base: base, lib: lib,
 		paths: paths, excludes: excludes, skip: skip, res: res}
-	if level == LevelFull {
-		// The last full of the same selection is a good guess of the size.
-		if last, err := e.Catalog.LastSaveset(e.Client, selKey, []string{LevelFull}, time.Time{}); err == nil {
-			b.ticker.total = last.SourceBytes
-		}
+	// The last backup of the same selection and level is a good guess of
+	// the size (0, unknown, without one): progress shows a percentage and
+	// the time left.
+	if last, err := e.Catalog.LastSaveset(e.Client, selKey, []string{level}, time.Time{}); err == nil {
+		b.ticker.total = last.SourceBytes
 	}
 	runErr := b.run()
 	return b.finish(runErr)
@@ -293,6 +293,8 @@ func (b *backupRun) run() error {
 		return err
 	}
 	defer func() { b.tapes = tw.tapes }()
+	tw.noteTape = b.ticker.setTape
+	b.ticker.setTape(tw.barcode)
 	sw := tw.sw
 	swDone := false
 	defer func() {

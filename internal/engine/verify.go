@@ -126,7 +126,7 @@ func (e *Env) verifySaveset(ctx context.Context, ss *catalog.Saveset, opts Verif
 	}
 	phase := monitor.StartPhase(e.Clock, "verify")
 	e.emit(monitor.Event{Kind: monitor.PhaseStarted, JobID: jobID, Phase: "verify"})
-	v := &verifyRun{env: e, ctx: ctx, ss: ss, opts: opts, phase: phase}
+	v := &verifyRun{env: e, ctx: ctx, ss: ss, opts: opts, phase: phase, jobID: jobID}
 	var err error
 	if opts.Level == VerifyMedia {
 		err = v.media()
@@ -154,6 +154,8 @@ type verifyRun struct {
 	ss       *catalog.Saveset
 	opts     VerifyOptions
 	phase    *monitor.Phase
+	jobID    int64
+	ticker   progressTicker // total: the bytes to check, from the catalog or the index
 	checked  int64
 	problems []Problem
 }
@@ -175,7 +177,12 @@ func (v *verifyRun) mediaProblem(p catalog.Part, msg string) {
 func (v *verifyRun) media() error {
 	open := v.env.tapeOpener()
 	parts := append(append([]catalog.Part{}, v.ss.Parts...), v.ss.IndexPart)
+	for _, p := range v.ss.Parts {
+		v.ticker.total += p.Bytes
+	}
+	v.ticker.total += max(v.ss.IndexPart.Bytes, v.ss.IndexBytes)
 	for i, p := range parts {
+		v.ticker.setTape(p.Barcode)
 		dev, err := open(p.Barcode)
 		if err != nil {
 			return err
@@ -196,6 +203,7 @@ func (v *verifyRun) media() error {
 			off += int64(n)
 			v.phase.Media.Add(int64(n))
 			v.phase.Source.Add(int64(n)) // at this level the checked bytes are the media
+			v.env.tick(&v.ticker, v.jobID, v.phase, "")
 			if err == io.EOF {
 				break
 			}
@@ -287,6 +295,27 @@ func sampled(path string, pct float64) bool {
 	return float64(h.Sum32()%10000) < pct*100
 }
 
+// toCheck returns the bytes a data verify will hash: the saveset's source
+// bytes, or with a sample the sizes of the sampled files, counted in a
+// pass over the index (which reads no tape).
+func (v *verifyRun) toCheck(idx *index.Reader) int64 {
+	if v.opts.Sample <= 0 || v.opts.Sample >= 100 {
+		return v.ss.SourceBytes
+	}
+	var n int64
+	it := idx.Iter()
+	for it.Next() {
+		e := it.Entry()
+		if e.Type == index.TypeFile && e.Flags&index.FlagUnchanged == 0 && sampled(e.Path, v.opts.Sample) {
+			n += e.Size
+		}
+	}
+	if it.Err() != nil {
+		return 0 // unknown; the verify itself reports the damage
+	}
+	return n
+}
+
 // data decodes the saveset's stream and re-hashes every file it holds.
 func (v *verifyRun) data() error {
 	idx, err := v.env.openIndex(v.ss)
@@ -295,7 +324,8 @@ func (v *verifyRun) data() error {
 	}
 	defer idx.Close()
 	frames := idx.Frames()
-	src := span.NewReader(v.env.tapeOpener(), fromCatalogParts(v.ss.Parts))
+	v.ticker.total = v.toCheck(idx)
+	src := tapeNoting{src: span.NewReader(v.env.tapeOpener(), fromCatalogParts(v.ss.Parts)), parts: v.ss.Parts, ticker: &v.ticker}
 	rd, err := stream.NewReader(src, frames, stream.ReaderOptions{OnFrame: func(_, c int) { v.phase.Media.Add(int64(c)) }})
 	if err != nil {
 		return err
@@ -331,6 +361,7 @@ func (v *verifyRun) data() error {
 		h := stream.NewDigest()
 		n, err := io.Copy(h, rd)
 		v.phase.Source.Add(n)
+		v.env.tick(&v.ticker, v.jobID, v.phase, e.Path)
 		if err != nil {
 			v.problem(e.Path, "cannot read its data: "+err.Error())
 			continue
