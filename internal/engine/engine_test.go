@@ -358,7 +358,7 @@ func TestVerifyFindsDamage(t *testing.T) {
 		}
 		named := false
 		for _, p := range vr.Problems {
-			if strings.HasPrefix(filepath.Base(p.Path), "f") && strings.HasPrefix(p.Path, strings.TrimPrefix(src, "/")) {
+			if strings.HasPrefix(filepath.Base(p.Path), "f") && strings.HasPrefix(p.Path, src+"/") {
 				named = true
 			}
 		}
