@@ -49,7 +49,7 @@ func (rj *runningJob) touch(now time.Time) {
 }
 
 // maxStreams bounds --streams.
-const maxStreams = 16
+const maxStreams = api.MaxStreams
 
 // validate checks a job request before it is queued.
 func (s *Server) validate(req *api.JobRequest) error {

@@ -115,10 +115,14 @@ func TestStreams(t *testing.T) {
 		t.Fatalf("a backup in 2 streams gave jobs %v", ids)
 	}
 	to := t.TempDir()
-	var files int64
+	var files, lastSet int64
 	sets := map[int64]bool{}
 	for _, id := range ids {
 		j := r.wait(id)
+		if j.SavesetID <= lastSet {
+			t.Errorf("stream job %d has saveset %d, after saveset %d of the stream before: want them in stream order", id, j.SavesetID, lastSet)
+		}
+		lastSet = j.SavesetID
 		if j.State != catalog.StateSucceeded {
 			t.Fatalf("stream job %d: %s (%s)", id, j.State, j.Error)
 		}
