@@ -370,8 +370,8 @@ func (b *backupRun) run() error {
 	if b.ss.IndexPart, err = tw.appendIndex(idxTmp, size, fmt.Sprintf("saveset %d index", b.ss.ID), b.ss.Parts); err != nil {
 		return err
 	}
-	e.logf(b.job, "index: tape %s, tape file %d, %d entries, %s (%.1f bytes per entry)", b.ss.IndexPart.Barcode, b.ss.IndexPart.File,
-		b.ss.IndexEntries, units.FormatSize(size), float64(size)/float64(max(b.ss.IndexEntries, 1)))
+	e.logf(b.job, "index: tape %s, tape file %d, %s, %s (%.1f bytes per entry)", b.ss.IndexPart.Barcode, b.ss.IndexPart.File,
+		units.Count(b.ss.IndexEntries, "entry"), units.FormatSize(size), float64(size)/float64(max(b.ss.IndexEntries, 1)))
 	if err := idxTmp.Close(); err != nil {
 		return err
 	}
