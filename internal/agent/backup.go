@@ -178,6 +178,7 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 		return abort(err)
 	}
 	paths := b.Paths
+	var uncounted []string
 	if b.Streams > 1 {
 		split, err := SplitPaths(paths, b.Streams)
 		if err != nil {
@@ -187,9 +188,10 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 			return abort(fmt.Errorf("stream %d of %d: nothing to back up in this stream (fewer entries than streams)", b.Stream, b.Streams))
 		}
 		paths = split[b.Stream-1]
+		uncounted = sharedParents(split, b.Stream)
 	}
 	spec := engine.ProduceSpec{JobID: o.JobID, Paths: paths, Excludes: b.Excludes, Compress: level,
-		FrameSize: b.FrameSize, BaseID: b.BaseID}
+		FrameSize: b.FrameSize, BaseID: b.BaseID, Uncounted: uncounted}
 	if b.BaseID != 0 {
 		r, err := a.fetchIndex(ctx, o.JobID, b.BaseID)
 		if err != nil {

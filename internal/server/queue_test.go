@@ -156,5 +156,10 @@ func TestStreams(t *testing.T) {
 	} else if len(ents) < 2 {
 		t.Fatalf("the tree has %d top-level entries; the test needs several", len(ents))
 	}
-	t.Logf("%d files in 2 streams", files)
+	// The streams total what one backup of the whole tree counts: the
+	// parents every stream stores are counted once.
+	one := r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}})[0])
+	if one.State != catalog.StateSucceeded || one.Files != files {
+		t.Errorf("one-stream backup: %s, %d files; the 2 streams counted %d", one.State, one.Files, files)
+	}
 }
