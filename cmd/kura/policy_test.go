@@ -23,7 +23,7 @@ func TestPolicyCreateRefusesBadInput(t *testing.T) {
 		{[]string{"--selection", "docs", "--incr", "0 1 * *", "--keep-generations", "2"}, "cron"},
 		{[]string{"--selection", "nope", "--incr", "0 1 * * *", "--keep-generations", "2"}, `no selection set "nope"`},
 		{[]string{"--selection", "docs", "--incr", "0 1 * * *"}, "must keep something"},
-		{[]string{"--selection", "docs", "--incr", "0 1 * * *", "--keep-days", "-3"}, "must not be negative"},
+		{[]string{"--selection", "docs", "--incr", "0 1 * * *", "--keep-days", "-3"}, `"-3" for "--keep-days"`},
 		{[]string{"--selection", "docs", "--incr", "0 1 * * *", "--keep-days", "3", "--zone", "Mars/Olympus"}, "Mars/Olympus"},
 		{[]string{"--selection", "docs", "--keep-days", "3", "--vtl", "nowhere"}, `no library named "nowhere"`},
 	} {
