@@ -109,7 +109,7 @@ skipped or changed file is listed), 4 the --verify phase found problems.`,
 	intVar(f, &o.Workers, "readers", 0, 1, maxReaders, "files read in parallel ahead of the stream (default 4 per core)")
 	f.BoolVar(&asJSON, "json", false, "print the figures as JSON")
 	f.BoolVar(&detach, "detach", false, "with a server: queue the job, print its ID and return")
-	intVar(f, &streams, "streams", 1, 1, library.MaxDrives, "with a server: split the client's paths over this many drives")
+	intVar(f, &streams, "streams", 1, 1, api.MaxStreams, "with a server: split the client's paths over this many drives")
 	f.StringVar(&bwlimit, "bwlimit", "", "with a server: cap the job's network rate (100Mbit, 12.5MB/s)")
 	return cmd
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -42,31 +43,70 @@ func startProgress(env *engine.Env, enabled bool) (stop func()) {
 	}
 }
 
-// progressLine draws one progress event: a bar with percentage and time
-// left when the phase's total is known, else the running figures.
+// progressLine draws one progress event: the phase, then — when the
+// phase's total is known — a bar, the percentage and the time left, then
+// the running figures, the tape in use and, as room allows, the path being
+// worked on. On a narrow terminal the less useful parts go first (path,
+// bar, rate, files), so the percentage, time left and tape stay. It
+// depends on nothing but the event and the width (the time left is the
+// bytes left at the event's rate), so golden text tests it.
 func progressLine(ev monitor.Event, width int) string {
-	figures := fmt.Sprintf("%s  %s  %s", units.Count(ev.Files, "file"), units.FormatSize(ev.Bytes), units.FormatRate(ev.Rate))
-	head := ev.Phase
-	if ev.Total > 0 {
-		frac := min(float64(ev.Bytes)/float64(ev.Total), 1)
-		const barWidth = 24
-		done := int(frac * barWidth)
-		bar := strings.Repeat("=", done) + strings.Repeat(" ", barWidth-done)
-		if done < barWidth {
-			bar = bar[:done] + ">" + bar[done+1:]
-		}
-		left := "?"
-		if ev.Rate > 0 && ev.Bytes < ev.Total {
-			left = (time.Duration(float64(ev.Total-ev.Bytes)/ev.Rate) * time.Second).Round(time.Second).String()
-		} else if ev.Bytes >= ev.Total {
-			left = "0s"
-		}
-		head = fmt.Sprintf("%s [%s] %3.0f%%  %s of %s  %s left", ev.Phase, bar, frac*100,
-			units.FormatSize(ev.Bytes), units.FormatSize(ev.Total), left)
-		figures = fmt.Sprintf("%s  %s", units.Count(ev.Files, "file"), units.FormatRate(ev.Rate))
+	type part struct {
+		text string
+		drop int // 0: always shown; higher numbers are dropped first
 	}
-	line := head + "  " + figures
-	if room := width - len([]rune(line)) - 3; room > 10 && ev.Path != "" {
+	var parts []part
+	add := func(text string, drop int) { parts = append(parts, part{text, drop}) }
+	add(ev.Phase, 0)
+	if ev.Total > 0 {
+		frac := float64(ev.Bytes) / float64(ev.Total)
+		left := "?"
+		switch {
+		case ev.Bytes > ev.Total:
+			// Past an estimate (the last backup was smaller): how much is
+			// left is not known.
+			frac = 0.99
+		case ev.Bytes == ev.Total:
+			left = "0s"
+		case ev.Rate > 0:
+			left = timeLeft(time.Duration(float64(ev.Total-ev.Bytes) / ev.Rate * float64(time.Second)))
+		}
+		const barWidth = 24
+		done := min(int(frac*barWidth), barWidth)
+		bar := strings.Repeat("=", done)
+		if done < barWidth {
+			bar += ">" + strings.Repeat(" ", barWidth-done-1)
+		}
+		add("["+bar+"]", 4)
+		add(fmt.Sprintf("%d%%", int(math.Floor(frac*100))), 0)
+		add(units.FormatSize(ev.Bytes)+" of "+units.FormatSize(ev.Total), 1)
+		add(left+" left", 0)
+	} else {
+		add(units.FormatSize(ev.Bytes), 1)
+	}
+	add(units.Count(ev.Files, "file"), 2)
+	add(units.FormatRate(ev.Rate), 3)
+	if ev.Tape != "" {
+		add("tape "+ev.Tape, 0)
+	}
+	join := func(maxDrop int) string {
+		var b strings.Builder
+		for _, p := range parts {
+			if p.drop > maxDrop {
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteString("  ")
+			}
+			b.WriteString(p.text)
+		}
+		return b.String()
+	}
+	line := join(4)
+	for maxDrop := 3; maxDrop >= 0 && runeLen(line) > width-1; maxDrop-- {
+		line = join(maxDrop)
+	}
+	if room := width - runeLen(line) - 3; room > 10 && ev.Path != "" {
 		path := []rune(ev.Path)
 		if len(path) > room {
 			path = append([]rune("…"), path[len(path)-room+1:]...)
@@ -77,6 +117,23 @@ func progressLine(ev monitor.Event, width int) string {
 		line = string(r[:width-1])
 	}
 	return line
+}
+
+func runeLen(s string) int { return len([]rune(s)) }
+
+// timeLeft formats the time left as the job monitor formats elapsed time,
+// to the second: "45s", "12m 05s", "1h 08m 16s".
+func timeLeft(d time.Duration) string {
+	s := int64(d.Round(time.Second) / time.Second)
+	h, m := s/3600, s/60%60
+	s %= 60
+	switch {
+	case h > 0:
+		return fmt.Sprintf("%dh %02dm %02ds", h, m, s)
+	case m > 0:
+		return fmt.Sprintf("%dm %02ds", m, s)
+	}
+	return fmt.Sprintf("%ds", s)
 }
 
 // terminalWidth is the width of the terminal on stderr, or 100.

@@ -11,7 +11,7 @@ import (
 func TestProgressLine(t *testing.T) {
 	ev := monitor.Event{Phase: "backup", Files: 1234, Bytes: 50 << 20, Total: 100 << 20, Rate: 10 << 20, Path: "home/me/some/long/path/file.txt"}
 	got := progressLine(ev, 120)
-	for _, want := range []string{"backup [", "50%", "50.0 MiB of 100.0 MiB", "5s left", "1,234 files", "file.txt"} {
+	for _, want := range []string{"backup  [", "50%", "50.0 MiB of 100.0 MiB", "5s left", "1,234 files", "file.txt"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("progress line %q lacks %q", got, want)
 		}

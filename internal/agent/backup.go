@@ -184,6 +184,7 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 		return abort(err)
 	}
 	paths := b.Paths
+	var uncounted []string
 	if b.Streams > 1 {
 		split, err := SplitPaths(paths, b.Streams)
 		if err != nil {
@@ -193,9 +194,10 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 			return abort(fmt.Errorf("stream %d of %d: nothing to back up in this stream (fewer entries than streams)", b.Stream, b.Streams))
 		}
 		paths = split[b.Stream-1]
+		uncounted = sharedParents(split, b.Stream)
 	}
 	spec := engine.ProduceSpec{JobID: o.JobID, Paths: paths, Excludes: b.Excludes, Compress: level,
-		FrameSize: b.FrameSize, BaseID: b.BaseID}
+		FrameSize: b.FrameSize, BaseID: b.BaseID, Uncounted: uncounted}
 	if b.BaseID != 0 {
 		r, err := a.fetchIndex(ctx, o.JobID, b.BaseID, idle)
 		if err != nil {

@@ -182,6 +182,39 @@ func (a *Agent) restore(ctx context.Context, o api.Order) error {
 	return err
 }
 
+// sharedParents returns the parent directories of stream k's paths (1-based)
+// that an earlier stream of the split also stores: every stream stores the
+// parents of its paths, but only the first to hold one counts it, so that
+// the streams' files total those of one backup of the whole selection.
+func sharedParents(split [][]string, k int) []string {
+	earlier := map[string]bool{}
+	for _, part := range split[:k-1] {
+		for _, p := range part {
+			for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+				earlier[d] = true
+				if d == filepath.Dir(d) {
+					break
+				}
+			}
+		}
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range split[k-1] {
+		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+			if earlier[d] && !seen[d] {
+				seen[d] = true
+				out = append(out, d)
+			}
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // SplitPaths divides a selection into n parts of about equal size, for a
 // backup split over n drives: the given paths, or if they are fewer than
 // n their top-level entries, assigned largest first to the smallest part.

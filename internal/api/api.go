@@ -109,7 +109,7 @@ type JobRequest struct {
 	Label     string   `json:"label,omitempty"`
 	FrameSize int      `json:"frame_size,omitempty"`
 	BWLimit   int64    `json:"bwlimit,omitempty"` // bytes/s; 0 = the client's default
-	Streams   int      `json:"streams,omitempty"` // split over this many drives
+	Streams   int      `json:"streams,omitempty"` // split over this many drives, at most MaxStreams
 	Stream    int      `json:"stream,omitempty"`  // which stream this job is (1-based; set by the server)
 	Policy    string   `json:"policy,omitempty"`  // the policy this backup runs for (set by the scheduler or policy run)
 	Pool      string   `json:"pool,omitempty"`    // its tape pool

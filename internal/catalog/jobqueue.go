@@ -40,3 +40,26 @@ func (c *Catalog) SetJobReason(id int64, state, reason string) error {
 	}
 	return nil
 }
+
+// StreamJobs returns the jobs of a backup split into streams, in stream
+// order: the first stream's job (parent) and the jobs whose parent it is,
+// by ID (the server creates them stream after stream).
+func (c *Catalog) StreamJobs(parent int64) ([]*Job, error) {
+	rows, err := c.db.Query(`SELECT id, `+jobColumns+` FROM jobs WHERE id = ? OR parent_id = ? ORDER BY id`, parent, parent)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: listing the streams of job %d: %w", parent, err)
+	}
+	defer rows.Close()
+	var out []*Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, fmt.Errorf("catalog: listing the streams of job %d: %w", parent, err)
+		}
+		out = append(out, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("catalog: listing the streams of job %d: %w", parent, err)
+	}
+	return out, nil
+}

@@ -214,11 +214,11 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 
 	b := &backupRun{env: e, ctx: ctx, opts: opts, job: job, ss: ss, base: base, lib: lib,
 		paths: paths, excludes: excludes, skip: skip, res: res}
-	if level == LevelFull {
-		// The last full of the same selection is a good guess of the size.
-		if last, err := e.Catalog.LastSaveset(e.Client, selKey, []string{LevelFull}, time.Time{}); err == nil {
-			b.ticker.total = last.SourceBytes
-		}
+	// The last backup of the same selection and level is a good guess of
+	// the size (0, unknown, without one): progress shows a percentage and
+	// the time left.
+	if last, err := e.Catalog.LastSaveset(e.Client, selKey, []string{level}, time.Time{}); err == nil {
+		b.ticker.total = last.SourceBytes
 	}
 	runErr := b.run()
 	return b.finish(runErr)
@@ -296,6 +296,8 @@ func (b *backupRun) run() error {
 		return err
 	}
 	defer func() { b.tapes = tw.tapes }()
+	tw.noteTape = b.ticker.setTape
+	b.ticker.setTape(tw.barcode)
 	sw := tw.sw
 	swDone := false
 	defer func() {
@@ -376,8 +378,8 @@ func (b *backupRun) run() error {
 	if b.ss.IndexPart, err = tw.appendIndex(idxTmp, size, fmt.Sprintf("saveset %d index", b.ss.ID), b.ss.Parts); err != nil {
 		return err
 	}
-	e.logf(b.job, "index: tape %s, tape file %d, %d entries, %s (%.1f bytes per entry)", b.ss.IndexPart.Barcode, b.ss.IndexPart.File,
-		b.ss.IndexEntries, units.FormatSize(size), float64(size)/float64(max(b.ss.IndexEntries, 1)))
+	e.logf(b.job, "index: tape %s, tape file %d, %s, %s (%.1f bytes per entry)", b.ss.IndexPart.Barcode, b.ss.IndexPart.File,
+		units.Count(b.ss.IndexEntries, "entry"), units.FormatSize(size), float64(size)/float64(max(b.ss.IndexEntries, 1)))
 	if err := idxTmp.Close(); err != nil {
 		return err
 	}

@@ -310,6 +310,8 @@ func (c *copyRun) run() error {
 		return err
 	}
 	defer func() { c.tapes = tw.tapes }()
+	tw.noteTape = c.ticker.setTape
+	c.ticker.setTape(tw.barcode)
 	sw := tw.sw
 	swDone := false
 	defer func() {

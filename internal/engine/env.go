@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,6 +34,7 @@ import (
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/private"
+	"github.com/kura-backup/kura/internal/stream"
 	"github.com/kura-backup/kura/internal/tape"
 )
 
@@ -548,10 +550,40 @@ func phaseRecord(p *monitor.Phase) catalog.Phase {
 }
 
 // progressTicker limits progress events to a few per second; total is the
-// phase's expected source bytes (0 when unknown).
+// phase's expected source bytes (0 when unknown); tape is the barcode of
+// the tape in use, set by whoever loads or opens one (setTape), from any
+// goroutine.
 type progressTicker struct {
 	last  time.Time
 	total int64
+	tape  atomic.Pointer[string]
+}
+
+// setTape notes the tape the phase uses now.
+func (t *progressTicker) setTape(barcode string) { t.tape.Store(&barcode) }
+
+func (t *progressTicker) currentTape() string {
+	if p := t.tape.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// tapeNoting is a FrameSource that tells a progress ticker which tape each
+// part it opens is on.
+type tapeNoting struct {
+	src    stream.FrameSource
+	parts  []catalog.Part
+	ticker *progressTicker
+}
+
+var _ stream.FrameSource = tapeNoting{}
+
+func (s tapeNoting) OpenAt(loc stream.Location) (io.ReadCloser, error) {
+	if loc.Part >= 0 && loc.Part < len(s.parts) {
+		s.ticker.setTape(s.parts[loc.Part].Barcode)
+	}
+	return s.src.OpenAt(loc)
 }
 
 const progressEvery = 250 * time.Millisecond
@@ -563,7 +595,7 @@ func (e *Env) tick(t *progressTicker, jobID int64, p *monitor.Phase, path string
 	}
 	t.last = now
 	e.emit(monitor.Event{Kind: monitor.Progress, JobID: jobID, Phase: p.Name, Files: p.Files.Total(),
-		Bytes: p.Source.Total(), Path: path, Rate: p.Source.Average(), Total: t.total})
+		Bytes: p.Source.Total(), Path: path, Rate: p.Source.Average(), Total: t.total, Tape: t.currentTape()})
 }
 
 // logf adds a timestamped line to a job's log (the tail `kura jobs show`

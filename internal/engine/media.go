@@ -9,6 +9,7 @@ import (
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/home"
 	"github.com/kura-backup/kura/internal/library"
+	"github.com/kura-backup/kura/internal/units"
 )
 
 // liveSavesets returns the unexpired savesets that have data or an index
@@ -42,7 +43,7 @@ func (e *Env) RemoveLibrary(name string) error {
 		return err
 	}
 	if len(live) > 0 {
-		return fmt.Errorf("library %s holds %d unexpired savesets (first: %d); expire or erase them first", name, len(live), live[0].ID)
+		return fmt.Errorf("library %s holds %s (first: %d); expire or erase them first", name, units.Count(int64(len(live)), "unexpired saveset"), live[0].ID)
 	}
 	// Copies of savesets on it count too: they may be the only copy online.
 	all, err := e.liveSavesets("", "")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/kura-backup/kura/internal/compress"
@@ -37,6 +39,11 @@ type ProduceSpec struct {
 	// Stream tunes the stream writer beyond level and frame size (the auto
 	// controller, the number of encoders). Level and FrameSize win.
 	Stream stream.Options
+	// Uncounted are absolute directories this backup stores (as parents
+	// of its paths) but does not count in its files: a later stream of a
+	// split backup, whose earlier stream counts the parents they share, so
+	// that the streams total what one stream would.
+	Uncounted []string
 }
 
 // ProduceHooks are where a producer's figures go while it runs.
@@ -107,7 +114,10 @@ func (LocalProducer) Produce(ctx context.Context, spec ProduceSpec, sink stream.
 	if err != nil {
 		return nil, err
 	}
-	p := &producer{ctx: ctx, spec: spec, hooks: hooks}
+	p := &producer{ctx: ctx, spec: spec, hooks: hooks, uncounted: map[string]bool{}}
+	for _, d := range spec.Uncounted {
+		p.uncounted[strings.TrimPrefix(filepath.ToSlash(filepath.Clean(d)), "/")] = true
+	}
 	var base *baseIndex
 	if spec.Base != nil {
 		base = &baseIndex{it: spec.Base.Iter(), id: spec.BaseID}
@@ -147,4 +157,5 @@ type producer struct {
 	asyncMu   sync.Mutex
 	asyncWarn [][2]string
 	files     int64
+	uncounted map[string]bool // index paths of ProduceSpec.Uncounted
 }

@@ -419,7 +419,7 @@ func (b *producer) write(strm *stream.Writer, idxw *index.Writer, it *item, budg
 	if err := idxw.Add(e); err != nil {
 		return fmt.Errorf("index: %w", err)
 	}
-	if !it.unchanged {
+	if !it.unchanged && !b.uncounted[e.Path] {
 		// The job counts what it backed up; the index lists the whole tree.
 		b.files++
 		b.hooks.Phase.Files.Add(1)

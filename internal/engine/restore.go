@@ -184,6 +184,11 @@ func (e *Env) RestoreFiles(ctx context.Context, store SavesetStore, ss *catalog.
 		phase: monitor.StartPhase(e.Clock, "restore"), sources: map[int64]*sourceReader{},
 		asRoot: os.Geteuid() == 0}
 	r.ticker.total = total
+	if len(ss.Parts) > 0 {
+		// The tape the restore starts on; each part opened then says its
+		// own (tapeNoting in sourceFor).
+		r.ticker.setTape(ss.Parts[0].Barcode)
+	}
 	runErr := r.run()
 	r.close()
 	r.phase.End()
@@ -334,6 +339,7 @@ func (r *restoreRun) source(id int64) (*sourceReader, error) {
 	if err != nil {
 		return nil, err
 	}
+	src = tapeNoting{src: src, parts: ss.Parts, ticker: &r.ticker}
 	rd, err := stream.NewReader(src, frames, stream.ReaderOptions{OnFrame: func(_, compressed int) { r.phase.Media.Add(int64(compressed)) }})
 	if err != nil {
 		return nil, err

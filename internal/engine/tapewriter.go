@@ -29,6 +29,9 @@ type tapeWriter struct {
 	barcode string
 	tapes   []string // every tape written, in order
 	sw      *span.Writer
+	// noteTape, if set, is told every tape loaded after the first (the
+	// progress ticker's setTape).
+	noteTape func(barcode string)
 }
 
 // newTapeWriter loads the first writable tape of pool into drv and opens the
@@ -75,6 +78,9 @@ func (w *tapeWriter) next(exclude []string) (tape.Device, string, error) {
 	w.e.logf(w.job, "tape %s reached its early-warning point: continuing on tape %s", w.barcode, bc)
 	w.cur, w.barcode = t, bc
 	w.tapes = append(w.tapes, bc)
+	if w.noteTape != nil {
+		w.noteTape(bc)
+	}
 	return t, bc, nil
 }
 

@@ -174,6 +174,7 @@ type verifyRun struct {
 	opts     VerifyOptions
 	phase    *monitor.Phase
 	jobID    int64
+	ticker   progressTicker // total: the bytes to check, from the catalog or the index
 	checked  int64
 	problems []Problem
 	warnings []string
@@ -235,7 +236,12 @@ func (v *verifyRun) labels() {
 func (v *verifyRun) media() error {
 	open := v.env.tapeOpener()
 	parts := append(append([]catalog.Part{}, v.ss.Parts...), v.ss.IndexPart)
+	for _, p := range v.ss.Parts {
+		v.ticker.total += p.Bytes
+	}
+	v.ticker.total += max(v.ss.IndexPart.Bytes, v.ss.IndexBytes)
 	for i, p := range parts {
+		v.ticker.setTape(p.Barcode)
 		dev, err := open(p.Barcode)
 		if err != nil {
 			return err
@@ -262,6 +268,7 @@ func (v *verifyRun) media() error {
 			off += int64(n)
 			v.phase.Media.Add(int64(n))
 			v.phase.Source.Add(int64(n)) // at this level the checked bytes are the media
+			v.env.tick(&v.ticker, v.jobID, v.phase, "")
 			if err == io.EOF {
 				break
 			}
@@ -321,8 +328,7 @@ func (v *verifyRun) checkCache(tapeSum []byte) {
 		}
 	}
 	if err := v.env.cacheIndex(v.ss, p); err != nil {
-		v.problem(fmt.Sprintf("tape %s file %d", v.ss.IndexPart.Barcode, v.ss.IndexPart.File),
-			fmt.Sprintf("the cached index of saveset %d was damaged (%s) and cannot be rebuilt: %v", v.ss.ID, why, err))
+		v.mediaProblem(v.ss.IndexPart, fmt.Sprintf("the cached index of saveset %d was damaged (%s) and cannot be rebuilt: %v", v.ss.ID, why, err))
 		return
 	}
 	v.warn(fmt.Sprintf("the cached index of saveset %d was damaged (%s): rebuilt from tape %s file %d",
@@ -392,6 +398,27 @@ func sampled(path string, pct float64) bool {
 	return float64(h.Sum32()%10000) < pct*100
 }
 
+// toCheck returns the bytes a data verify will hash: the saveset's source
+// bytes, or with a sample the sizes of the sampled files, counted in a
+// pass over the index (which reads no tape).
+func (v *verifyRun) toCheck(idx *index.Reader) int64 {
+	if v.opts.Sample <= 0 || v.opts.Sample >= 100 {
+		return v.ss.SourceBytes
+	}
+	var n int64
+	it := idx.Iter()
+	for it.Next() {
+		e := it.Entry()
+		if e.Type == index.TypeFile && e.Flags&index.FlagUnchanged == 0 && sampled(e.Path, v.opts.Sample) {
+			n += e.Size
+		}
+	}
+	if it.Err() != nil {
+		return 0 // unknown; the verify itself reports the damage
+	}
+	return n
+}
+
 // data decodes the saveset's stream and re-hashes every file it holds.
 func (v *verifyRun) data() error {
 	idx, err := v.env.openIndex(v.ss, v.warn)
@@ -400,7 +427,8 @@ func (v *verifyRun) data() error {
 	}
 	defer idx.Close()
 	frames := idx.Frames()
-	src := span.NewReader(v.env.tapeOpener(), fromCatalogParts(v.ss.Parts))
+	v.ticker.total = v.toCheck(idx)
+	src := tapeNoting{src: span.NewReader(v.env.tapeOpener(), fromCatalogParts(v.ss.Parts)), parts: v.ss.Parts, ticker: &v.ticker}
 	rd, err := stream.NewReader(src, frames, stream.ReaderOptions{OnFrame: func(_, c int) { v.phase.Media.Add(int64(c)) }})
 	if err != nil {
 		return err
@@ -437,6 +465,7 @@ func (v *verifyRun) data() error {
 		h := stream.NewDigest()
 		n, err := io.Copy(h, rd)
 		v.phase.Source.Add(n)
+		v.env.tick(&v.ticker, v.jobID, v.phase, e.Path)
 		if err != nil {
 			v.problem(e.Path, "cannot read its data: "+err.Error())
 			continue

@@ -38,6 +38,9 @@ type Event struct {
 	// knows exactly; a full backup estimates from the last full of the
 	// same selection); 0 when unknown.
 	Total int64 `json:"total,omitempty"`
+	// Tape is the barcode of the tape the phase is writing or reading now,
+	// when it uses one.
+	Tape string `json:"tape,omitempty"`
 
 	// Message is the warning text (warning), or the job's status
 	// (job_ended: succeeded, warnings, failed, canceled).

@@ -110,6 +110,10 @@ func (q *queue) schedule(ctx context.Context) {
 			q.wait(j, "waiting for agent "+agent+" to connect")
 			continue
 		}
+		if reason := q.streamTurn(j, req); reason != "" {
+			q.wait(j, reason)
+			continue
+		}
 		rj := &runningJob{id: j.ID, agent: agent, owner: req.Client, req: req}
 		if req.Kind == api.KindBackup {
 			lib, n, reason := q.reserve(j.ID, req)
@@ -129,6 +133,32 @@ func (q *queue) schedule(ctx context.Context) {
 		s.wg.Add(1) // Close waits for the job to record its end
 		go func() { defer s.wg.Done(); s.runJob(jctx, j, rj) }()
 	}
+}
+
+// streamTurn says why stream k of a split backup must wait, or "" when it
+// may start: once stream k-1 has its saveset (or has ended without one),
+// so that the savesets of a split are numbered in stream order. The wait
+// holds no drive: a stream waiting for its turn never keeps the one before
+// it from starting.
+func (q *queue) streamTurn(j *catalog.Job, req api.JobRequest) string {
+	if req.Kind != api.KindBackup || req.Streams < 2 || req.Stream < 2 || j.ParentID == 0 {
+		return ""
+	}
+	jobs, err := q.s.env.Catalog.StreamJobs(j.ParentID)
+	if err != nil || len(jobs) < req.Stream {
+		return "" // not a split this server made: nothing to keep in order
+	}
+	prev := jobs[req.Stream-2]
+	switch prev.State {
+	case catalog.StateQueued, catalog.StateWaiting:
+	case catalog.StateRunning:
+		if prev.SavesetID != 0 {
+			return ""
+		}
+	default: // ended
+		return ""
+	}
+	return fmt.Sprintf("waiting for stream %d of %d (job %d) to start its saveset", req.Stream-1, req.Streams, prev.ID)
 }
 
 // reserve takes a free drive of the job's library, or says why it cannot.

@@ -115,10 +115,14 @@ func TestStreams(t *testing.T) {
 		t.Fatalf("a backup in 2 streams gave jobs %v", ids)
 	}
 	to := t.TempDir()
-	var files int64
+	var files, lastSet int64
 	sets := map[int64]bool{}
 	for _, id := range ids {
 		j := r.wait(id)
+		if j.SavesetID <= lastSet {
+			t.Errorf("stream job %d has saveset %d, after saveset %d of the stream before: want them in stream order", id, j.SavesetID, lastSet)
+		}
+		lastSet = j.SavesetID
 		if j.State != catalog.StateSucceeded {
 			t.Fatalf("stream job %d: %s (%s)", id, j.State, j.Error)
 		}
@@ -152,5 +156,10 @@ func TestStreams(t *testing.T) {
 	} else if len(ents) < 2 {
 		t.Fatalf("the tree has %d top-level entries; the test needs several", len(ents))
 	}
-	t.Logf("%d files in 2 streams", files)
+	// The streams total what one backup of the whole tree counts: the
+	// parents every stream stores are counted once.
+	one := r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}})[0])
+	if one.State != catalog.StateSucceeded || one.Files != files {
+		t.Errorf("one-stream backup: %s, %d files; the 2 streams counted %d", one.State, one.Files, files)
+	}
 }

@@ -61,6 +61,9 @@ type prodResult struct {
 
 func (p *remoteProducer) Produce(ctx context.Context, spec engine.ProduceSpec, sink stream.FrameSink, idx io.Writer, hooks engine.ProduceHooks) (*engine.Produced, error) {
 	s, rj := p.s, p.rj
+	// The saveset exists now: the next stream of a split may start
+	// (queue.streamTurn).
+	s.q.kick()
 	prod := &production{spec: spec, sink: sink, idx: idx, hooks: hooks, attach: make(chan struct{}),
 		done: make(chan prodResult, 1), close: make(chan api.BackupClose, 1), index: make(chan error, 1)}
 	rj.mu.Lock()
