@@ -360,6 +360,9 @@ func TestDrivesExclusiveBetweenProcesses(t *testing.T) {
 	})
 	must(t, err)
 	<-took
+	if in := a.reg.Running(); len(in) != 1 || strings.Join(in[0].Drives, ",") != "vtl/1" {
+		t.Errorf("a's running jobs: %+v", in)
+	}
 
 	try := func() error {
 		h, err := b.reg.Start(context.Background(), Spec{Kind: TapeErase}, func(_ context.Context, r *Run) error {
@@ -438,4 +441,33 @@ func TestInvalidArguments(t *testing.T) {
 			t.Errorf("kind %s not valid", k)
 		}
 	}
+}
+
+// A job gives a drive back before it ends; another job takes it at once.
+func TestReleaseDrive(t *testing.T) {
+	p := newProc(t, catalogPath(t), "a")
+	released, release := make(chan struct{}), make(chan struct{})
+	h, err := p.reg.Start(context.Background(), Spec{Kind: Restore}, func(ctx context.Context, r *Run) error {
+		must(t, r.TakeDrive("vtl", 2))
+		must(t, r.ReleaseDrive("vtl", 2))
+		if err := r.ReleaseDrive("vtl", 2); !errors.Is(err, catalog.ErrLeaseLost) {
+			t.Errorf("second release: %v", err)
+		}
+		if d := r.Info().Drives; len(d) != 0 {
+			t.Errorf("drives after release: %v", d)
+		}
+		close(released)
+		return waitOr(ctx, release)
+	})
+	must(t, err)
+	<-released
+	h2, err := p.reg.Start(context.Background(), Spec{Kind: Verify}, func(_ context.Context, r *Run) error {
+		return r.TakeDrive("vtl", 2)
+	})
+	must(t, err)
+	if res := h2.Wait(); res.State != Succeeded {
+		t.Errorf("second job: %s %v", res.State, res.Err)
+	}
+	close(release)
+	h.Wait()
 }

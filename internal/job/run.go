@@ -24,7 +24,8 @@ type Info struct {
 	State    State           `json:"state"`
 	Holder   string          `json:"holder"`
 	Started  time.Time       `json:"started"`
-	Phase    string          `json:"phase"` // the phase running now, "" between phases
+	Phase    string          `json:"phase"`  // the phase running now, "" between phases
+	Drives   []string        `json:"drives"` // leased drives, as library/drive
 	Figures  monitor.Figures `json:"figures"`
 	Warnings []string        `json:"warnings"` // the first catalog.MaxWarnings
 	Log      []string        `json:"log"`      // the last catalog.MaxLogLines lines
@@ -223,6 +224,9 @@ func (r *Run) Info() Info {
 		Warnings: append([]string(nil), r.row.Warnings...), Log: append([]string(nil), r.row.Log...)}
 	if r.open != nil {
 		in.Phase = r.open.Name
+	}
+	for _, d := range r.drives {
+		in.Drives = append(in.Drives, fmt.Sprintf("%s/%d", d.lib, d.n))
 	}
 	return in
 }
