@@ -448,8 +448,12 @@ func TestReleaseDrive(t *testing.T) {
 	p := newProc(t, catalogPath(t), "a")
 	released, release := make(chan struct{}), make(chan struct{})
 	h, err := p.reg.Start(context.Background(), Spec{Kind: Restore}, func(ctx context.Context, r *Run) error {
-		must(t, r.TakeDrive("vtl", 2))
-		must(t, r.ReleaseDrive("vtl", 2))
+		if err := r.TakeDrive("vtl", 2); err != nil {
+			return err // t.Fatal belongs to the test's goroutine
+		}
+		if err := r.ReleaseDrive("vtl", 2); err != nil {
+			return err
+		}
 		if err := r.ReleaseDrive("vtl", 2); !errors.Is(err, catalog.ErrLeaseLost) {
 			t.Errorf("second release: %v", err)
 		}
@@ -460,7 +464,11 @@ func TestReleaseDrive(t *testing.T) {
 		return waitOr(ctx, release)
 	})
 	must(t, err)
-	<-released
+	select {
+	case <-released:
+	case <-h.Done():
+		t.Fatalf("first job: %v", h.Wait().Err)
+	}
 	h2, err := p.reg.Start(context.Background(), Spec{Kind: Verify}, func(_ context.Context, r *Run) error {
 		return r.TakeDrive("vtl", 2)
 	})
