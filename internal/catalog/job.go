@@ -16,6 +16,8 @@ const (
 	KindCopy    = "copy"
 	KindScan    = "scan"
 	KindCatalog = "catalog" // a backup of the catalog itself to tape
+	KindPrune   = "prune"   // expiring savesets by retention
+	KindErase   = "erase"   // erasing a tape
 )
 
 // Job states. Queued and waiting jobs have not started; running jobs are in
@@ -91,7 +93,8 @@ func (j *Job) validate() error {
 	if j.ID < 0 {
 		return fmt.Errorf("catalog: job ID %d: %w", j.ID, ErrInvalid)
 	}
-	if !oneOf(j.Kind, KindBackup, KindRestore, KindVerify, KindCopy, KindScan, KindCatalog) {
+	if !oneOf(j.Kind, KindBackup, KindRestore, KindVerify, KindCopy, KindScan, KindCatalog,
+		KindPrune, KindErase) {
 		return fmt.Errorf("catalog: job kind %q: %w", j.Kind, ErrInvalid)
 	}
 	if !validJobState(j.State) {

@@ -156,4 +156,28 @@ var migrations = [][]string{
 			value TEXT NOT NULL
 		)`,
 	},
+	// 5: leases (issue 11): who runs a job and who holds a drive, with a
+	// heartbeat, so that every process on the catalog knows what is running
+	// and a job whose holder died can be reclaimed once its lease expires.
+	{
+		`CREATE TABLE job_leases (
+			job_id     INTEGER PRIMARY KEY REFERENCES jobs (id),
+			holder     TEXT NOT NULL,
+			acquired   INTEGER NOT NULL,
+			heartbeat  INTEGER NOT NULL,
+			expires_at INTEGER NOT NULL
+		)`,
+		`CREATE INDEX job_leases_expires ON job_leases (expires_at)`,
+		`CREATE TABLE drive_leases (
+			library    TEXT NOT NULL,
+			drive      INTEGER NOT NULL,
+			holder     TEXT NOT NULL,
+			job_id     INTEGER NOT NULL,
+			acquired   INTEGER NOT NULL,
+			heartbeat  INTEGER NOT NULL,
+			expires_at INTEGER NOT NULL,
+			PRIMARY KEY (library, drive)
+		)`,
+		`CREATE INDEX drive_leases_job ON drive_leases (job_id)`,
+	},
 }

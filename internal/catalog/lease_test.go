@@ -1,0 +1,323 @@
+package catalog
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const ttl = 30 * time.Second
+
+func queuedJob(t *testing.T, c *Catalog) *Job {
+	t.Helper()
+	j := &Job{Kind: KindBackup, State: StateQueued, Client: "db1", Reason: "waiting for a drive"}
+	must(t, c.CreateJob(j))
+	return j
+}
+
+func wantErr(t *testing.T, what string, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("%s: err = %v, want %v", what, err, want)
+	}
+}
+
+func TestJobLeaseLifecycle(t *testing.T) {
+	c, _ := openTemp(t)
+	j := queuedJob(t, c)
+
+	got, l, err := c.AcquireJobLease(j.ID, "a", t0, ttl)
+	must(t, err)
+	if got.State != StateRunning || !got.Started.Equal(t0) || got.Reason != "" {
+		t.Errorf("taken job: state %s, started %v, reason %q", got.State, got.Started, got.Reason)
+	}
+	if l.Holder != "a" || !l.Acquired.Equal(t0) || !l.Expires.Equal(t0.Add(ttl)) {
+		t.Errorf("lease = %+v", l)
+	}
+	row, err := c.Job(j.ID)
+	must(t, err)
+	if row.State != StateRunning {
+		t.Errorf("job row is %s after the lease was taken, want running", row.State)
+	}
+
+	// Another holder cannot take it while the lease lives, nor once it has
+	// expired: the job has started, so it must be reclaimed, never run again.
+	_, _, err = c.AcquireJobLease(j.ID, "b", t0.Add(ttl-time.Nanosecond), ttl)
+	wantErr(t, "b takes a live lease", err, ErrLeaseHeld)
+	_, _, err = c.AcquireJobLease(j.ID, "b", t0.Add(ttl), ttl)
+	wantErr(t, "b takes an expired lease of a running job", err, ErrNotQueued)
+	_, _, err = c.AcquireJobLease(j.ID, "a", t0, ttl)
+	wantErr(t, "a takes its own running job again", err, ErrNotQueued)
+
+	// A heartbeat moves the expiry.
+	l, err = c.RenewJobLease(j.ID, "a", t0.Add(10*time.Second), ttl)
+	must(t, err)
+	if !l.Heartbeat.Equal(t0.Add(10*time.Second)) || !l.Expires.Equal(t0.Add(40*time.Second)) || !l.Acquired.Equal(t0) {
+		t.Errorf("renewed lease = %+v", l)
+	}
+	_, err = c.RenewJobLease(j.ID, "b", t0.Add(10*time.Second), ttl)
+	wantErr(t, "b renews a's lease", err, ErrLeaseLost)
+
+	live, err := c.LiveJobLeases(t0.Add(39 * time.Second))
+	must(t, err)
+	if len(live) != 1 || live[0].JobID != j.ID || live[0].Holder != "a" {
+		t.Errorf("live leases before expiry = %+v", live)
+	}
+	if ids, err := c.ReclaimExpiredJobs(t0.Add(39 * time.Second)); err != nil || len(ids) != 0 {
+		t.Fatalf("reclaim before expiry = %v, %v", ids, err)
+	}
+
+	// a dies: at the expiry its job is reclaimed, once.
+	at := t0.Add(40 * time.Second)
+	if live, _ := c.LiveJobLeases(at); len(live) != 0 {
+		t.Errorf("live leases at expiry = %+v", live)
+	}
+	if exp, _ := c.ExpiredJobLeases(at); len(exp) != 1 || exp[0].JobID != j.ID {
+		t.Errorf("expired leases at expiry = %+v", exp)
+	}
+	ids, err := c.ReclaimExpiredJobs(at)
+	must(t, err)
+	if len(ids) != 1 || ids[0] != j.ID {
+		t.Fatalf("reclaimed %v, want [%d]", ids, j.ID)
+	}
+	row, err = c.Job(j.ID)
+	must(t, err)
+	if row.State != StateInterrupted || !strings.HasPrefix(row.Error, ReasonLeaseExpired) ||
+		!strings.Contains(row.Error, "holder a ") || !row.Finished.Equal(at) || len(row.Log) != 1 {
+		t.Errorf("reclaimed job: %s, %q, finished %v, log %q", row.State, row.Error, row.Finished, row.Log)
+	}
+	if ids, err := c.ReclaimExpiredJobs(at.Add(time.Hour)); err != nil || len(ids) != 0 {
+		t.Errorf("second reclaim = %v, %v", ids, err)
+	}
+	_, err = c.JobLease(j.ID)
+	wantErr(t, "lease of a reclaimed job", err, ErrNotFound)
+
+	// a wakes up: it can neither renew nor record an end over the reclaim.
+	_, err = c.RenewJobLease(j.ID, "a", at, ttl)
+	wantErr(t, "renew after reclaim", err, ErrLeaseLost)
+	row.State, row.Error = StateSucceeded, ""
+	wantErr(t, "finish after reclaim", c.FinishLeasedJob(row, "a"), ErrLeaseLost)
+	row.State = StateRunning
+	wantErr(t, "update after reclaim", c.UpdateLeasedJob(row, "a"), ErrLeaseLost)
+	if row, _ := c.Job(j.ID); row.State != StateInterrupted {
+		t.Errorf("the holder overwrote the reclaim: %s", row.State)
+	}
+}
+
+// A holder that was only slow keeps its job if nobody reclaimed it first.
+func TestExpiredLeaseRenewedBeforeReclaim(t *testing.T) {
+	c, _ := openTemp(t)
+	j := queuedJob(t, c)
+	_, _, err := c.AcquireJobLease(j.ID, "a", t0, ttl)
+	must(t, err)
+	late := t0.Add(ttl + time.Minute)
+	_, err = c.RenewJobLease(j.ID, "a", late, ttl)
+	must(t, err)
+	if ids, err := c.ReclaimExpiredJobs(late); err != nil || len(ids) != 0 {
+		t.Fatalf("reclaimed %v, %v after the renewal", ids, err)
+	}
+}
+
+func TestFinishAndReleaseJobLease(t *testing.T) {
+	c, _ := openTemp(t)
+	j := queuedJob(t, c)
+	_, _, err := c.AcquireJobLease(j.ID, "a", t0, ttl)
+	must(t, err)
+
+	// Handed back: waiting again, and b may take it at once.
+	wantErr(t, "release as running", c.ReleaseJobLease(j.ID, "a", StateRunning, ""), ErrInvalid)
+	wantErr(t, "release by b", c.ReleaseJobLease(j.ID, "b", StateWaiting, "x"), ErrLeaseLost)
+	must(t, c.ReleaseJobLease(j.ID, "a", StateWaiting, "waiting for a tape"))
+	row, err := c.Job(j.ID)
+	must(t, err)
+	if row.State != StateWaiting || row.Reason != "waiting for a tape" {
+		t.Errorf("released job: %s %q", row.State, row.Reason)
+	}
+	row, _, err = c.AcquireJobLease(j.ID, "b", t0.Add(time.Second), ttl)
+	must(t, err)
+	_, err = c.AcquireDriveLease("lib", 1, "b", j.ID, t0.Add(time.Second), ttl)
+	must(t, err)
+
+	row.Files = 42
+	row.Log = []string{"writing"}
+	must(t, c.UpdateLeasedJob(row, "b"))
+	row.State = StateSucceeded
+	wantErr(t, "update to a final state", c.UpdateLeasedJob(row, "b"), ErrInvalid)
+	row.State = StateRunning
+	wantErr(t, "finish as running", c.FinishLeasedJob(row, "b"), ErrInvalid)
+	row.State, row.Finished = StateSucceeded, t0.Add(time.Minute)
+	wantErr(t, "finish by a", c.FinishLeasedJob(row, "a"), ErrLeaseLost)
+	must(t, c.FinishLeasedJob(row, "b"))
+
+	got, err := c.Job(j.ID)
+	must(t, err)
+	if got.State != StateSucceeded || got.Files != 42 || len(got.Log) != 1 {
+		t.Errorf("finished job: %s, %d files, log %q", got.State, got.Files, got.Log)
+	}
+	_, err = c.JobLease(j.ID)
+	wantErr(t, "lease of a finished job", err, ErrNotFound)
+	if ds, _ := c.LiveDriveLeases(t0); len(ds) != 0 {
+		t.Errorf("drive leases after the job finished: %+v", ds)
+	}
+	_, _, err = c.AcquireJobLease(j.ID, "a", t0.Add(time.Hour), ttl)
+	wantErr(t, "take a finished job", err, ErrNotQueued)
+}
+
+func TestCreateLeasedJob(t *testing.T) {
+	c, _ := openTemp(t)
+	j := &Job{Kind: KindVerify}
+	l, err := c.CreateLeasedJob(j, "a", t0, ttl)
+	must(t, err)
+	if j.ID == 0 || l.JobID != j.ID || j.State != StateRunning || !j.Started.Equal(t0) {
+		t.Fatalf("job %+v, lease %+v", j, l)
+	}
+	// Running from the start: the server's queue never sees it.
+	if q, _ := c.QueuedJobs(); len(q) != 0 {
+		t.Errorf("queued jobs: %d", len(q))
+	}
+	_, err = c.CreateLeasedJob(&Job{ID: j.ID, Kind: KindVerify}, "b", t0, ttl)
+	wantErr(t, "create with a taken ID", err, ErrExists)
+	if l, _ := c.JobLease(j.ID); l == nil || l.Holder != "a" {
+		t.Errorf("lease after a failed create: %+v", l)
+	}
+	for _, kind := range []string{KindPrune, KindErase, KindCatalog, KindScan} {
+		_, err := c.CreateLeasedJob(&Job{Kind: kind}, "a", t0, ttl)
+		must(t, err)
+	}
+}
+
+func TestLeaseArgumentsChecked(t *testing.T) {
+	c, _ := openTemp(t)
+	j := queuedJob(t, c)
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"no holder", func() error { _, _, err := c.AcquireJobLease(j.ID, "", t0, ttl); return err }()},
+		{"zero ttl", func() error { _, _, err := c.AcquireJobLease(j.ID, "a", t0, 0); return err }()},
+		{"zero time", func() error { _, _, err := c.AcquireJobLease(j.ID, "a", time.Time{}, ttl); return err }()},
+		{"drive 0", func() error { _, err := c.AcquireDriveLease("lib", 0, "a", 0, t0, ttl); return err }()},
+		{"no library", func() error { _, err := c.AcquireDriveLease("", 1, "a", 0, t0, ttl); return err }()},
+		{"bad kind", func() error { _, err := c.CreateLeasedJob(&Job{Kind: "dance"}, "a", t0, ttl); return err }()},
+	} {
+		if !errors.Is(tc.err, ErrInvalid) {
+			t.Errorf("%s: err = %v, want ErrInvalid", tc.name, tc.err)
+		}
+	}
+	_, _, err := c.AcquireJobLease(999, "a", t0, ttl)
+	wantErr(t, "no such job", err, ErrNotFound)
+	if row, _ := c.Job(j.ID); row.State != StateQueued {
+		t.Errorf("a refused acquire changed the job: %s", row.State)
+	}
+}
+
+func TestReclaimMarksBackupSavesetIncomplete(t *testing.T) {
+	c, _ := openTemp(t)
+	ss := fullSaveset()
+	must(t, c.CreateSaveset(ss))
+	j := &Job{Kind: KindBackup, SavesetID: ss.ID}
+	_, err := c.CreateLeasedJob(j, "a", t0, ttl)
+	must(t, err)
+	_, err = c.ReclaimExpiredJobs(t0.Add(ttl))
+	must(t, err)
+	got, err := c.Saveset(ss.ID)
+	must(t, err)
+	if got.Status != StatusIncomplete {
+		t.Errorf("saveset of a reclaimed backup is %s, want incomplete", got.Status)
+	}
+}
+
+func TestDriveLeasesExclusive(t *testing.T) {
+	c, _ := openTemp(t)
+	_, err := c.AcquireDriveLease("lib", 1, "a", 7, t0, ttl)
+	must(t, err)
+	_, err = c.AcquireDriveLease("lib", 1, "b", 8, t0, ttl)
+	wantErr(t, "b takes a's drive", err, ErrLeaseHeld)
+	_, err = c.AcquireDriveLease("lib", 1, "a", 9, t0, ttl)
+	wantErr(t, "another job of a takes the drive", err, ErrLeaseHeld)
+	_, err = c.AcquireDriveLease("lib", 2, "b", 8, t0, ttl)
+	must(t, err)
+	_, err = c.AcquireDriveLease("other", 1, "b", 8, t0, ttl)
+	must(t, err)
+
+	// Taking it again renews it, keeping when it was first taken.
+	l, err := c.AcquireDriveLease("lib", 1, "a", 7, t0.Add(20*time.Second), ttl)
+	must(t, err)
+	if !l.Acquired.Equal(t0) || !l.Expires.Equal(t0.Add(50*time.Second)) {
+		t.Errorf("re-taken lease = %+v", l)
+	}
+	must(t, c.RenewDriveLease("lib", 1, "a", 7, t0.Add(30*time.Second), ttl))
+	wantErr(t, "b renews a's drive", c.RenewDriveLease("lib", 1, "b", 8, t0, ttl), ErrLeaseLost)
+
+	live, err := c.LiveDriveLeases(t0.Add(59 * time.Second))
+	must(t, err)
+	if len(live) != 1 || live[0].Library != "lib" || live[0].Drive != 1 || live[0].Holder != "a" || live[0].JobID != 7 {
+		t.Errorf("live drive leases = %+v", live)
+	}
+
+	// Expired: b may take it; a has lost it.
+	_, err = c.AcquireDriveLease("lib", 1, "b", 8, t0.Add(60*time.Second), ttl)
+	must(t, err)
+	wantErr(t, "a renews a lost drive", c.RenewDriveLease("lib", 1, "a", 7, t0.Add(60*time.Second), ttl), ErrLeaseLost)
+	wantErr(t, "a releases a lost drive", c.ReleaseDriveLease("lib", 1, "a", 7), ErrLeaseLost)
+	must(t, c.ReleaseDriveLease("lib", 1, "b", 8))
+	_, err = c.AcquireDriveLease("lib", 1, "a", 7, t0.Add(61*time.Second), ttl)
+	must(t, err)
+}
+
+// A job's heartbeat renews the drives it holds; the reclaim frees them.
+func TestJobHeartbeatRenewsItsDrives(t *testing.T) {
+	c, _ := openTemp(t)
+	j := &Job{Kind: KindBackup}
+	_, err := c.CreateLeasedJob(j, "a", t0, ttl)
+	must(t, err)
+	_, err = c.AcquireDriveLease("lib", 1, "a", j.ID, t0, ttl)
+	must(t, err)
+	_, err = c.RenewJobLease(j.ID, "a", t0.Add(25*time.Second), ttl)
+	must(t, err)
+	_, err = c.AcquireDriveLease("lib", 1, "b", 0, t0.Add(ttl), ttl)
+	wantErr(t, "b takes the drive of a renewed job", err, ErrLeaseHeld)
+
+	_, err = c.ReclaimExpiredJobs(t0.Add(25*time.Second + ttl))
+	must(t, err)
+	if ds, _ := c.LiveDriveLeases(t0); len(ds) != 0 {
+		t.Errorf("drive leases of a reclaimed job: %+v", ds)
+	}
+}
+
+// Two processes (two handles on one file) race to take one queued job:
+// exactly one of them gets it.
+func TestAcquireJobLeaseTwoProcesses(t *testing.T) {
+	c1, path := openTemp(t)
+	c2, err := Open(path)
+	must(t, err)
+	defer c2.Close()
+	for round := range 5 {
+		j := queuedJob(t, c1)
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			cat := []*Catalog{c1, c2}[i%2]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, errs[i] = cat.AcquireJobLease(j.ID, string(rune('a'+i)), t0, ttl)
+			}()
+		}
+		wg.Wait()
+		won := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				won++
+			case !errors.Is(err, ErrLeaseHeld):
+				t.Errorf("round %d, taker %d: %v", round, i, err)
+			}
+		}
+		if won != 1 {
+			t.Fatalf("round %d: %d processes took the job, want 1 (%v)", round, won, errs)
+		}
+	}
+}
