@@ -177,7 +177,7 @@ func TestRestoreNameTooLongIsAWarning(t *testing.T) {
 	for _, p := range []string{long, long + "/x"} {
 		found := false
 		for _, w := range res.Warnings {
-			if strings.HasPrefix(w, p+": ") && strings.Contains(w, "file name too long") {
+			if strings.HasPrefix(w, "/"+p+": ") && strings.Contains(w, "file name too long") {
 				found = true
 			}
 		}

@@ -224,7 +224,7 @@ func TestRestoreSkipsStreamEntryThatDisagreesWithIndex(t *testing.T) {
 		{Entry: index.Entry{Path: "evil", Type: index.TypeFile, Mode: 0o644, MTime: now}, tarPath: "../../evil", content: "x"},
 	})
 	res, err := env.Restore(context.Background(), engine.RestoreOptions{SavesetID: id, To: to})
-	if !errors.Is(err, engine.ErrWarnings) || len(res.Warnings) != 1 || !strings.HasPrefix(res.Warnings[0], "evil: ") {
+	if !errors.Is(err, engine.ErrWarnings) || len(res.Warnings) != 1 || !strings.HasPrefix(res.Warnings[0], "/evil: ") {
 		t.Fatalf("restore of a stream that disagrees with its index: %v %q; want a warning naming the file", err, res.Warnings)
 	}
 	if _, err := os.Stat(filepath.Join(to, "evil")); !errors.Is(err, os.ErrNotExist) {
