@@ -111,8 +111,15 @@
 //
 // The Reader checks every CRC before it uses the bytes they cover, bounds
 // every length and count by the bytes that could hold it before allocating,
-// checks that blocks tile the file, that paths are valid and strictly in
-// index order inside and across blocks, and that the sums in the footer
-// agree with the blocks. Errors are [ErrNotIndex], [ErrVersion],
-// [ErrTruncated] and [ErrCorrupt], to be told apart with errors.Is.
+// checks that blocks tile the file, that paths are strictly in index order
+// inside and across blocks, and that the sums in the footer agree with the
+// blocks. Errors are [ErrNotIndex], [ErrVersion], [ErrTruncated] and
+// [ErrCorrupt], to be told apart with errors.Is.
+//
+// A bad entry is not a corrupt file: an entry of a sound block whose path
+// breaks the Entry rules (empty, absolute, a NUL byte, an empty, "." or
+// ".." component, more than MaxPath bytes, bounded only by the block's
+// text) or whose link is longer than MaxPath is skipped by iterators,
+// Lookup and List, and reported by [Iter.Invalid] as an [InvalidEntry];
+// every other entry reads.
 package index
