@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -102,7 +103,7 @@ func (c *campaign) kuraCmd(t *Trial, home string, env []string, args ...string) 
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.kura, args...)
-	cmd.Env = append(c.baseEnv(home), env...)
+	cmd.Env = c.cmdEnv(home, env)
 	var out, stdout lockedBuffer
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(&out, &stdout), &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -145,6 +146,17 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// cmdEnv is baseEnv plus extra, except that a command sent to a server
+// (KURA_SERVER in extra) gets no KURA_HOME: an explicit home means local.
+func (c *campaign) cmdEnv(home string, extra []string) []string {
+	for _, kv := range extra {
+		if strings.HasPrefix(kv, "KURA_SERVER=") {
+			return append(slices.DeleteFunc(c.baseEnv(home), func(kv string) bool { return strings.HasPrefix(kv, "KURA_HOME=") }), extra...)
+		}
+	}
+	return append(c.baseEnv(home), extra...)
 }
 
 func (c *campaign) baseEnv(home string) []string {

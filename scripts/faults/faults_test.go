@@ -13,12 +13,15 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/stream"
 	"github.com/kura-backup/kura/internal/tape"
+
+	"golang.org/x/sys/unix"
 )
 
 func writeIndex(t *testing.T, paths ...string) []byte {
@@ -257,5 +260,46 @@ func TestSentinelSeesWritesOutsideTheTarget(t *testing.T) {
 		if e := d.escaped(); len(e) == 0 {
 			t.Errorf("%s: not reported as an escape", name)
 		}
+	}
+}
+
+// The campaign's own checks must read a restored tree deeper than
+// PATH_MAX, or a correct restore of one would count as silent corruption.
+func TestSnapshotReadsDeeperThanPathMax(t *testing.T) {
+	root := t.TempDir()
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const depth = 2500 // "d/" × 2500 = 5000 bytes, past PATH_MAX (4096)
+	for range depth {
+		if err := unix.Mkdirat(fd, "d", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		next, err := unix.Openat(fd, "d", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd = next
+	}
+	ffd, err := unix.Openat(fd, "bottom", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Write(ffd, []byte("deep\n"))
+	unix.Close(ffd)
+	unix.Close(fd)
+	rel := strings.Repeat("d/", depth) + "bottom"
+	b, err := readBelow(root, rel)
+	if err != nil || string(b) != "deep\n" {
+		t.Fatalf("readBelow: %q %v", b, err)
+	}
+	tr, err := snapshot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := tr[rel]; !ok || n.kind != "file" || n.size != 5 || len(tr) != depth+1 {
+		t.Fatalf("snapshot: %d entries, bottom %+v", len(tr), n)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -399,7 +398,7 @@ func (c *campaign) hostileFault(t *Trial, d *trialDir, hc hostileCase) {
 			want = map[string]string{okFile: okContent}
 		}
 		for p, content := range want {
-			b, err := os.ReadFile(filepath.Join(to, p))
+			b, err := readBelow(to, p)
 			if err != nil || string(b) != content {
 				diff += fmt.Sprintf("%s not restored as written; ", p)
 			}

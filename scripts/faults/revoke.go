@@ -25,7 +25,7 @@ type proc struct {
 
 func (c *campaign) start(home string, env []string, lines chan<- string, args ...string) (*proc, error) {
 	cmd := exec.Command(c.kura, args...)
-	cmd.Env = append(c.baseEnv(home), env...)
+	cmd.Env = c.cmdEnv(home, env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // node is what a restore must reproduce of one entry.
@@ -26,51 +28,105 @@ type node struct {
 // tree maps a slash path below the root to its node.
 type tree map[string]node
 
-// snapshot reads a tree from disk.
+// snapshot reads a tree from disk. It walks by directory descriptors
+// (openat, fstatat, readlinkat), never by path, so a tree deeper than
+// PATH_MAX reads as any other.
 func snapshot(root string) (tree, error) {
 	t := tree{}
-	err := filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return t, &os.PathError{Op: "open", Path: root, Err: err}
+	}
+	return t, snapshotDir(fd, "", t)
+}
+
+// snapshotDir adds what directory fd (at rel below the root) holds to t,
+// and closes fd.
+func snapshotDir(fd int, rel string, t tree) error {
+	d := os.NewFile(uintptr(fd), rel)
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		p := name
+		if rel != "" {
+			p = rel + "/" + name
 		}
-		rel, _ := filepath.Rel(root, p)
-		if rel == "." {
-			return nil
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fmt.Errorf("lstat %s: %w", p, err)
 		}
-		info, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		n := node{perm: info.Mode().Perm()}
-		switch {
-		case info.IsDir():
-			n.kind, n.mtime = "dir", info.ModTime().UnixNano()
-		case info.Mode()&fs.ModeSymlink != 0:
-			n.kind = "symlink"
-			if n.link, err = os.Readlink(p); err != nil {
-				return err
-			}
-			n.perm = 0
-		case info.Mode().IsRegular():
-			n.kind, n.size, n.mtime = "file", info.Size(), info.ModTime().UnixNano()
-			f, err := os.Open(p)
+		n := node{perm: fs.FileMode(st.Mode & 0o777)}
+		mtime := st.Mtim.Sec*1e9 + st.Mtim.Nsec
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			n.kind, n.mtime = "dir", mtime
+			t[p] = n
+			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err != nil {
+				return fmt.Errorf("open %s: %w", p, err)
+			}
+			if err := snapshotDir(sub, p, t); err != nil {
 				return err
 			}
+			continue
+		case unix.S_IFLNK:
+			n.kind, n.perm = "symlink", 0
+			buf := make([]byte, 65536)
+			k, err := unix.Readlinkat(fd, name, buf)
+			if err != nil {
+				return fmt.Errorf("readlink %s: %w", p, err)
+			}
+			n.link = string(buf[:k])
+		case unix.S_IFREG:
+			n.kind, n.size, n.mtime = "file", st.Size, mtime
+			ffd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return fmt.Errorf("open %s: %w", p, err)
+			}
+			f := os.NewFile(uintptr(ffd), p)
 			h := sha256.New()
 			_, err = io.Copy(h, f)
 			f.Close()
 			if err != nil {
-				return err
+				return fmt.Errorf("read %s: %w", p, err)
 			}
 			copy(n.sum[:], h.Sum(nil))
 		default:
-			n.kind = fmt.Sprintf("other %v", info.Mode().Type())
+			n.kind = fmt.Sprintf("other %o", st.Mode&unix.S_IFMT)
 		}
-		t[filepath.ToSlash(rel)] = n
-		return nil
-	})
-	return t, err
+		t[p] = n
+	}
+	return nil
+}
+
+// readBelow reads the file at rel (a slash path) below root, one
+// component at a time with openat and never following a symlink, so a
+// path longer than PATH_MAX reads too.
+func readBelow(root, rel string) ([]byte, error) {
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: root, Err: err}
+	}
+	parts := strings.Split(rel, "/")
+	for i, name := range parts {
+		flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		if i < len(parts)-1 {
+			flags |= unix.O_DIRECTORY
+		}
+		next, err := unix.Openat(fd, name, flags, 0)
+		unix.Close(fd)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", strings.Join(parts[:i+1], "/"), err)
+		}
+		fd = next
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // diff describes how got differs from t ("" when equal), naming at most a
