@@ -35,10 +35,11 @@ func newClientCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				if cs == nil {
-					cs = []api.Client{}
+				out := []clientJSON{}
+				for _, cl := range cs {
+					out = append(out, toClientJSON(cl))
 				}
-				return printJSON(cmd.OutOrStdout(), cs)
+				return printJSON(cmd.OutOrStdout(), out)
 			}
 			tw := table(cmd.OutOrStdout())
 			fmt.Fprintln(tw, "CLIENT\tSTATE\tLAST SEEN\tADDRESS\tBWLIMIT\tENROLLED")
@@ -141,6 +142,7 @@ func newTokenCmd(g *globals) *cobra.Command {
 	var (
 		expires time.Duration
 		name    string
+		asJSON  bool
 	)
 	create := &cobra.Command{
 		Use:   "create",
@@ -185,12 +187,16 @@ on the server machine itself without a login (with --home of the server).`,
 				}
 				tok = &t
 			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), tokenJSON{Token: tok.Token, Name: name, Expires: tok.Expires})
+			}
 			fmt.Fprintln(cmd.OutOrStdout(), tok.Token)
 			fmt.Fprintf(cmd.ErrOrStderr(), "One-time token, valid until %s.\n", tok.Expires.Local().Format(time.DateTime))
 			return nil
 		},
 	}
 	create.Flags().DurationVar(&expires, "expires", time.Hour, "how long the token stays valid")
+	create.Flags().BoolVar(&asJSON, "json", false, "print the token and its expiry as JSON")
 	create.Flags().StringVar(&name, "name", "", "the only client name this token may enroll (default: any)")
 	cmd.AddCommand(create)
 	return cmd

@@ -36,10 +36,11 @@ func newJobsCmd(g *globals) *cobra.Command {
 					return err
 				}
 				if asJSON {
-					if jobs == nil {
-						jobs = []*catalog.Job{}
+					out := []jobJSON{}
+					for _, j := range jobs {
+						out = append(out, toJobJSON(j, false))
 					}
-					return printJSON(cmd.OutOrStdout(), jobs)
+					return printJSON(cmd.OutOrStdout(), out)
 				}
 				tw := table(cmd.OutOrStdout())
 				fmt.Fprintln(tw, "JOB\tKIND\tCLIENT\tLEVEL\tSTATE\tSAVESET\tSTARTED\tELAPSED\tFILES\tSOURCE\tAVG KB/s\tPEAK KB/s\tWARNINGS")
@@ -72,7 +73,7 @@ func newJobsCmd(g *globals) *cobra.Command {
 					return fmt.Errorf("job %d: %w", id, err)
 				}
 				if showJSON {
-					return printJSON(cmd.OutOrStdout(), j)
+					return printJSON(cmd.OutOrStdout(), toJobJSON(j, true))
 				}
 				out := cmd.OutOrStdout()
 				fmt.Fprintf(out, "Job %d  %s %s  %s\n", j.ID, j.Kind, j.Level, j.State)

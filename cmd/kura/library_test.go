@@ -132,7 +132,7 @@ func TestLibraryTapeAndDriveVerbs(t *testing.T) {
 	var shown struct {
 		Label map[string]any `json:"label"`
 		Files []any          `json:"files"`
-		Used  int64          `json:"used"`
+		Used  int64          `json:"used_bytes"`
 	}
 	k.json(0, &shown, "tape", "show", bc, "--json")
 	if len(shown.Files) != 2 || shown.Used <= 0 || shown.Label == nil {

@@ -163,6 +163,22 @@ func TestServerAgentsAndAdminCLI(t *testing.T) {
 	admin.ok("restore", "--client", "c1", "--to-client", "c2", itoa64(fig.SavesetID), "--to", dst)
 	sameTree(t, readTree(t, src), readTree(t, restoredAt(dst, src)))
 
+	// Through the server the same JSON comes out as locally.
+	var tok tokenJSON
+	admin.json(0, &tok, "token", "create", "--expires", "10m", "--name", "c9", "--json")
+	if !strings.HasPrefix(tok.Token, "kura") || tok.Name != "c9" || tok.Expires.IsZero() {
+		t.Errorf("token create --json: %+v", tok)
+	}
+	conforms(t, "saveset", admin.ok("savesets", "--json"), true)
+	conforms(t, "job", admin.ok("jobs", "show", itoa64(fig.JobID), "--json"), false)
+	conforms(t, "tape", admin.ok("tape", "list", "--json"), true)
+	snakeKeys(t, admin.ok("client", "list", "--json"))
+	snakeKeys(t, admin.ok("savesets", "--why", "--json"))
+	var res figures
+	if r := admin.json(0, &res, "verify", itoa64(fig.SavesetID), "--json"); res.RatioText == "" {
+		t.Errorf("remote verify --json: %+v\n%s", res, r)
+	}
+
 	// A detached job, then watched.
 	id := strings.TrimSpace(admin.ok("backup", "--client", "c1", "--detach", "--level", "incr", src).stdout)
 	if w := admin.ok("jobs", "watch", id); !strings.Contains(w.stdout, "Average") && !strings.Contains(w.stdout, "KB/s") {

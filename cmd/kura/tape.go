@@ -37,7 +37,11 @@ func newTapeCmd(g *globals) *cobra.Command {
 					return err
 				}
 				if listJSON {
-					return printJSON(cmd.OutOrStdout(), tapes)
+					out := []tapeJSON{}
+					for _, t := range tapes {
+						out = append(out, toTapeJSON(t))
+					}
+					return printJSON(cmd.OutOrStdout(), out)
 				}
 				tw := table(cmd.OutOrStdout())
 				fmt.Fprintln(tw, "BARCODE\tLIBRARY\tPOOL\tLOCATION\tSTATE\tUSED\tCAPACITY\tFILES\tSAVESETS")
@@ -84,7 +88,7 @@ func newTapeCmd(g *globals) *cobra.Command {
 					if files == nil {
 						files = []tape.FileInfo{}
 					}
-					return printJSON(cmd.OutOrStdout(), map[string]any{"label": t.Label(), "files": files, "used": t.Used()})
+					return printJSON(cmd.OutOrStdout(), map[string]any{"label": t.Label(), "files": files, "used_bytes": t.Used()})
 				}
 				return tape.Describe(cmd.OutOrStdout(), t)
 			})

@@ -1,0 +1,337 @@
+package main
+
+import (
+	"time"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/units"
+)
+
+// The --json forms of the main outputs. They are defined here, apart from
+// the catalog's and the engine's structs, so that a change there does not
+// silently change what scripts read; docs/schema/*.json describes them.
+// The rules: snake_case keys; numbers are numbers (a ratio is "ratio",
+// with its text in "ratio_text"); units in the names (_bytes, _kbps,
+// _seconds); a job and a backup use the same names for the same figures;
+// lists are [] rather than null.
+
+// phaseJSON is one phase of a job or a result.
+type phaseJSON struct {
+	Name           string  `json:"name"`
+	Files          int64   `json:"files"`
+	SourceBytes    int64   `json:"source_bytes"`
+	MediaBytes     int64   `json:"media_bytes"`
+	AvgKBps        float64 `json:"avg_kbps"`
+	PeakKBps       float64 `json:"peak_kbps"`
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
+	Ratio          float64 `json:"ratio"`
+	RatioText      string  `json:"ratio_text"`
+}
+
+// resultJSON is what backup, restore, verify, copy and policy run print
+// with --json: the job's figures and its warnings.
+type resultJSON struct {
+	JobID          int64       `json:"job_id"`
+	SavesetID      int64       `json:"saveset_id"`
+	Kind           string      `json:"kind"`
+	Status         string      `json:"status"`
+	Level          string      `json:"level"`
+	Files          int64       `json:"files"`
+	SourceBytes    int64       `json:"source_bytes"`
+	MediaBytes     int64       `json:"media_bytes"`
+	AvgKBps        float64     `json:"avg_kbps"`
+	PeakKBps       float64     `json:"peak_kbps"`
+	ElapsedSeconds float64     `json:"elapsed_seconds"`
+	Ratio          float64     `json:"ratio"`
+	RatioText      string      `json:"ratio_text"`
+	Tapes          []string    `json:"tapes"`
+	Warnings       int64       `json:"warnings"`
+	WarningList    []string    `json:"warning_list"`
+	Phases         []phaseJSON `json:"phases"`
+	Note           string      `json:"note,omitempty"`
+	// Verify only.
+	CheckedFiles *int64         `json:"checked_files,omitempty"`
+	Problems     *[]problemJSON `json:"problems,omitempty"`
+}
+
+// problemJSON is one problem a verify found.
+type problemJSON struct {
+	Path    string `json:"path"`
+	Problem string `json:"problem"`
+}
+
+// ratioJSON is a ratio as a number (0 when there is nothing to divide) and
+// as the text the tables show ("5.26:1", "-").
+func ratioJSON(source, media int64) (float64, string) {
+	if units.Ratio(source, media) == "-" {
+		return 0, "-"
+	}
+	return units.RatioValue(source, media), units.Ratio(source, media)
+}
+
+// jsonFigures is the --json form of a job's figures.
+func jsonFigures(f monitor.Figures, warnings []string, note string) resultJSON {
+	r := resultJSON{
+		JobID: f.JobID, SavesetID: f.SavesetID, Kind: f.Kind, Status: f.Status, Level: f.Level,
+		Files: f.Files, SourceBytes: f.SourceBytes, MediaBytes: f.MediaBytes,
+		AvgKBps: f.AvgKBps, PeakKBps: f.PeakKBps, ElapsedSeconds: f.ElapsedSeconds,
+		Tapes: nonNil(f.Tapes), Warnings: f.Warnings, WarningList: nonNil(warnings),
+		Phases: []phaseJSON{}, Note: note,
+	}
+	r.Ratio, r.RatioText = ratioJSON(f.SourceBytes, f.MediaBytes)
+	for _, p := range f.Phases {
+		pj := phaseJSON{Name: p.Name, Files: p.Files, SourceBytes: p.SourceBytes, MediaBytes: p.MediaBytes,
+			AvgKBps: p.AvgKBps, PeakKBps: p.PeakKBps, ElapsedSeconds: p.ElapsedSeconds}
+		pj.Ratio, pj.RatioText = ratioJSON(p.SourceBytes, p.MediaBytes)
+		r.Phases = append(r.Phases, pj)
+	}
+	return r
+}
+
+// jobJSON is a job in `jobs list/show --json`: the figures under the names
+// a backup's result uses.
+type jobJSON struct {
+	ID             int64       `json:"id"`
+	ParentID       int64       `json:"parent_id,omitempty"`
+	Kind           string      `json:"kind"`
+	State          string      `json:"state"`
+	Client         string      `json:"client"`
+	Selection      string      `json:"selection"`
+	SavesetID      int64       `json:"saveset_id"`
+	Level          string      `json:"level"`
+	Started        time.Time   `json:"started"`
+	Finished       *time.Time  `json:"finished,omitempty"`
+	ElapsedSeconds float64     `json:"elapsed_seconds"`
+	Files          int64       `json:"files"`
+	SourceBytes    int64       `json:"source_bytes"`
+	MediaBytes     int64       `json:"media_bytes"`
+	AvgKBps        float64     `json:"avg_kbps"`
+	PeakKBps       float64     `json:"peak_kbps"`
+	Ratio          float64     `json:"ratio"`
+	RatioText      string      `json:"ratio_text"`
+	Tapes          []string    `json:"tapes"`
+	Warnings       int64       `json:"warnings"`
+	WarningList    []string    `json:"warning_list"`
+	Phases         []phaseJSON `json:"phases"`
+	Error          string      `json:"error,omitempty"`
+	Reason         string      `json:"reason,omitempty"`
+	Log            []string    `json:"log,omitempty"`
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// toJobJSON converts a catalog job; withLog adds its log tail (jobs show).
+func toJobJSON(j *catalog.Job, withLog bool) jobJSON {
+	out := jobJSON{
+		ID: j.ID, ParentID: j.ParentID, Kind: j.Kind, State: j.State, Client: j.Client, Selection: j.Selection,
+		SavesetID: j.SavesetID, Level: j.Level, Started: j.Started, Finished: timeOrNil(j.Finished),
+		Files: j.Files, SourceBytes: j.SourceBytes, MediaBytes: j.MediaBytes,
+		AvgKBps: units.KBps(j.AvgRate), PeakKBps: units.KBps(j.PeakRate),
+		Tapes: nonNil(j.Tapes), Warnings: j.WarningCount, WarningList: nonNil(j.Warnings),
+		Phases: []phaseJSON{}, Error: j.Error, Reason: j.Reason,
+	}
+	if !j.Finished.IsZero() {
+		out.ElapsedSeconds = j.Finished.Sub(j.Started).Seconds()
+	}
+	out.Ratio, out.RatioText = ratioJSON(j.SourceBytes, j.MediaBytes)
+	for _, p := range j.Phases {
+		pj := phaseJSON{Name: p.Name, Files: p.Files, SourceBytes: p.Bytes, MediaBytes: p.MediaBytes,
+			AvgKBps: units.KBps(p.AvgRate), PeakKBps: units.KBps(p.PeakRate)}
+		if !p.End.IsZero() {
+			pj.ElapsedSeconds = p.End.Sub(p.Start).Seconds()
+		}
+		pj.Ratio, pj.RatioText = ratioJSON(p.Bytes, p.MediaBytes)
+		out.Phases = append(out.Phases, pj)
+	}
+	if withLog {
+		out.Log = nonNil(j.Log)
+	}
+	return out
+}
+
+// partJSON is one tape file of a saveset.
+type partJSON struct {
+	Barcode string `json:"barcode"`
+	File    int    `json:"file"`
+	Bytes   int64  `json:"bytes"`
+}
+
+// copyJSON is a further copy of a saveset (kura copy).
+type copyJSON struct {
+	Copy      int        `json:"copy"`
+	Library   string     `json:"library"`
+	Created   time.Time  `json:"created"`
+	Parts     []partJSON `json:"parts"`
+	IndexPart *partJSON  `json:"index_part,omitempty"`
+}
+
+// savesetJSON is a saveset in `savesets --json`.
+type savesetJSON struct {
+	ID           int64      `json:"id"`
+	JobID        int64      `json:"job_id"`
+	Client       string     `json:"client"`
+	Selection    string     `json:"selection"`
+	Policy       string     `json:"policy"`
+	Level        string     `json:"level"`
+	BaseID       int64      `json:"base_id"`
+	Status       string     `json:"status"`
+	Created      time.Time  `json:"created"`
+	Finished     *time.Time `json:"finished,omitempty"`
+	Paths        []string   `json:"paths"`
+	Label        string     `json:"label"`
+	Files        int64      `json:"files"`
+	SourceBytes  int64      `json:"source_bytes"`
+	MediaBytes   int64      `json:"media_bytes"`
+	Ratio        float64    `json:"ratio"`
+	RatioText    string     `json:"ratio_text"`
+	Codec        string     `json:"codec"`
+	Library      string     `json:"library"`
+	Tapes        []string   `json:"tapes"`
+	Parts        []partJSON `json:"parts"`
+	IndexPart    *partJSON  `json:"index_part,omitempty"`
+	IndexBytes   int64      `json:"index_bytes"`
+	IndexEntries int64      `json:"index_entries"`
+	Expired      bool       `json:"expired"`
+	ExpireReason string     `json:"expire_reason,omitempty"`
+	Copies       []copyJSON `json:"copies"`
+}
+
+func partsJSON(ps []catalog.Part) []partJSON {
+	out := []partJSON{}
+	for _, p := range ps {
+		out = append(out, partJSON{Barcode: p.Barcode, File: p.File, Bytes: p.Bytes})
+	}
+	return out
+}
+
+func indexPartJSON(p catalog.Part) *partJSON {
+	if p.Barcode == "" {
+		return nil
+	}
+	return &partJSON{Barcode: p.Barcode, File: p.File, Bytes: p.Bytes}
+}
+
+func toSavesetJSON(s *catalog.Saveset) savesetJSON {
+	out := savesetJSON{
+		ID: s.ID, JobID: s.JobID, Client: s.Client, Selection: s.Selection, Policy: s.Policy, Level: s.Level,
+		BaseID: s.BaseID, Status: s.Status, Created: s.Created, Finished: timeOrNil(s.Finished),
+		Paths: nonNil(s.Paths), Label: s.Label, Files: s.Files, SourceBytes: s.SourceBytes, MediaBytes: s.MediaBytes,
+		Codec: s.Codec, Library: s.Library, Tapes: []string{}, Parts: partsJSON(s.Parts), IndexPart: indexPartJSON(s.IndexPart),
+		IndexBytes: s.IndexBytes, IndexEntries: s.IndexEntries, Expired: s.Expired, ExpireReason: s.ExpireReason,
+		Copies: []copyJSON{},
+	}
+	out.Ratio, out.RatioText = ratioJSON(s.SourceBytes, s.MediaBytes)
+	seen := map[string]bool{}
+	for _, p := range s.Parts {
+		if !seen[p.Barcode] {
+			seen[p.Barcode] = true
+			out.Tapes = append(out.Tapes, p.Barcode)
+		}
+	}
+	for _, c := range s.Copies {
+		out.Copies = append(out.Copies, copyJSON{Copy: c.Copy, Library: c.Library, Created: c.Created,
+			Parts: partsJSON(c.Parts), IndexPart: indexPartJSON(c.IndexPart)})
+	}
+	return out
+}
+
+// decisionJSON is retention's verdict on a saveset (`savesets --why --json`).
+type decisionJSON struct {
+	ID         int64     `json:"id"`
+	Keep       bool      `json:"keep"`
+	Rule       string    `json:"rule"`
+	Reason     string    `json:"reason"`
+	Generation int       `json:"generation"`
+	Policy     string    `json:"policy"`
+	Client     string    `json:"client"`
+	Level      string    `json:"level"`
+	Status     string    `json:"status"`
+	Created    time.Time `json:"created"`
+}
+
+func toDecisionJSON(d engine.SavesetDecision) decisionJSON {
+	return decisionJSON{ID: d.ID, Keep: d.Keep, Rule: d.Rule, Reason: d.Reason, Generation: d.Generation,
+		Policy: d.Policy, Client: d.Client, Level: d.Level, Status: d.Status, Created: d.Created}
+}
+
+// pruneJSON is `kura prune --json`.
+type pruneJSON struct {
+	DryRun    bool           `json:"dry_run"`
+	Decisions []decisionJSON `json:"decisions"`
+	Expired   []int64        `json:"expired"`  // savesets expired now (or that would be)
+	Recycled  []string       `json:"recycled"` // tapes returned to scratch
+	Notes     []string       `json:"notes"`
+}
+
+func toPruneJSON(r *engine.PruneResult) pruneJSON {
+	out := pruneJSON{DryRun: r.DryRun, Decisions: []decisionJSON{}, Expired: []int64{},
+		Recycled: nonNil(r.Recycled), Notes: nonNil(r.Notes)}
+	for _, d := range r.Decisions {
+		out.Decisions = append(out.Decisions, toDecisionJSON(d))
+	}
+	out.Expired = append(out.Expired, r.Expired...)
+	return out
+}
+
+// clientJSON is an enrolled client (`client list --json`).
+type clientJSON struct {
+	Name            string     `json:"name"`
+	Connected       bool       `json:"connected"`
+	Revoked         *time.Time `json:"revoked,omitempty"`
+	Enrolled        time.Time  `json:"enrolled"`
+	LastSeen        *time.Time `json:"last_seen,omitempty"`
+	Address         string     `json:"address"`
+	BWLimitKBps     float64    `json:"bwlimit_kbps"` // 0 = no limit
+	CertSerial      string     `json:"cert_serial"`
+	CertFingerprint string     `json:"cert_fingerprint"`
+}
+
+func toClientJSON(c api.Client) clientJSON {
+	return clientJSON{Name: c.Name, Connected: c.Connected, Revoked: timeOrNil(c.Revoked), Enrolled: c.Enrolled,
+		LastSeen: timeOrNil(c.LastSeen), Address: c.Address, BWLimitKBps: units.KBps(float64(c.BWLimit)),
+		CertSerial: c.CertSerial, CertFingerprint: c.CertFingerprint}
+}
+
+// tokenJSON is `token create --json`.
+type tokenJSON struct {
+	Token   string    `json:"token"`
+	Name    string    `json:"name"` // "" = any client name
+	Expires time.Time `json:"expires"`
+}
+
+// tapeJSON is a tape in `tape list --json`.
+type tapeJSON struct {
+	Barcode           string  `json:"barcode"`
+	Library           string  `json:"library"`
+	Pool              string  `json:"pool"` // "" is scratch
+	Location          string  `json:"location"`
+	Slot              int     `json:"slot,omitempty"`
+	Drive             int     `json:"drive,omitempty"`
+	MailSlot          int     `json:"mail_slot,omitempty"`
+	State             string  `json:"state"`
+	MarkedFull        bool    `json:"marked_full"`
+	UsedBytes         int64   `json:"used_bytes"`
+	CapacityBytes     int64   `json:"capacity_bytes"`
+	EarlyWarningBytes int64   `json:"early_warning_bytes"`
+	Files             int     `json:"files"` // tape files, complete or not
+	Generation        int     `json:"generation"`
+	Savesets          []int64 `json:"savesets"`
+	Error             string  `json:"error,omitempty"`
+}
+
+func toTapeJSON(t engine.TapeInfo) tapeJSON {
+	out := tapeJSON{Barcode: t.Barcode, Library: t.Library, Pool: t.Pool, Location: t.Location, Slot: t.Slot,
+		Drive: t.Drive, MailSlot: t.MailSlot, State: string(t.State), MarkedFull: t.MarkedFull, UsedBytes: t.Used,
+		CapacityBytes: t.Capacity, EarlyWarningBytes: t.EarlyWarning, Files: t.Files, Generation: t.Generation,
+		Savesets: []int64{}, Error: t.Error}
+	out.Savesets = append(out.Savesets, t.Savesets...)
+	return out
+}
