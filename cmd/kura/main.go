@@ -155,6 +155,7 @@ An explicit home (--home or KURA_HOME) always means that local home, and
 	root.SetHelpCommand(newHelpCmd(root))
 	usageArgs(root)
 	remoteVerbs(root, g)
+	installCompletions(root, g)
 	return root
 }
 
