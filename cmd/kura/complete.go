@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -19,7 +21,7 @@ import (
 // --overwrite). Completion runs on every <TAB>: it never writes — it opens
 // no home that does not exist, creates no default library, and reads the
 // catalog through a read-only connection — and any error just means no
-// suggestions.
+// suggestions. Through a server, client names come from its API.
 
 // completeQueries are what each kind of value completes from: the value,
 // then a description.
@@ -34,7 +36,29 @@ var completeQueries = map[string]string{
 }
 
 // completeFrom returns the values of one kind that start with prefix.
-func completeFrom(g *globals, kind, prefix string) []cobra.Completion {
+// With a server configured the values are the server's: the local home's
+// would be the wrong ones, so only what the typed API lists (clients) is
+// offered.
+func completeFrom(ctx context.Context, g *globals, kind, prefix string) []cobra.Completion {
+	if srv, err := g.server(); err != nil || srv != nil {
+		if err != nil || kind != "client" {
+			return nil
+		}
+		defer srv.Close()
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		cs, err := srv.Clients(ctx)
+		if err != nil {
+			return nil
+		}
+		var out []cobra.Completion
+		for _, c := range cs {
+			if strings.HasPrefix(c.Name, prefix) && c.Revoked.IsZero() {
+				out = append(out, cobra.CompletionWithDesc(c.Name, c.Address))
+			}
+		}
+		return out
+	}
 	dir := g.home
 	if dir == "" {
 		d, err := home.Dir()
@@ -83,8 +107,8 @@ func completeFrom(g *globals, kind, prefix string) []cobra.Completion {
 
 // completer is a completion function for values of one kind.
 func completer(g *globals, kind string) cobra.CompletionFunc {
-	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return completeFrom(g, kind, toComplete), cobra.ShellCompDirectiveNoFileComp
+	return func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return completeFrom(cmdContext(cmd), g, kind, toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,6 +178,11 @@ func TestServerAgentsAndAdminCLI(t *testing.T) {
 	var res figures
 	if r := admin.json(0, &res, "verify", itoa64(fig.SavesetID), "--json"); res.RatioText == "" {
 		t.Errorf("remote verify --json: %+v\n%s", res, r)
+	}
+
+	// <TAB> through the server: its clients, from its API.
+	if got := admin.completions("backup", "--client", ""); !slices.Equal(got, []string{"c1", "c2"}) {
+		t.Errorf("kura backup --client <TAB> through the server: %v, want [c1 c2]", got)
 	}
 
 	// A detached job, then watched.
