@@ -61,6 +61,7 @@ func newClientCmd(g *globals) *cobra.Command {
 		},
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	var revokeJSON, setJSON bool
 	revoke := &cobra.Command{
 		Use:   "revoke NAME",
 		Short: "Revoke a client's certificate: it is refused at once and its running jobs stop",
@@ -75,12 +76,16 @@ func newClientCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if revokeJSON {
+				return printJSON(cmd.OutOrStdout(), toClientJSON(*cl))
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Client %s revoked at %s. Its savesets stay restorable; to enroll the name again make a new token.\n",
 				cl.Name, cl.Revoked.Local().Format(time.DateTime))
 			return nil
 		},
 	}
 	var bw string
+	revoke.Flags().BoolVar(&revokeJSON, "json", false, "print the client as JSON (as client list does)")
 	set := &cobra.Command{
 		Use:   "set NAME",
 		Short: "Change a client's settings (its default bandwidth limit)",
@@ -102,6 +107,9 @@ func newClientCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if setJSON {
+				return printJSON(cmd.OutOrStdout(), toClientJSON(*cl))
+			}
 			if cl.BWLimit == 0 {
 				fmt.Fprintf(cmd.OutOrStdout(), "Client %s: no bandwidth limit.\n", cl.Name)
 			} else {
@@ -110,6 +118,7 @@ func newClientCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	set.Flags().BoolVar(&setJSON, "json", false, "print the client as JSON (as client list does)")
 	set.Flags().StringVar(&bw, "bwlimit", "", "default bandwidth limit of the client's jobs (100Mbit, 12.5MB/s; 0 = none)")
 	cmd.AddCommand(list, revoke, set)
 	return cmd

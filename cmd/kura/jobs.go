@@ -144,6 +144,7 @@ func newJobsCmd(g *globals) *cobra.Command {
 		},
 	}
 	watch.Flags().BoolVar(&watchJSON, "json", false, "print the figures as JSON")
+	var cancelJSON bool
 	cancel := &cobra.Command{
 		Use:   "cancel JOB",
 		Short: "Cancel a queued or running job on the server",
@@ -162,10 +163,14 @@ func newJobsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if cancelJSON {
+				return printJSON(cmd.OutOrStdout(), toJobJSON(&j.Job, false))
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Job %d: %s\n", j.ID, j.State)
 			return nil
 		},
 	}
+	cancel.Flags().BoolVar(&cancelJSON, "json", false, "print the job as JSON (as jobs show does)")
 	cmd.AddCommand(list, show, watch, cancel)
 	return cmd
 }

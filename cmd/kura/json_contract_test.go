@@ -212,6 +212,40 @@ func TestJSONOutputsFollowTheContract(t *testing.T) {
 	for _, args := range others {
 		snakeKeys(t, js(args...))
 	}
+
+	// The verbs that change something print what they changed.
+	added := js("tape", "add", "--vtl", "offsite")
+	conforms(t, "tape", added, true)
+	var newTapes []tapeJSON
+	_ = json.Unmarshal([]byte(added.stdout), &newTapes)
+	if len(newTapes) != 1 || newTapes[0].Library != "offsite" || newTapes[0].State != "blank" {
+		t.Fatalf("tape add --json: %+v\n%s", newTapes, added)
+	}
+	bc := newTapes[0].Barcode
+	for _, args := range [][]string{{"tape", "export", bc}, {"tape", "import", bc}, {"tape", "erase", bc}} {
+		r := js(args...)
+		conforms(t, "tape", r, false)
+		var tp tapeJSON
+		if err := json.Unmarshal([]byte(r.stdout), &tp); err != nil || tp.Barcode != bc {
+			t.Errorf("kura %s --json: %+v %v", strings.Join(args, " "), tp, err)
+		}
+	}
+	var recipe recipeOut
+	if err := json.Unmarshal([]byte(js("saveset", "recipe", id).stdout), &recipe); err != nil || recipe.SavesetID != f.SavesetID || !strings.Contains(recipe.Recipe, "zstd") {
+		t.Errorf("saveset recipe --json: %+v %v", recipe, err)
+	}
+	for _, args := range [][]string{
+		{"vtl", "create", "third"}, {"selection", "create", "more", src},
+		{"policy", "create", "weekly", "--selection", "more", "--full", "0 1 * * 0", "--keep-days", "30"},
+		{"policy", "edit", "weekly", "--keep-days", "60"},
+	} {
+		r := js(args...)
+		snakeKeys(t, r)
+		var m map[string]any
+		if err := json.Unmarshal([]byte(r.stdout), &m); err != nil || m["name"] != args[2] {
+			t.Errorf("kura %s --json does not print the %s named %s:\n%s", strings.Join(args, " "), args[0], args[2], r)
+		}
+	}
 	for _, r := range append(results, job) {
 		snakeKeys(t, r)
 	}

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
@@ -334,4 +337,48 @@ func toTapeJSON(t engine.TapeInfo) tapeJSON {
 		Savesets: []int64{}, Error: t.Error}
 	out.Savesets = append(out.Savesets, t.Savesets...)
 	return out
+}
+
+// erasedJSON is `tape erase --json`: the tape as it now is, and the
+// savesets the erase expired.
+type erasedJSON struct {
+	tapeJSON
+	ExpiredSavesets []int64 `json:"expired_savesets"`
+}
+
+// tapeJSONOf is the tape list row of one tape.
+func tapeJSONOf(env *engine.Env, barcode string) (tapeJSON, error) {
+	tapes, err := env.Tapes("")
+	if err != nil {
+		return tapeJSON{}, err
+	}
+	for _, t := range tapes {
+		if t.Barcode == barcode {
+			return toTapeJSON(t), nil
+		}
+	}
+	return tapeJSON{}, fmt.Errorf("tape %s: %w", barcode, catalog.ErrNotFound)
+}
+
+// printTapesJSON prints the tape list rows of the tapes a verb changed: one
+// object for one barcode argument, a list for tape add.
+func printTapesJSON(cmd *cobra.Command, env *engine.Env, barcodes ...string) error {
+	out := []tapeJSON{}
+	for _, bc := range barcodes {
+		t, err := tapeJSONOf(env, bc)
+		if err != nil {
+			return err
+		}
+		out = append(out, t)
+	}
+	if cmd.Name() != "add" && len(out) == 1 {
+		return printJSON(cmd.OutOrStdout(), out[0])
+	}
+	return printJSON(cmd.OutOrStdout(), out)
+}
+
+// recipeOut is `saveset recipe --json`.
+type recipeOut struct {
+	SavesetID int64  `json:"saveset_id"`
+	Recipe    string `json:"recipe"` // the shell pipeline
 }

@@ -120,6 +120,7 @@ func newSavesetCmd(g *globals) *cobra.Command {
 		Use:   "saveset",
 		Short: "One saveset: its restore recipe",
 	}
+	var recipeJSON bool
 	recipe := &cobra.Command{
 		Use:   "recipe SAVESET",
 		Short: "Print the shell pipeline (cat, zstd, tar only) that restores a saveset into the current folder",
@@ -138,11 +139,15 @@ an incremental, run the recipes of its chain from the full backup on.`,
 				if err != nil {
 					return err
 				}
+				if recipeJSON {
+					return printJSON(cmd.OutOrStdout(), recipeOut{SavesetID: id, Recipe: r})
+				}
 				fmt.Fprintln(cmd.OutOrStdout(), r)
 				return nil
 			})
 		},
 	}
+	recipe.Flags().BoolVar(&recipeJSON, "json", false, "print the saveset ID and the pipeline as JSON")
 	cmd.AddCommand(recipe)
 	return cmd
 }

@@ -174,6 +174,12 @@ func TestServerAgentsAndAdminCLI(t *testing.T) {
 	conforms(t, "job", admin.ok("jobs", "show", itoa64(fig.JobID), "--json"), false)
 	conforms(t, "tape", admin.ok("tape", "list", "--json"), true)
 	snakeKeys(t, admin.ok("client", "list", "--json"))
+	var cl clientJSON
+	admin.json(0, &cl, "client", "set", "c2", "--bwlimit", "1MB/s", "--json")
+	if cl.Name != "c2" || cl.BWLimitKBps <= 0 {
+		t.Errorf("client set --json: %+v", cl)
+	}
+	admin.ok("client", "set", "c2", "--bwlimit", "0")
 	snakeKeys(t, admin.ok("savesets", "--why", "--json"))
 	var res figures
 	if r := admin.json(0, &res, "verify", itoa64(fig.SavesetID), "--json"); res.RatioText == "" {

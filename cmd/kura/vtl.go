@@ -20,6 +20,7 @@ func newVtlCmd(g *globals) *cobra.Command {
 	var (
 		cfg                          library.Config
 		tapeSize, blockSize, bufSize *sizeFlag
+		createJSON                   bool
 	)
 	create := &cobra.Command{
 		Use:   "create NAME",
@@ -44,6 +45,9 @@ the combination the seed found fastest and Kura's benchmarks confirm
 					return err
 				}
 				c := lib.Config()
+				if createJSON {
+					return printJSON(cmd.OutOrStdout(), map[string]any{"name": c.Name, "dir": c.Dir, "config": c})
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Library %s created in %s: %s, %s, %s, %s tapes, block %s, buffer %s\n",
 					c.Name, c.Dir, units.Count(int64(c.Slots), "slot"), units.Count(int64(c.Drives), "drive"), units.Count(int64(c.MailSlots), "mail slot"), units.FormatSize(c.TapeSize), units.FormatKiB(int64(c.BlockSize)), units.FormatKiB(int64(c.BufferSize)))
 				return nil
@@ -57,6 +61,7 @@ the combination the seed found fastest and Kura's benchmarks confirm
 	tapeSize = sizeVar(f, "tape-size", library.MinTapeSize, library.MaxTapeSize, "capacity of each tape, e.g. 64GiB (default 64GiB)")
 	blockSize = blockSizeVar(f, "media block size of the drives (default 256KiB)")
 	bufSize = sizeVar(f, "buffer", 2*library.MinBlockSize, library.MaxBufferSize, "transfer-buffer memory per drive (default 8193KiB)")
+	f.BoolVar(&createJSON, "json", false, "print the library as JSON")
 	f.StringVar(&cfg.BarcodePrefix, "barcode-prefix", "", "barcode prefix of the tapes (default KUR)")
 
 	var listJSON bool
