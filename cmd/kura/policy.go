@@ -84,7 +84,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 					return err
 				}
 				if cf.asJSON {
-					return printJSON(cmd.OutOrStdout(), &p)
+					return printJSON(cmd.OutOrStdout(), toPolicyJSON(&p))
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Policy %s created.\n", p.Name)
 				printPolicy(cmd, env, &p)
@@ -141,7 +141,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 					return err
 				}
 				if ef.asJSON {
-					return printJSON(cmd.OutOrStdout(), p)
+					return printJSON(cmd.OutOrStdout(), toPolicyJSON(p))
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Policy %s changed.\n", p.Name)
 				printPolicy(cmd, env, p)
@@ -164,10 +164,11 @@ expires each saveset, and "kura prune" applies the rules.`,
 					return err
 				}
 				if asJSON {
-					if ps == nil {
-						ps = []*catalog.Policy{}
+					out := []policyJSON{}
+					for _, p := range ps {
+						out = append(out, toPolicyJSON(p))
 					}
-					return printJSON(cmd.OutOrStdout(), ps)
+					return printJSON(cmd.OutOrStdout(), out)
 				}
 				tw := table(cmd.OutOrStdout())
 				fmt.Fprintln(tw, "POLICY\tCLIENT\tSELECTION\tSCHEDULES\tKEEP\tPOOL\tNEXT RUN\tLAST RUN")
@@ -202,7 +203,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 					return err
 				}
 				if showJSON {
-					return printJSON(cmd.OutOrStdout(), p)
+					return printJSON(cmd.OutOrStdout(), toPolicyJSON(p))
 				}
 				printPolicy(cmd, env, p)
 				return nil
