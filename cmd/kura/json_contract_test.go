@@ -131,10 +131,15 @@ func conforms(t *testing.T, name string, r result, list bool) {
 	}
 }
 
-var snakeKey = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+var (
+	snakeKey = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+	// unitless names an amount without its unit (block_size, used,
+	// avg_rate, bwlimit): it should end in _bytes, _kbps, _seconds.
+	unitless = regexp.MustCompile(`(^|_)(size|capacity|used|margin|rate|bwlimit|elapsed)$`)
+)
 
 // snakeKeys fails the test for every key of r's JSON output that is not
-// snake_case, and for every zero time ("0001-01-01T00:00:00Z": a time that
+// snake_case or names an amount without its unit, and for every zero time ("0001-01-01T00:00:00Z": a time that
 // has not happened is left out instead).
 func snakeKeys(t *testing.T, r result) {
 	t.Helper()
@@ -145,6 +150,9 @@ func snakeKeys(t *testing.T, r result) {
 			for k, y := range x {
 				if !snakeKey.MatchString(k) {
 					t.Errorf("kura %s: key %s%s is not snake_case", strings.Join(r.args, " "), at, k)
+				}
+				if unitless.MatchString(k) && !strings.HasPrefix(at, "label.") { // tape show: the label as on the medium
+					t.Errorf("kura %s: key %s%s has no unit in its name", strings.Join(r.args, " "), at, k)
 				}
 				walk(y, at+k+".")
 			}

@@ -85,10 +85,7 @@ func newTapeCmd(g *globals) *cobra.Command {
 					if err != nil {
 						return err
 					}
-					if files == nil {
-						files = []tape.FileInfo{}
-					}
-					return printJSON(cmd.OutOrStdout(), map[string]any{"label": t.Label(), "files": files, "used_bytes": t.Used()})
+					return printJSON(cmd.OutOrStdout(), toTapeShowJSON(t.Label(), files, t.Used()))
 				}
 				return tape.Describe(cmd.OutOrStdout(), t)
 			})
