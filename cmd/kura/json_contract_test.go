@@ -243,6 +243,8 @@ func TestJSONOutputsFollowTheContract(t *testing.T) {
 			t.Errorf("kura %s --json: %+v %v", strings.Join(args, " "), tp, err)
 		}
 	}
+	snakeKeys(t, js("catalog", "backup"))
+	snakeKeys(t, js("catalog", "list"))
 	var recipe recipeOut
 	if err := json.Unmarshal([]byte(js("saveset", "recipe", id).stdout), &recipe); err != nil || recipe.SavesetID != f.SavesetID || !strings.Contains(recipe.Recipe, "zstd") {
 		t.Errorf("saveset recipe --json: %+v %v", recipe, err)
