@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
@@ -158,20 +157,4 @@ func printResult(cmd *cobra.Command, res *engine.Result, asJSON bool) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: … and %d more (see `kura jobs show %d`)\n", n, res.Figures.JobID)
 	}
 	monitor.Render(out, res.Figures)
-}
-
-// jsonFigures is the --json form: the figures' fields at the top level,
-// plus the warning texts.
-func jsonFigures(f monitor.Figures, warnings []string, note string) map[string]any {
-	b, _ := json.Marshal(f)
-	m := map[string]any{}
-	_ = json.Unmarshal(b, &m)
-	if warnings == nil {
-		warnings = []string{}
-	}
-	m["warning_list"] = warnings
-	if note != "" {
-		m["note"] = note
-	}
-	return m
 }

@@ -65,8 +65,8 @@ func TestBackupJSONOnFreshHome(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	want := []string{"avg_kbps", "compression_ratio", "elapsed_seconds", "files", "job_id", "kind", "level",
-		"media_bytes", "peak_kbps", "phases", "saveset_id", "source_bytes", "status", "tapes", "warning_list", "warnings"}
+	want := []string{"avg_kbps", "elapsed_seconds", "files", "job_id", "kind", "level",
+		"media_bytes", "peak_kbps", "phases", "ratio", "ratio_text", "saveset_id", "source_bytes", "status", "tapes", "warning_list", "warnings"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("JSON fields\n got %v\nwant %v", keys, want)
 	}
@@ -98,8 +98,11 @@ func TestBackupJSONOnFreshHome(t *testing.T) {
 	if f.ElapsedSeconds <= 0 || f.ElapsedSeconds > 120 {
 		t.Errorf("elapsed_seconds %v", f.ElapsedSeconds)
 	}
-	if !ratioRE.MatchString(f.CompressionRatio) {
-		t.Errorf("compression_ratio %q does not match %s", f.CompressionRatio, ratioRE)
+	if !ratioRE.MatchString(f.RatioText) {
+		t.Errorf("ratio_text %q does not match %s", f.RatioText, ratioRE)
+	}
+	if want := float64(f.SourceBytes) / float64(f.MediaBytes); f.Ratio != want {
+		t.Errorf("ratio %v, want the number %v (source_bytes / media_bytes)", f.Ratio, want)
 	}
 	if len(f.Tapes) == 0 || !regexp.MustCompile(`^KUR\d{3}$`).MatchString(f.Tapes[0]) {
 		t.Errorf("tapes %v: want the default library's KURnnn barcodes", f.Tapes)

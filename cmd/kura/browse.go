@@ -129,7 +129,7 @@ type entryJSON struct {
 	Mode   string `json:"mode"`
 	UID    uint32 `json:"uid"`
 	GID    uint32 `json:"gid"`
-	Size   int64  `json:"size"`
+	Size   int64  `json:"size_bytes"`
 	MTime  string `json:"mtime"`
 	Link   string `json:"link,omitempty"`
 	Source uint64 `json:"data_in_saveset,omitempty"`

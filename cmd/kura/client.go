@@ -35,10 +35,11 @@ func newClientCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				if cs == nil {
-					cs = []api.Client{}
+				out := []clientJSON{}
+				for _, cl := range cs {
+					out = append(out, toClientJSON(cl))
 				}
-				return printJSON(cmd.OutOrStdout(), cs)
+				return printJSON(cmd.OutOrStdout(), out)
 			}
 			tw := table(cmd.OutOrStdout())
 			fmt.Fprintln(tw, "CLIENT\tSTATE\tLAST SEEN\tADDRESS\tBWLIMIT\tENROLLED")
@@ -60,6 +61,7 @@ func newClientCmd(g *globals) *cobra.Command {
 		},
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	var revokeJSON, setJSON bool
 	revoke := &cobra.Command{
 		Use:   "revoke NAME",
 		Short: "Revoke a client's certificate: it is refused at once and its running jobs stop",
@@ -74,12 +76,16 @@ func newClientCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if revokeJSON {
+				return printJSON(cmd.OutOrStdout(), toClientJSON(*cl))
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Client %s revoked at %s. Its savesets stay restorable; to enroll the name again make a new token.\n",
 				cl.Name, cl.Revoked.Local().Format(time.DateTime))
 			return nil
 		},
 	}
 	var bw string
+	revoke.Flags().BoolVar(&revokeJSON, "json", false, "print the client as JSON (as client list does)")
 	set := &cobra.Command{
 		Use:   "set NAME",
 		Short: "Change a client's settings (its default bandwidth limit)",
@@ -101,6 +107,9 @@ func newClientCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if setJSON {
+				return printJSON(cmd.OutOrStdout(), toClientJSON(*cl))
+			}
 			if cl.BWLimit == 0 {
 				fmt.Fprintf(cmd.OutOrStdout(), "Client %s: no bandwidth limit.\n", cl.Name)
 			} else {
@@ -109,6 +118,7 @@ func newClientCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	set.Flags().BoolVar(&setJSON, "json", false, "print the client as JSON (as client list does)")
 	set.Flags().StringVar(&bw, "bwlimit", "", "default bandwidth limit of the client's jobs (100Mbit, 12.5MB/s; 0 = none)")
 	cmd.AddCommand(list, revoke, set)
 	return cmd
@@ -141,6 +151,7 @@ func newTokenCmd(g *globals) *cobra.Command {
 	var (
 		expires time.Duration
 		name    string
+		asJSON  bool
 	)
 	create := &cobra.Command{
 		Use:   "create",
@@ -185,12 +196,16 @@ on the server machine itself without a login (with --home of the server).`,
 				}
 				tok = &t
 			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), tokenJSON{Token: tok.Token, Name: name, Expires: tok.Expires})
+			}
 			fmt.Fprintln(cmd.OutOrStdout(), tok.Token)
 			fmt.Fprintf(cmd.ErrOrStderr(), "One-time token, valid until %s.\n", tok.Expires.Local().Format(time.DateTime))
 			return nil
 		},
 	}
 	create.Flags().DurationVar(&expires, "expires", time.Hour, "how long the token stays valid")
+	create.Flags().BoolVar(&asJSON, "json", false, "print the token and its expiry as JSON")
 	create.Flags().StringVar(&name, "name", "", "the only client name this token may enroll (default: any)")
 	cmd.AddCommand(create)
 	return cmd

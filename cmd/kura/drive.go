@@ -34,7 +34,7 @@ func newDriveCmd(g *globals) *cobra.Command {
 					return err
 				}
 				type row struct {
-					Library string `json:"library"`
+					Library string
 					library.DriveStatus
 				}
 				rows := []row{}
@@ -55,7 +55,11 @@ func newDriveCmd(g *globals) *cobra.Command {
 					}
 				}
 				if listJSON {
-					return printJSON(cmd.OutOrStdout(), rows)
+					out := []driveJSON{}
+					for _, r := range rows {
+						out = append(out, toDriveJSON(r.Library, r.DriveStatus))
+					}
+					return printJSON(cmd.OutOrStdout(), out)
 				}
 				tw := table(cmd.OutOrStdout())
 				fmt.Fprintln(tw, "DRIVE\tBLOCK SIZE\tBUFFER\tTAPE\tIN USE")

@@ -75,12 +75,12 @@ func followAndPrint(cmd *cobra.Command, c *apiclient.Client, ids []int64, asJSON
 // of the worst.
 func printJobs(cmd *cobra.Command, jobs []*api.Job, asJSON bool) error {
 	if asJSON && len(jobs) > 1 {
-		var streams []map[string]any
+		var streams []resultJSON
 		for _, j := range jobs {
 			streams = append(streams, jsonFigures(j.Figures, nonNil(j.Warnings), j.Error))
 		}
 		total := totalFigures(jobs)
-		_ = printJSON(cmd.OutOrStdout(), map[string]any{"streams": streams, "total": total})
+		_ = printJSON(cmd.OutOrStdout(), map[string]any{"streams": streams, "total": jsonFigures(total, nil, "")})
 	}
 	var worst error
 	for i, j := range jobs {

@@ -36,10 +36,11 @@ func newJobsCmd(g *globals) *cobra.Command {
 					return err
 				}
 				if asJSON {
-					if jobs == nil {
-						jobs = []*catalog.Job{}
+					out := []jobJSON{}
+					for _, j := range jobs {
+						out = append(out, toJobJSON(j, false))
 					}
-					return printJSON(cmd.OutOrStdout(), jobs)
+					return printJSON(cmd.OutOrStdout(), out)
 				}
 				tw := table(cmd.OutOrStdout())
 				fmt.Fprintln(tw, "JOB\tKIND\tCLIENT\tLEVEL\tSTATE\tSAVESET\tSTARTED\tELAPSED\tFILES\tSOURCE\tAVG KB/s\tPEAK KB/s\tWARNINGS")
@@ -72,7 +73,7 @@ func newJobsCmd(g *globals) *cobra.Command {
 					return fmt.Errorf("job %d: %w", id, err)
 				}
 				if showJSON {
-					return printJSON(cmd.OutOrStdout(), j)
+					return printJSON(cmd.OutOrStdout(), toJobJSON(j, true))
 				}
 				out := cmd.OutOrStdout()
 				fmt.Fprintf(out, "Job %d  %s %s  %s\n", j.ID, j.Kind, j.Level, j.State)
@@ -143,6 +144,7 @@ func newJobsCmd(g *globals) *cobra.Command {
 		},
 	}
 	watch.Flags().BoolVar(&watchJSON, "json", false, "print the figures as JSON")
+	var cancelJSON bool
 	cancel := &cobra.Command{
 		Use:   "cancel JOB",
 		Short: "Cancel a queued or running job on the server",
@@ -161,10 +163,14 @@ func newJobsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if cancelJSON {
+				return printJSON(cmd.OutOrStdout(), toJobJSON(&j.Job, false))
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Job %d: %s\n", j.ID, j.State)
 			return nil
 		},
 	}
+	cancel.Flags().BoolVar(&cancelJSON, "json", false, "print the job as JSON (as jobs show does)")
 	cmd.AddCommand(list, show, watch, cancel)
 	return cmd
 }

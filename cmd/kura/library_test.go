@@ -22,9 +22,9 @@ type libRow struct {
 	Config struct {
 		Slots         int    `json:"slots"`
 		Drives        int    `json:"drives"`
-		TapeSize      int64  `json:"tape_size"`
-		BlockSize     int    `json:"block_size"`
-		BufferSize    int    `json:"buffer_size"`
+		TapeSize      int64  `json:"tape_size_bytes"`
+		BlockSize     int    `json:"block_size_bytes"`
+		BufferSize    int    `json:"buffer_size_bytes"`
 		BarcodePrefix string `json:"barcode_prefix"`
 	} `json:"config"`
 }
@@ -32,8 +32,8 @@ type libRow struct {
 type driveRow struct {
 	Library    string `json:"library"`
 	Number     int    `json:"number"`
-	BlockSize  int    `json:"block_size"`
-	BufferSize int    `json:"buffer_size"`
+	BlockSize  int    `json:"block_size_bytes"`
+	BufferSize int    `json:"buffer_size_bytes"`
 }
 
 func (k *kura) libraries() map[string]libRow {
@@ -132,7 +132,7 @@ func TestLibraryTapeAndDriveVerbs(t *testing.T) {
 	var shown struct {
 		Label map[string]any `json:"label"`
 		Files []any          `json:"files"`
-		Used  int64          `json:"used"`
+		Used  int64          `json:"used_bytes"`
 	}
 	k.json(0, &shown, "tape", "show", bc, "--json")
 	if len(shown.Files) != 2 || shown.Used <= 0 || shown.Label == nil {

@@ -152,9 +152,43 @@ An explicit home (--home or KURA_HOME) always means that local home, and
 	for _, add := range commands {
 		root.AddCommand(add(g))
 	}
+	root.SetHelpCommand(newHelpCmd(root))
 	usageArgs(root)
 	remoteVerbs(root, g)
+	installCompletions(root, g)
 	return root
+}
+
+// newHelpCmd is cobra's help command, except that a topic that is not a
+// command is a usage error (exit 2), not a usage text and exit 0.
+func newHelpCmd(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			cmd, _, err := root.Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []cobra.Completion
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					names = append(names, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := root.Find(args)
+			if err != nil || cmd == nil || len(rest) > 0 {
+				return usageErrorf("unknown help topic %q (see kura help)", strings.Join(args, " "))
+			}
+			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag()
+			cmd.SetOut(c.OutOrStdout())
+			return cmd.Help()
+		},
+	}
 }
 
 // usageArgs makes cobra's checks of the positional arguments (too many, too

@@ -161,23 +161,24 @@ func (k *kura) json(code int, v any, args ...string) result {
 
 // figures is `kura backup/restore --json`.
 type figures struct {
-	JobID            int64    `json:"job_id"`
-	SavesetID        int64    `json:"saveset_id"`
-	Level            string   `json:"level"`
-	Files            int64    `json:"files"`
-	SourceBytes      int64    `json:"source_bytes"`
-	MediaBytes       int64    `json:"media_bytes"`
-	AvgKBps          float64  `json:"avg_kbps"`
-	PeakKBps         float64  `json:"peak_kbps"`
-	ElapsedSeconds   float64  `json:"elapsed_seconds"`
-	CompressionRatio string   `json:"compression_ratio"`
-	Tapes            []string `json:"tapes"`
-	Warnings         int64    `json:"warnings"`
-	WarningList      []string `json:"warning_list"`
-	Kind             string   `json:"kind"`
-	Status           string   `json:"status"`
-	Note             string   `json:"note"`
-	Phases           []struct {
+	JobID          int64    `json:"job_id"`
+	SavesetID      int64    `json:"saveset_id"`
+	Level          string   `json:"level"`
+	Files          int64    `json:"files"`
+	SourceBytes    int64    `json:"source_bytes"`
+	MediaBytes     int64    `json:"media_bytes"`
+	AvgKBps        float64  `json:"avg_kbps"`
+	PeakKBps       float64  `json:"peak_kbps"`
+	ElapsedSeconds float64  `json:"elapsed_seconds"`
+	Ratio          float64  `json:"ratio"`
+	RatioText      string   `json:"ratio_text"`
+	Tapes          []string `json:"tapes"`
+	Warnings       int64    `json:"warnings"`
+	WarningList    []string `json:"warning_list"`
+	Kind           string   `json:"kind"`
+	Status         string   `json:"status"`
+	Note           string   `json:"note"`
+	Phases         []struct {
 		Name        string `json:"name"`
 		Files       int64  `json:"files"`
 		SourceBytes int64  `json:"source_bytes"`
@@ -202,7 +203,7 @@ type tapeInfo struct {
 	Library  string  `json:"library"`
 	Location string  `json:"location"`
 	State    string  `json:"state"`
-	Capacity int64   `json:"capacity"`
+	Capacity int64   `json:"capacity_bytes"`
 	Files    int     `json:"files"`
 	Savesets []int64 `json:"savesets"`
 }

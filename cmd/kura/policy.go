@@ -23,6 +23,7 @@ func init() { commands = append(commands, newPolicyCmd) }
 type policyFlags struct {
 	p       catalog.Policy
 	bwlimit string
+	asJSON  bool
 }
 
 func (f *policyFlags) add(fs *pflag.FlagSet) {
@@ -82,6 +83,9 @@ expires each saveset, and "kura prune" applies the rules.`,
 					}
 					return err
 				}
+				if cf.asJSON {
+					return printJSON(cmd.OutOrStdout(), toPolicyJSON(&p))
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Policy %s created.\n", p.Name)
 				printPolicy(cmd, env, &p)
 				return nil
@@ -89,6 +93,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 		},
 	}
 	cf.add(create.Flags())
+	create.Flags().BoolVar(&cf.asJSON, "json", false, "print the policy as JSON (as policy show does)")
 
 	var ef policyFlags
 	edit := &cobra.Command{
@@ -135,6 +140,9 @@ expires each saveset, and "kura prune" applies the rules.`,
 				if err := env.Catalog.UpdatePolicy(p); err != nil {
 					return err
 				}
+				if ef.asJSON {
+					return printJSON(cmd.OutOrStdout(), toPolicyJSON(p))
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Policy %s changed.\n", p.Name)
 				printPolicy(cmd, env, p)
 				return nil
@@ -142,6 +150,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 		},
 	}
 	ef.add(edit.Flags())
+	edit.Flags().BoolVar(&ef.asJSON, "json", false, "print the policy as JSON (as policy show does)")
 
 	var asJSON bool
 	list := &cobra.Command{
@@ -155,10 +164,11 @@ expires each saveset, and "kura prune" applies the rules.`,
 					return err
 				}
 				if asJSON {
-					if ps == nil {
-						ps = []*catalog.Policy{}
+					out := []policyJSON{}
+					for _, p := range ps {
+						out = append(out, toPolicyJSON(p))
 					}
-					return printJSON(cmd.OutOrStdout(), ps)
+					return printJSON(cmd.OutOrStdout(), out)
 				}
 				tw := table(cmd.OutOrStdout())
 				fmt.Fprintln(tw, "POLICY\tCLIENT\tSELECTION\tSCHEDULES\tKEEP\tPOOL\tNEXT RUN\tLAST RUN")
@@ -193,7 +203,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 					return err
 				}
 				if showJSON {
-					return printJSON(cmd.OutOrStdout(), p)
+					return printJSON(cmd.OutOrStdout(), toPolicyJSON(p))
 				}
 				printPolicy(cmd, env, p)
 				return nil

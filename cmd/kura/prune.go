@@ -31,7 +31,7 @@ recycled by the next prune.`,
 					return err
 				}
 				if asJSON {
-					return printJSON(cmd.OutOrStdout(), res)
+					return printJSON(cmd.OutOrStdout(), toPruneJSON(res))
 				}
 				out := cmd.OutOrStdout()
 				verb := "Expired"

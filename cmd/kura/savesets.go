@@ -43,10 +43,11 @@ func newSavesetsCmd(g *globals) *cobra.Command {
 					return printWhy(cmd, env, sets, asJSON)
 				}
 				if asJSON {
-					if sets == nil {
-						sets = []*catalog.Saveset{}
+					out := []savesetJSON{}
+					for _, s := range sets {
+						out = append(out, toSavesetJSON(s))
 					}
-					return printJSON(cmd.OutOrStdout(), sets)
+					return printJSON(cmd.OutOrStdout(), out)
 				}
 				tw := table(cmd.OutOrStdout())
 				fmt.Fprintln(tw, "ID\tCREATED\tLEVEL\tBASE\tSTATUS\tFILES\tSOURCE\tMEDIA\tRATIO\tTAPES\tSELECTION")
@@ -88,10 +89,11 @@ func printWhy(cmd *cobra.Command, env *engine.Env, sets []*catalog.Saveset, asJS
 		}
 	}
 	if asJSON {
-		if out == nil {
-			out = []engine.SavesetDecision{}
+		js := []decisionJSON{}
+		for _, d := range out {
+			js = append(js, toDecisionJSON(d))
 		}
-		return printJSON(cmd.OutOrStdout(), out)
+		return printJSON(cmd.OutOrStdout(), js)
 	}
 	tw := table(cmd.OutOrStdout())
 	fmt.Fprintln(tw, "ID\tCREATED\tLEVEL\tPOLICY\tGEN\tVERDICT\tRULE\tWHY")
@@ -118,6 +120,7 @@ func newSavesetCmd(g *globals) *cobra.Command {
 		Use:   "saveset",
 		Short: "One saveset: its restore recipe",
 	}
+	var recipeJSON bool
 	recipe := &cobra.Command{
 		Use:   "recipe SAVESET",
 		Short: "Print the shell pipeline (cat, zstd, tar only) that restores a saveset into the current folder",
@@ -136,11 +139,15 @@ an incremental, run the recipes of its chain from the full backup on.`,
 				if err != nil {
 					return err
 				}
+				if recipeJSON {
+					return printJSON(cmd.OutOrStdout(), recipeOut{SavesetID: id, Recipe: r})
+				}
 				fmt.Fprintln(cmd.OutOrStdout(), r)
 				return nil
 			})
 		},
 	}
+	recipe.Flags().BoolVar(&recipeJSON, "json", false, "print the saveset ID and the pipeline as JSON")
 	cmd.AddCommand(recipe)
 	return cmd
 }

@@ -20,7 +20,10 @@ func newSelectionCmd(g *globals) *cobra.Command {
 		Use:   "selection",
 		Short: "Saved backup selection sets (paths and exclusions)",
 	}
-	var excludes []string
+	var (
+		excludes   []string
+		createJSON bool
+	)
 	create := &cobra.Command{
 		Use:   "create NAME PATH...",
 		Short: "Save a named selection of paths to back up",
@@ -40,15 +43,19 @@ func newSelectionCmd(g *globals) *cobra.Command {
 				paths = append(paths, abs)
 			}
 			return withEnv(g, func(env *engine.Env) error {
-				err := env.Catalog.CreateSelection(catalog.Selection{Name: args[0], Client: env.Client, Paths: paths, Excludes: excludes, Created: time.Now()})
-				if err != nil {
+				s := catalog.Selection{Name: args[0], Client: env.Client, Paths: paths, Excludes: excludes, Created: time.Now()}
+				if err := env.Catalog.CreateSelection(s); err != nil {
 					return fmt.Errorf("selection %q: %w", args[0], err)
+				}
+				if createJSON {
+					return printJSON(cmd.OutOrStdout(), selectionsJSON([]catalog.Selection{s})[0])
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Selection %s: %s\n", args[0], strings.Join(paths, " "))
 				return nil
 			})
 		},
 	}
+	create.Flags().BoolVar(&createJSON, "json", false, "print the selection as JSON (as selection show does)")
 	create.Flags().StringArrayVar(&excludes, "exclude", nil, "skip paths matching this glob; repeatable")
 
 	var asJSON bool

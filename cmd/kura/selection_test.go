@@ -19,7 +19,7 @@ type selectionOut struct {
 type lsEntry struct {
 	Path string `json:"path"`
 	Type string `json:"type"`
-	Size int64  `json:"size"`
+	Size int64  `json:"size_bytes"`
 }
 
 // lsNames lists a saveset folder and returns the base names in it.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -162,6 +163,33 @@ func TestServerAgentsAndAdminCLI(t *testing.T) {
 	dst := filepath.Join(agents["c2"].dir, "restored")
 	admin.ok("restore", "--client", "c1", "--to-client", "c2", itoa64(fig.SavesetID), "--to", dst)
 	sameTree(t, readTree(t, src), readTree(t, restoredAt(dst, src)))
+
+	// Through the server the same JSON comes out as locally.
+	var tok tokenJSON
+	admin.json(0, &tok, "token", "create", "--expires", "10m", "--name", "c9", "--json")
+	if !strings.HasPrefix(tok.Token, "kura") || tok.Name != "c9" || tok.Expires.IsZero() {
+		t.Errorf("token create --json: %+v", tok)
+	}
+	conforms(t, "saveset", admin.ok("savesets", "--json"), true)
+	conforms(t, "job", admin.ok("jobs", "show", itoa64(fig.JobID), "--json"), false)
+	conforms(t, "tape", admin.ok("tape", "list", "--json"), true)
+	snakeKeys(t, admin.ok("client", "list", "--json"))
+	var cl clientJSON
+	admin.json(0, &cl, "client", "set", "c2", "--bwlimit", "1MB/s", "--json")
+	if cl.Name != "c2" || cl.BWLimitKBps <= 0 {
+		t.Errorf("client set --json: %+v", cl)
+	}
+	admin.ok("client", "set", "c2", "--bwlimit", "0")
+	snakeKeys(t, admin.ok("savesets", "--why", "--json"))
+	var res figures
+	if r := admin.json(0, &res, "verify", itoa64(fig.SavesetID), "--json"); res.RatioText == "" {
+		t.Errorf("remote verify --json: %+v\n%s", res, r)
+	}
+
+	// <TAB> through the server: its clients, from its API.
+	if got := admin.completions("backup", "--client", ""); !slices.Equal(got, []string{"c1", "c2"}) {
+		t.Errorf("kura backup --client <TAB> through the server: %v, want [c1 c2]", got)
+	}
 
 	// A detached job, then watched.
 	id := strings.TrimSpace(admin.ok("backup", "--client", "c1", "--detach", "--level", "incr", src).stdout)

@@ -37,7 +37,11 @@ func newTapeCmd(g *globals) *cobra.Command {
 					return err
 				}
 				if listJSON {
-					return printJSON(cmd.OutOrStdout(), tapes)
+					out := []tapeJSON{}
+					for _, t := range tapes {
+						out = append(out, toTapeJSON(t))
+					}
+					return printJSON(cmd.OutOrStdout(), out)
 				}
 				tw := table(cmd.OutOrStdout())
 				fmt.Fprintln(tw, "BARCODE\tLIBRARY\tPOOL\tLOCATION\tSTATE\tUSED\tCAPACITY\tFILES\tSAVESETS")
@@ -81,10 +85,7 @@ func newTapeCmd(g *globals) *cobra.Command {
 					if err != nil {
 						return err
 					}
-					if files == nil {
-						files = []tape.FileInfo{}
-					}
-					return printJSON(cmd.OutOrStdout(), map[string]any{"label": t.Label(), "files": files, "used": t.Used()})
+					return printJSON(cmd.OutOrStdout(), toTapeShowJSON(t.Label(), files, t.Used()))
 				}
 				return tape.Describe(cmd.OutOrStdout(), t)
 			})
@@ -93,6 +94,7 @@ func newTapeCmd(g *globals) *cobra.Command {
 	show.Flags().BoolVar(&showJSON, "json", false, "print as JSON")
 
 	var count int
+	var addJSON bool
 	add := &cobra.Command{
 		Use:   "add",
 		Short: "Add labelled blank tapes to a library",
@@ -106,6 +108,9 @@ func newTapeCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if addJSON {
+					return printTapesJSON(cmd, env, codes...)
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Added %s\n", strings.Join(codes, ", "))
 				return nil
 			})
@@ -113,10 +118,12 @@ func newTapeCmd(g *globals) *cobra.Command {
 	}
 	add.Flags().StringVar(&vtl, "vtl", "", "library (default: the default library)")
 	intVar(add.Flags(), &count, "count", 1, 1, library.MaxSlots, "how many tapes")
+	add.Flags().BoolVar(&addJSON, "json", false, "print the new tapes as JSON (as tape list does)")
 
 	// move runs one library move on the tape's library and says where it went.
 	move := func(use, short, done string, op func(lib *library.Library, barcode string) error) *cobra.Command {
-		return &cobra.Command{
+		var asJSON bool
+		c := &cobra.Command{
 			Use: use + " BARCODE", Short: short, Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				return withEnv(g, func(env *engine.Env) error {
@@ -127,13 +134,19 @@ func newTapeCmd(g *globals) *cobra.Command {
 					if err := op(lib, args[0]); err != nil {
 						return err
 					}
+					if asJSON {
+						return printTapesJSON(cmd, env, args[0])
+					}
 					fmt.Fprintf(cmd.OutOrStdout(), "Tape %s %s.\n", args[0], done)
 					return nil
 				})
 			},
 		}
+		c.Flags().BoolVar(&asJSON, "json", false, "print the tape as JSON (as tape list does)")
+		return c
 	}
 	export := move("export", "Move a tape to the mail slot: it goes offline", "is in the mail slot (offline)", (*library.Library).Export)
+	var impJSON bool
 	imp := &cobra.Command{
 		Use: "import BARCODE", Short: "Move a tape from the mail slot back into a free slot", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -141,12 +154,16 @@ func newTapeCmd(g *globals) *cobra.Command {
 				if err := env.ImportTape(args[0]); err != nil {
 					return err
 				}
+				if impJSON {
+					return printTapesJSON(cmd, env, args[0])
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Tape %s is back in a slot.\n", args[0])
 				return nil
 			})
 		},
 	}
-	var force bool
+	imp.Flags().BoolVar(&impJSON, "json", false, "print the tape as JSON (as tape list does)")
+	var force, eraseJSON bool
 	erase := &cobra.Command{
 		Use:   "erase BARCODE",
 		Short: "Relabel a tape; its data is gone (refused while it holds unexpired savesets, unless --force)",
@@ -157,6 +174,16 @@ func newTapeCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if eraseJSON {
+					if ids == nil {
+						ids = []int64{}
+					}
+					t, err := tapeJSONOf(env, args[0])
+					if err != nil {
+						return err
+					}
+					return printJSON(cmd.OutOrStdout(), erasedJSON{tapeJSON: t, ExpiredSavesets: ids})
+				}
 				msg := "Tape " + args[0] + " erased."
 				if len(ids) > 0 {
 					msg += fmt.Sprintf(" Savesets %v expired.", ids)
@@ -166,6 +193,7 @@ func newTapeCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
+	erase.Flags().BoolVar(&eraseJSON, "json", false, "print the tape and the savesets expired as JSON")
 	erase.Flags().BoolVar(&force, "force", false, "erase even if unexpired savesets are on it (they are expired)")
 
 	var scanJSON bool

@@ -59,12 +59,15 @@ Exits 4 and names every affected file when something is wrong.`,
 				if res != nil {
 					out := cmd.OutOrStdout()
 					if asJSON {
-						m := jsonFigures(res.Figures, nil, "")
-						m["level"] = res.Level
-						m["checked_files"] = res.Checked
-						m["problems"] = res.Problems
-						m["warning_list"] = res.Warnings
-						_ = printJSON(out, m)
+						r := jsonFigures(res.Figures, res.Warnings, "")
+						r.Level = res.Level
+						r.CheckedFiles = &res.Checked
+						ps := []problemJSON{}
+						for _, p := range res.Problems {
+							ps = append(ps, problemJSON{Path: p.Path, Problem: p.Problem})
+						}
+						r.Problems = &ps
+						_ = printJSON(out, r)
 					} else {
 						printVerify(out, res, id, err)
 					}

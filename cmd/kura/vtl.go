@@ -20,6 +20,7 @@ func newVtlCmd(g *globals) *cobra.Command {
 	var (
 		cfg                          library.Config
 		tapeSize, blockSize, bufSize *sizeFlag
+		createJSON                   bool
 	)
 	create := &cobra.Command{
 		Use:   "create NAME",
@@ -44,6 +45,10 @@ the combination the seed found fastest and Kura's benchmarks confirm
 					return err
 				}
 				c := lib.Config()
+				if createJSON {
+					cj := toLibraryConfigJSON(c)
+					return printJSON(cmd.OutOrStdout(), libraryJSON{Name: c.Name, Dir: c.Dir, Config: &cj})
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Library %s created in %s: %s, %s, %s, %s tapes, block %s, buffer %s\n",
 					c.Name, c.Dir, units.Count(int64(c.Slots), "slot"), units.Count(int64(c.Drives), "drive"), units.Count(int64(c.MailSlots), "mail slot"), units.FormatSize(c.TapeSize), units.FormatKiB(int64(c.BlockSize)), units.FormatKiB(int64(c.BufferSize)))
 				return nil
@@ -57,6 +62,7 @@ the combination the seed found fastest and Kura's benchmarks confirm
 	tapeSize = sizeVar(f, "tape-size", library.MinTapeSize, library.MaxTapeSize, "capacity of each tape, e.g. 64GiB (default 64GiB)")
 	blockSize = blockSizeVar(f, "media block size of the drives (default 256KiB)")
 	bufSize = sizeVar(f, "buffer", 2*library.MinBlockSize, library.MaxBufferSize, "transfer-buffer memory per drive (default 8193KiB)")
+	f.BoolVar(&createJSON, "json", false, "print the library as JSON")
 	f.StringVar(&cfg.BarcodePrefix, "barcode-prefix", "", "barcode prefix of the tapes (default KUR)")
 
 	var listJSON bool
@@ -90,7 +96,16 @@ the combination the seed found fastest and Kura's benchmarks confirm
 					rows = append(rows, r)
 				}
 				if listJSON {
-					return printJSON(cmd.OutOrStdout(), rows)
+					out := []libraryJSON{}
+					for _, r := range rows {
+						l := libraryJSON{Name: r.Name, Dir: r.Dir, Error: r.Error}
+						if r.Error == "" {
+							c, n := toLibraryConfigJSON(r.Config), r.Tapes
+							l.Config, l.Tapes = &c, &n
+						}
+						out = append(out, l)
+					}
+					return printJSON(cmd.OutOrStdout(), out)
 				}
 				tw := table(cmd.OutOrStdout())
 				fmt.Fprintln(tw, "NAME\tSLOTS\tDRIVES\tTAPES\tTAPE SIZE\tBLOCK\tBUFFER\tDIR")
@@ -125,7 +140,19 @@ the combination the seed found fastest and Kura's benchmarks confirm
 					return err
 				}
 				if showJSON {
-					return printJSON(cmd.OutOrStdout(), map[string]any{"config": lib.Config(), "dir": lib.Config().Dir, "status": st})
+					c := toLibraryConfigJSON(lib.Config())
+					l := libraryJSON{Name: lib.Config().Name, Dir: lib.Config().Dir, Config: &c, Slots: st.Slots, Drives: []driveJSON{},
+						MailSlots: &st.MailSlots}
+					for _, d := range st.Drives {
+						l.Drives = append(l.Drives, toDriveJSON(l.Name, d))
+					}
+					if l.Slots == nil {
+						l.Slots = []library.SlotStatus{}
+					}
+					if st.MailSlots == nil {
+						l.MailSlots = &[]library.SlotStatus{}
+					}
+					return printJSON(cmd.OutOrStdout(), l)
 				}
 				c := lib.Config()
 				out := cmd.OutOrStdout()

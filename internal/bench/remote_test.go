@@ -31,6 +31,11 @@ func TestParseFigures(t *testing.T) {
 	if err != nil || len(jobs) != 1 || jobs[0].JobID != 7 || jobs[0].MediaBytes != 250 || jobs[0].Seconds != 1.5 {
 		t.Errorf("one job: %+v, %v", jobs, err)
 	}
+	// kura --json names the ratio's text ratio_text (and its number ratio).
+	cur := `{"job_id": 7, "saveset_id": 5, "source_bytes": 1000, "media_bytes": 250, "ratio": 4, "ratio_text": "4.00:1"}`
+	if jobs, err := parseFigures([]byte(cur)); err != nil || len(jobs) != 1 || jobs[0].Ratio != "4.00:1" {
+		t.Errorf("kura --json with ratio_text: %+v, %v", jobs, err)
+	}
 	two := `{"streams": [{"job_id": 8, "source_bytes": 600, "media_bytes": 600, "avg_kbps": 10, "peak_kbps": 11, "elapsed_seconds": 2},
 		{"job_id": 9, "source_bytes": 400, "media_bytes": 200, "avg_kbps": 5, "peak_kbps": 6, "elapsed_seconds": 2.5}],
 		"total": {"source_bytes": 1000, "media_bytes": 800}}`

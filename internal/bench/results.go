@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"runtime"
@@ -224,6 +225,25 @@ type JobFigures struct {
 	PeakKBps    float64 `json:"peak_kbps"`
 	Ratio       string  `json:"compression_ratio"`
 	Status      string  `json:"status,omitempty"`
+}
+
+// UnmarshalJSON reads a job's figures from kura --json, which names the
+// ratio's text ratio_text, and from the reports, which name it
+// compression_ratio.
+func (f *JobFigures) UnmarshalJSON(b []byte) error {
+	type plain JobFigures // no methods: no recursion
+	var x struct {
+		plain
+		RatioText string `json:"ratio_text"`
+	}
+	if err := json.Unmarshal(b, &x); err != nil {
+		return err
+	}
+	*f = JobFigures(x.plain)
+	if x.RatioText != "" {
+		f.Ratio = x.RatioText
+	}
+	return nil
 }
 
 // OK reports whether the run succeeded (exit 0, or 3: completed with

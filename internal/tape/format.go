@@ -16,6 +16,10 @@ import (
 const (
 	// LabelVersion is the only label version this package writes and reads.
 	LabelVersion = 1
+	// ChecksumVersion is the version of the block checksum header, and
+	// FilemarkVersion that of a filemark; `kura version` reports them.
+	ChecksumVersion = sumVersion
+	FilemarkVersion = markVersion
 	// MinBlockSize and MaxBlockSize bound the block size of a tape file.
 	MinBlockSize = 512
 	MaxBlockSize = 64 << 20

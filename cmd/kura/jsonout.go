@@ -1,0 +1,490 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/library"
+	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/tape"
+	"github.com/kura-backup/kura/internal/units"
+)
+
+// The --json forms of the main outputs. They are defined here, apart from
+// the catalog's and the engine's structs, so that a change there does not
+// silently change what scripts read; docs/schema/*.json describes them.
+// The rules: snake_case keys; numbers are numbers (a ratio is "ratio",
+// with its text in "ratio_text"); units in the names (_bytes, _kbps,
+// _seconds); a job and a backup use the same names for the same figures;
+// lists are [] rather than null.
+
+// phaseJSON is one phase of a job or a result.
+type phaseJSON struct {
+	Name           string  `json:"name"`
+	Files          int64   `json:"files"`
+	SourceBytes    int64   `json:"source_bytes"`
+	MediaBytes     int64   `json:"media_bytes"`
+	AvgKBps        float64 `json:"avg_kbps"`
+	PeakKBps       float64 `json:"peak_kbps"`
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
+	Ratio          float64 `json:"ratio"`
+	RatioText      string  `json:"ratio_text"`
+}
+
+// resultJSON is what backup, restore, verify, copy and policy run print
+// with --json: the job's figures and its warnings.
+type resultJSON struct {
+	JobID          int64       `json:"job_id"`
+	SavesetID      int64       `json:"saveset_id"`
+	Kind           string      `json:"kind"`
+	Status         string      `json:"status"`
+	Level          string      `json:"level"`
+	Files          int64       `json:"files"`
+	SourceBytes    int64       `json:"source_bytes"`
+	MediaBytes     int64       `json:"media_bytes"`
+	AvgKBps        float64     `json:"avg_kbps"`
+	PeakKBps       float64     `json:"peak_kbps"`
+	ElapsedSeconds float64     `json:"elapsed_seconds"`
+	Ratio          float64     `json:"ratio"`
+	RatioText      string      `json:"ratio_text"`
+	Tapes          []string    `json:"tapes"`
+	Warnings       int64       `json:"warnings"`
+	WarningList    []string    `json:"warning_list"`
+	Phases         []phaseJSON `json:"phases"`
+	Note           string      `json:"note,omitempty"`
+	// Verify only.
+	CheckedFiles *int64         `json:"checked_files,omitempty"`
+	Problems     *[]problemJSON `json:"problems,omitempty"`
+}
+
+// problemJSON is one problem a verify found.
+type problemJSON struct {
+	Path    string `json:"path"`
+	Problem string `json:"problem"`
+}
+
+// ratioJSON is a ratio as a number (0 when there is nothing to divide) and
+// as the text the tables show ("5.26:1", "-").
+func ratioJSON(source, media int64) (float64, string) {
+	if units.Ratio(source, media) == "-" {
+		return 0, "-"
+	}
+	return units.RatioValue(source, media), units.Ratio(source, media)
+}
+
+// jsonFigures is the --json form of a job's figures.
+func jsonFigures(f monitor.Figures, warnings []string, note string) resultJSON {
+	r := resultJSON{
+		JobID: f.JobID, SavesetID: f.SavesetID, Kind: f.Kind, Status: f.Status, Level: f.Level,
+		Files: f.Files, SourceBytes: f.SourceBytes, MediaBytes: f.MediaBytes,
+		AvgKBps: f.AvgKBps, PeakKBps: f.PeakKBps, ElapsedSeconds: f.ElapsedSeconds,
+		Tapes: nonNil(f.Tapes), Warnings: f.Warnings, WarningList: nonNil(warnings),
+		Phases: []phaseJSON{}, Note: note,
+	}
+	r.Ratio, r.RatioText = ratioJSON(f.SourceBytes, f.MediaBytes)
+	for _, p := range f.Phases {
+		pj := phaseJSON{Name: p.Name, Files: p.Files, SourceBytes: p.SourceBytes, MediaBytes: p.MediaBytes,
+			AvgKBps: p.AvgKBps, PeakKBps: p.PeakKBps, ElapsedSeconds: p.ElapsedSeconds}
+		pj.Ratio, pj.RatioText = ratioJSON(p.SourceBytes, p.MediaBytes)
+		r.Phases = append(r.Phases, pj)
+	}
+	return r
+}
+
+// jobJSON is a job in `jobs list/show --json`: the figures under the names
+// a backup's result uses.
+type jobJSON struct {
+	ID             int64       `json:"id"`
+	ParentID       int64       `json:"parent_id,omitempty"`
+	Kind           string      `json:"kind"`
+	State          string      `json:"state"`
+	Client         string      `json:"client"`
+	Selection      string      `json:"selection"`
+	SavesetID      int64       `json:"saveset_id"`
+	Level          string      `json:"level"`
+	Started        time.Time   `json:"started"`
+	Finished       *time.Time  `json:"finished,omitempty"`
+	ElapsedSeconds float64     `json:"elapsed_seconds"`
+	Files          int64       `json:"files"`
+	SourceBytes    int64       `json:"source_bytes"`
+	MediaBytes     int64       `json:"media_bytes"`
+	AvgKBps        float64     `json:"avg_kbps"`
+	PeakKBps       float64     `json:"peak_kbps"`
+	Ratio          float64     `json:"ratio"`
+	RatioText      string      `json:"ratio_text"`
+	Tapes          []string    `json:"tapes"`
+	Warnings       int64       `json:"warnings"`
+	WarningList    []string    `json:"warning_list"`
+	Phases         []phaseJSON `json:"phases"`
+	Error          string      `json:"error,omitempty"`
+	Reason         string      `json:"reason,omitempty"`
+	Log            []string    `json:"log,omitempty"`
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// toJobJSON converts a catalog job; withLog adds its log tail (jobs show).
+func toJobJSON(j *catalog.Job, withLog bool) jobJSON {
+	out := jobJSON{
+		ID: j.ID, ParentID: j.ParentID, Kind: j.Kind, State: j.State, Client: j.Client, Selection: j.Selection,
+		SavesetID: j.SavesetID, Level: j.Level, Started: j.Started, Finished: timeOrNil(j.Finished),
+		Files: j.Files, SourceBytes: j.SourceBytes, MediaBytes: j.MediaBytes,
+		AvgKBps: units.KBps(j.AvgRate), PeakKBps: units.KBps(j.PeakRate),
+		Tapes: nonNil(j.Tapes), Warnings: j.WarningCount, WarningList: nonNil(j.Warnings),
+		Phases: []phaseJSON{}, Error: j.Error, Reason: j.Reason,
+	}
+	if !j.Finished.IsZero() {
+		out.ElapsedSeconds = j.Finished.Sub(j.Started).Seconds()
+	}
+	out.Ratio, out.RatioText = ratioJSON(j.SourceBytes, j.MediaBytes)
+	for _, p := range j.Phases {
+		pj := phaseJSON{Name: p.Name, Files: p.Files, SourceBytes: p.Bytes, MediaBytes: p.MediaBytes,
+			AvgKBps: units.KBps(p.AvgRate), PeakKBps: units.KBps(p.PeakRate)}
+		if !p.End.IsZero() {
+			pj.ElapsedSeconds = p.End.Sub(p.Start).Seconds()
+		}
+		pj.Ratio, pj.RatioText = ratioJSON(p.Bytes, p.MediaBytes)
+		out.Phases = append(out.Phases, pj)
+	}
+	if withLog {
+		out.Log = nonNil(j.Log)
+	}
+	return out
+}
+
+// partJSON is one tape file of a saveset.
+type partJSON struct {
+	Barcode string `json:"barcode"`
+	File    int    `json:"file"`
+	Bytes   int64  `json:"bytes"`
+}
+
+// copyJSON is a further copy of a saveset (kura copy).
+type copyJSON struct {
+	Copy      int        `json:"copy"`
+	Library   string     `json:"library"`
+	Created   time.Time  `json:"created"`
+	Parts     []partJSON `json:"parts"`
+	IndexPart *partJSON  `json:"index_part,omitempty"`
+}
+
+// savesetJSON is a saveset in `savesets --json`.
+type savesetJSON struct {
+	ID           int64      `json:"id"`
+	JobID        int64      `json:"job_id"`
+	Client       string     `json:"client"`
+	Selection    string     `json:"selection"`
+	Policy       string     `json:"policy"`
+	Level        string     `json:"level"`
+	BaseID       int64      `json:"base_id"`
+	Status       string     `json:"status"`
+	Created      time.Time  `json:"created"`
+	Finished     *time.Time `json:"finished,omitempty"`
+	Paths        []string   `json:"paths"`
+	Label        string     `json:"label"`
+	Files        int64      `json:"files"`
+	SourceBytes  int64      `json:"source_bytes"`
+	MediaBytes   int64      `json:"media_bytes"`
+	Ratio        float64    `json:"ratio"`
+	RatioText    string     `json:"ratio_text"`
+	Codec        string     `json:"codec"`
+	Library      string     `json:"library"`
+	Tapes        []string   `json:"tapes"`
+	Parts        []partJSON `json:"parts"`
+	IndexPart    *partJSON  `json:"index_part,omitempty"`
+	IndexBytes   int64      `json:"index_bytes"`
+	IndexEntries int64      `json:"index_entries"`
+	Expired      bool       `json:"expired"`
+	ExpireReason string     `json:"expire_reason,omitempty"`
+	Copies       []copyJSON `json:"copies"`
+}
+
+func partsJSON(ps []catalog.Part) []partJSON {
+	out := []partJSON{}
+	for _, p := range ps {
+		out = append(out, partJSON{Barcode: p.Barcode, File: p.File, Bytes: p.Bytes})
+	}
+	return out
+}
+
+func indexPartJSON(p catalog.Part) *partJSON {
+	if p.Barcode == "" {
+		return nil
+	}
+	return &partJSON{Barcode: p.Barcode, File: p.File, Bytes: p.Bytes}
+}
+
+func toSavesetJSON(s *catalog.Saveset) savesetJSON {
+	out := savesetJSON{
+		ID: s.ID, JobID: s.JobID, Client: s.Client, Selection: s.Selection, Policy: s.Policy, Level: s.Level,
+		BaseID: s.BaseID, Status: s.Status, Created: s.Created, Finished: timeOrNil(s.Finished),
+		Paths: nonNil(s.Paths), Label: s.Label, Files: s.Files, SourceBytes: s.SourceBytes, MediaBytes: s.MediaBytes,
+		Codec: s.Codec, Library: s.Library, Tapes: []string{}, Parts: partsJSON(s.Parts), IndexPart: indexPartJSON(s.IndexPart),
+		IndexBytes: s.IndexBytes, IndexEntries: s.IndexEntries, Expired: s.Expired, ExpireReason: s.ExpireReason,
+		Copies: []copyJSON{},
+	}
+	out.Ratio, out.RatioText = ratioJSON(s.SourceBytes, s.MediaBytes)
+	seen := map[string]bool{}
+	for _, p := range s.Parts {
+		if !seen[p.Barcode] {
+			seen[p.Barcode] = true
+			out.Tapes = append(out.Tapes, p.Barcode)
+		}
+	}
+	for _, c := range s.Copies {
+		out.Copies = append(out.Copies, copyJSON{Copy: c.Copy, Library: c.Library, Created: c.Created,
+			Parts: partsJSON(c.Parts), IndexPart: indexPartJSON(c.IndexPart)})
+	}
+	return out
+}
+
+// decisionJSON is retention's verdict on a saveset (`savesets --why --json`).
+type decisionJSON struct {
+	ID         int64     `json:"id"`
+	Keep       bool      `json:"keep"`
+	Rule       string    `json:"rule"`
+	Reason     string    `json:"reason"`
+	Generation int       `json:"generation"`
+	Policy     string    `json:"policy"`
+	Client     string    `json:"client"`
+	Level      string    `json:"level"`
+	Status     string    `json:"status"`
+	Created    time.Time `json:"created"`
+}
+
+func toDecisionJSON(d engine.SavesetDecision) decisionJSON {
+	return decisionJSON{ID: d.ID, Keep: d.Keep, Rule: d.Rule, Reason: d.Reason, Generation: d.Generation,
+		Policy: d.Policy, Client: d.Client, Level: d.Level, Status: d.Status, Created: d.Created}
+}
+
+// pruneJSON is `kura prune --json`.
+type pruneJSON struct {
+	DryRun    bool           `json:"dry_run"`
+	Decisions []decisionJSON `json:"decisions"`
+	Expired   []int64        `json:"expired"`  // savesets expired now (or that would be)
+	Recycled  []string       `json:"recycled"` // tapes returned to scratch
+	Notes     []string       `json:"notes"`
+}
+
+func toPruneJSON(r *engine.PruneResult) pruneJSON {
+	out := pruneJSON{DryRun: r.DryRun, Decisions: []decisionJSON{}, Expired: []int64{},
+		Recycled: nonNil(r.Recycled), Notes: nonNil(r.Notes)}
+	for _, d := range r.Decisions {
+		out.Decisions = append(out.Decisions, toDecisionJSON(d))
+	}
+	out.Expired = append(out.Expired, r.Expired...)
+	return out
+}
+
+// clientJSON is an enrolled client (`client list --json`).
+type clientJSON struct {
+	Name            string     `json:"name"`
+	Connected       bool       `json:"connected"`
+	Revoked         *time.Time `json:"revoked,omitempty"`
+	Enrolled        time.Time  `json:"enrolled"`
+	LastSeen        *time.Time `json:"last_seen,omitempty"`
+	Address         string     `json:"address"`
+	BWLimitKBps     float64    `json:"bwlimit_kbps"` // 0 = no limit
+	CertSerial      string     `json:"cert_serial"`
+	CertFingerprint string     `json:"cert_fingerprint"`
+}
+
+func toClientJSON(c api.Client) clientJSON {
+	return clientJSON{Name: c.Name, Connected: c.Connected, Revoked: timeOrNil(c.Revoked), Enrolled: c.Enrolled,
+		LastSeen: timeOrNil(c.LastSeen), Address: c.Address, BWLimitKBps: units.KBps(float64(c.BWLimit)),
+		CertSerial: c.CertSerial, CertFingerprint: c.CertFingerprint}
+}
+
+// tokenJSON is `token create --json`.
+type tokenJSON struct {
+	Token   string    `json:"token"`
+	Name    string    `json:"name"` // "" = any client name
+	Expires time.Time `json:"expires"`
+}
+
+// tapeJSON is a tape in `tape list --json`.
+type tapeJSON struct {
+	Barcode           string  `json:"barcode"`
+	Library           string  `json:"library"`
+	Pool              string  `json:"pool"` // "" is scratch
+	Location          string  `json:"location"`
+	Slot              int     `json:"slot,omitempty"`
+	Drive             int     `json:"drive,omitempty"`
+	MailSlot          int     `json:"mail_slot,omitempty"`
+	State             string  `json:"state"`
+	MarkedFull        bool    `json:"marked_full"`
+	UsedBytes         int64   `json:"used_bytes"`
+	CapacityBytes     int64   `json:"capacity_bytes"`
+	EarlyWarningBytes int64   `json:"early_warning_bytes"`
+	Files             int     `json:"files"` // tape files, complete or not
+	Generation        int     `json:"generation"`
+	Savesets          []int64 `json:"savesets"`
+	Error             string  `json:"error,omitempty"`
+}
+
+func toTapeJSON(t engine.TapeInfo) tapeJSON {
+	out := tapeJSON{Barcode: t.Barcode, Library: t.Library, Pool: t.Pool, Location: t.Location, Slot: t.Slot,
+		Drive: t.Drive, MailSlot: t.MailSlot, State: string(t.State), MarkedFull: t.MarkedFull, UsedBytes: t.Used,
+		CapacityBytes: t.Capacity, EarlyWarningBytes: t.EarlyWarning, Files: t.Files, Generation: t.Generation,
+		Savesets: []int64{}, Error: t.Error}
+	out.Savesets = append(out.Savesets, t.Savesets...)
+	return out
+}
+
+// erasedJSON is `tape erase --json`: the tape as it now is, and the
+// savesets the erase expired.
+type erasedJSON struct {
+	tapeJSON
+	ExpiredSavesets []int64 `json:"expired_savesets"`
+}
+
+// tapeJSONOf is the tape list row of one tape.
+func tapeJSONOf(env *engine.Env, barcode string) (tapeJSON, error) {
+	tapes, err := env.Tapes("")
+	if err != nil {
+		return tapeJSON{}, err
+	}
+	for _, t := range tapes {
+		if t.Barcode == barcode {
+			return toTapeJSON(t), nil
+		}
+	}
+	return tapeJSON{}, fmt.Errorf("tape %s: %w", barcode, catalog.ErrNotFound)
+}
+
+// printTapesJSON prints the tape list rows of the tapes a verb changed: one
+// object for one barcode argument, a list for tape add.
+func printTapesJSON(cmd *cobra.Command, env *engine.Env, barcodes ...string) error {
+	out := []tapeJSON{}
+	for _, bc := range barcodes {
+		t, err := tapeJSONOf(env, bc)
+		if err != nil {
+			return err
+		}
+		out = append(out, t)
+	}
+	if cmd.Name() != "add" && len(out) == 1 {
+		return printJSON(cmd.OutOrStdout(), out[0])
+	}
+	return printJSON(cmd.OutOrStdout(), out)
+}
+
+// recipeOut is `saveset recipe --json`.
+type recipeOut struct {
+	SavesetID int64  `json:"saveset_id"`
+	Recipe    string `json:"recipe"` // the shell pipeline
+}
+
+// policyJSON is a policy (`policy list/show/create/edit --json`).
+type policyJSON struct {
+	Name            string     `json:"name"`
+	Client          string     `json:"client"` // "" is the local machine
+	Selection       string     `json:"selection"`
+	FullCron        string     `json:"full_cron"`
+	DiffCron        string     `json:"diff_cron"`
+	IncrCron        string     `json:"incr_cron"`
+	Zone            string     `json:"zone"` // "" = the server's
+	KeepGenerations int        `json:"keep_generations"`
+	KeepDays        int        `json:"keep_days"`
+	Library         string     `json:"library"` // "" = the default library
+	Pool            string     `json:"pool"`
+	Verify          bool       `json:"verify"`
+	BWLimitKBps     float64    `json:"bwlimit_kbps"` // 0 = the client's default
+	Compress        string     `json:"compress"`
+	CopyTo          string     `json:"copy_to"`
+	Created         time.Time  `json:"created"`
+	LastRun         *time.Time `json:"last_run,omitempty"`  // left out before the first run
+	LastSlot        *time.Time `json:"last_slot,omitempty"` // the schedule slot of that run
+}
+
+func toPolicyJSON(p *catalog.Policy) policyJSON {
+	return policyJSON{Name: p.Name, Client: p.Client, Selection: p.Selection, FullCron: p.FullCron, DiffCron: p.DiffCron,
+		IncrCron: p.IncrCron, Zone: p.Zone, KeepGenerations: p.KeepGenerations, KeepDays: p.KeepDays, Library: p.Library,
+		Pool: p.Pool, Verify: p.Verify, BWLimitKBps: units.KBps(float64(p.BWLimit)), Compress: p.Compress, CopyTo: p.CopyTo,
+		Created: p.Created, LastRun: timeOrNil(p.LastRun), LastSlot: timeOrNil(p.LastSlot)}
+}
+
+// libraryConfigJSON is a library's configuration.
+type libraryConfigJSON struct {
+	Slots                   int    `json:"slots"`
+	Drives                  int    `json:"drives"`
+	MailSlots               int    `json:"mail_slots"`
+	TapeSizeBytes           int64  `json:"tape_size_bytes"`
+	BlockSizeBytes          int    `json:"block_size_bytes"`  // the drives' default
+	BufferSizeBytes         int    `json:"buffer_size_bytes"` // the drives' default
+	EarlyWarningMarginBytes int64  `json:"early_warning_margin_bytes"`
+	BarcodePrefix           string `json:"barcode_prefix"`
+}
+
+func toLibraryConfigJSON(c library.Config) libraryConfigJSON {
+	return libraryConfigJSON{Slots: c.Slots, Drives: c.Drives, MailSlots: c.MailSlots, TapeSizeBytes: c.TapeSize,
+		BlockSizeBytes: c.BlockSize, BufferSizeBytes: c.BufferSize, EarlyWarningMarginBytes: c.EarlyWarningMargin,
+		BarcodePrefix: c.BarcodePrefix}
+}
+
+// driveJSON is a drive (`drive list --json`, `vtl show --json`).
+type driveJSON struct {
+	Library         string `json:"library"`
+	Number          int    `json:"number"`
+	BlockSizeBytes  int    `json:"block_size_bytes"`
+	BufferSizeBytes int    `json:"buffer_size_bytes"`
+	Barcode         string `json:"barcode"` // the loaded tape; "" when empty
+	Busy            bool   `json:"busy"`
+}
+
+func toDriveJSON(lib string, d library.DriveStatus) driveJSON {
+	return driveJSON{Library: lib, Number: d.Number, BlockSizeBytes: d.BlockSize, BufferSizeBytes: d.BufferSize,
+		Barcode: d.Barcode, Busy: d.Busy}
+}
+
+// libraryJSON is a library (`vtl list/create --json`; vtl show adds its
+// slots and drives).
+type libraryJSON struct {
+	Name      string                `json:"name"`
+	Dir       string                `json:"dir"`
+	Config    *libraryConfigJSON    `json:"config,omitempty"` // left out when the library cannot be opened
+	Tapes     *int                  `json:"tapes,omitempty"`
+	Error     string                `json:"error,omitempty"`
+	Slots     []library.SlotStatus  `json:"slots,omitempty"`
+	Drives    []driveJSON           `json:"drives,omitempty"`
+	MailSlots *[]library.SlotStatus `json:"mail_slots,omitempty"`
+}
+
+// tapeFileJSON is one tape file in `tape show --json`.
+type tapeFileJSON struct {
+	Number         int       `json:"number"` // 1-based
+	Status         string    `json:"status"`
+	Bytes          int64     `json:"bytes"`
+	Blocks         int64     `json:"blocks"`
+	BlockSizeBytes int       `json:"block_size_bytes"`
+	CRCTable       uint32    `json:"crc_table"` // CRC-32C over the block checksum table
+	Written        time.Time `json:"written"`
+	Tag            string    `json:"tag"`
+}
+
+// tapeShowJSON is `tape show --json`. The label is printed as it is on
+// the medium (docs/design.md, "Tape label").
+type tapeShowJSON struct {
+	Label     tape.Label     `json:"label"`
+	Files     []tapeFileJSON `json:"files"`
+	UsedBytes int64          `json:"used_bytes"`
+}
+
+func toTapeShowJSON(l tape.Label, files []tape.FileInfo, used int64) tapeShowJSON {
+	out := tapeShowJSON{Label: l, Files: []tapeFileJSON{}, UsedBytes: used}
+	for _, f := range files {
+		out.Files = append(out.Files, tapeFileJSON{Number: f.Number, Status: string(f.Status), Bytes: f.Bytes, Blocks: f.Blocks,
+			BlockSizeBytes: f.BlockSize, CRCTable: f.CRCTable, Written: f.Written, Tag: f.Tag})
+	}
+	return out
+}
