@@ -11,6 +11,7 @@ import (
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/server"
 	"github.com/kura-backup/kura/internal/units"
 )
 
@@ -195,7 +196,7 @@ func watchLocal(cmd *cobra.Command, env *engine.Env, id int64, asJSON bool) erro
 		if j.SavesetID != 0 {
 			ss, _ = env.Catalog.Saveset(j.SavesetID)
 		}
-		aj := &api.Job{Job: *j, Figures: engine.JobFigures(j, ss)}
+		aj := new(server.APIJob(j, engine.JobFigures(j, ss)))
 		return printJobs(cmd, []*api.Job{aj}, asJSON)
 	}
 }

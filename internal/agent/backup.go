@@ -13,9 +13,9 @@ import (
 
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/compress"
-	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/producer"
 	"github.com/kura-backup/kura/internal/stream"
 )
 
@@ -196,7 +196,7 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 		paths = split[b.Stream-1]
 		uncounted = sharedParents(split, b.Stream)
 	}
-	spec := engine.ProduceSpec{JobID: o.JobID, Paths: paths, Excludes: b.Excludes, Compress: level,
+	spec := producer.Spec{JobID: o.JobID, Paths: paths, Excludes: b.Excludes, Compress: level,
 		FrameSize: b.FrameSize, BaseID: b.BaseID, Uncounted: uncounted}
 	if b.BaseID != 0 {
 		r, err := a.fetchIndex(ctx, o.JobID, b.BaseID, idle)
@@ -213,7 +213,7 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 	defer os.Remove(idx.Name())
 	defer idx.Close()
 
-	prod, err := engine.LocalProducer{}.Produce(ctx, spec, sink, idx, engine.ProduceHooks{Phase: phase, Warn: sink.warn})
+	prod, err := producer.Local{}.Produce(ctx, spec, sink, idx, producer.Hooks{Phase: phase, Warn: sink.warn})
 	close(beatDone)
 	if err == nil {
 		host, _ := os.Hostname()
@@ -230,7 +230,7 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 	if an.err != nil {
 		return an.err
 	}
-	frames, err := mergeFrames(prod.Frames, an.close.Frames)
+	frames, err := mergeFrames(prod.Frames, indexFrames(an.close.Frames))
 	if err != nil {
 		return err
 	}
@@ -283,4 +283,13 @@ func (a *Agent) fetchIndex(ctx context.Context, job, id int64, idle time.Duratio
 		return nil, fmt.Errorf("downloading: %w", err)
 	}
 	return index.OpenFile(f.Name())
+}
+
+// indexFrames is a frame table from the wire.
+func indexFrames(fs []api.Frame) []index.Frame {
+	out := make([]index.Frame, len(fs))
+	for i, f := range fs {
+		out[i] = index.Frame(f)
+	}
+	return out
 }

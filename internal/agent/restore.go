@@ -16,10 +16,9 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/kura-backup/kura/internal/api"
-	"github.com/kura-backup/kura/internal/catalog"
-	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/restorer"
 	"github.com/kura-backup/kura/internal/stream"
 )
 
@@ -32,28 +31,37 @@ type remoteStore struct {
 	lim  *rate.Limiter // the job's bandwidth limit over all its reads (nil: none)
 }
 
-var _ engine.SavesetStore = (*remoteStore)(nil)
+var _ restorer.Store = (*remoteStore)(nil)
 
-func (s *remoteStore) Saveset(id int64) (*catalog.Saveset, error) {
+func (s *remoteStore) Saveset(id int64) (*restorer.Saveset, error) {
 	rc, err := s.a.call(s.ctx, "GET", jobPath(s.job, fmt.Sprintf("/savesets/%d", id)), "", nil, s.idle, false)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	var ss catalog.Saveset
+	var ss api.Saveset
 	if err := json.NewDecoder(rc).Decode(&ss); err != nil {
 		return nil, err
 	}
-	return &ss, nil
+	return restorerSaveset(&ss), nil
+}
+
+// restorerSaveset is what the restorer needs of a saveset record.
+func restorerSaveset(ss *api.Saveset) *restorer.Saveset {
+	out := &restorer.Saveset{ID: ss.ID}
+	for _, p := range ss.Parts {
+		out.Tapes = append(out.Tapes, p.Barcode)
+	}
+	return out
 }
 
 // OpenIndex fetches the index from the server, which checks its cache and
 // reports a rebuilt one itself; warn is not needed here.
-func (s *remoteStore) OpenIndex(ss *catalog.Saveset, _ func(msg string)) (*index.Reader, error) {
+func (s *remoteStore) OpenIndex(ss *restorer.Saveset, _ func(msg string)) (*index.Reader, error) {
 	return s.a.fetchIndex(s.ctx, s.job, ss.ID, s.idle)
 }
 
-func (s *remoteStore) Data(ss *catalog.Saveset) (stream.FrameSource, error) {
+func (s *remoteStore) Data(ss *restorer.Saveset) (stream.FrameSource, error) {
 	return &remoteData{s: s, id: ss.ID}, nil
 }
 
@@ -118,7 +126,6 @@ func (p *progressSink) Event(ev monitor.Event) {
 func (a *Agent) restore(ctx context.Context, o api.Order) error {
 	r := o.Restore
 	sink := &progressSink{}
-	env := &engine.Env{Home: a.opts.Home, Clock: monitor.SystemClock{}, Events: sink, Client: r.Saveset.Client}
 	idle := idleOf(o)
 	// The restore stops when the server refuses its calls (the job ended
 	// there, the agent was revoked) or the agent stops.
@@ -158,13 +165,13 @@ func (a *Agent) restore(ctx context.Context, o api.Order) error {
 			}
 		}
 	}()
-	out, err := env.RestoreFiles(ctx, store, &r.Saveset, engine.RestoreOptions{To: r.To, InPlace: r.InPlace, Includes: r.Includes,
-		Overwrite: r.Overwrite, Sync: r.Sync}, o.JobID, r.Total)
+	out, err := restorer.Run(ctx, store, restorerSaveset(&r.Saveset), restorer.Options{To: r.To, InPlace: r.InPlace,
+		Includes: r.Includes, Overwrite: r.Overwrite, Sync: r.Sync}, restorer.Job{ID: o.JobID, Events: sink, Total: r.Total})
 	close(done)
 	wg.Wait()
 	res := api.RestoreResult{}
 	if out != nil {
-		res.Outcome = *out
+		res.Outcome = apiOutcome(out)
 	}
 	if err != nil {
 		if cause := context.Cause(ctx); ctx.Err() != nil && !errors.Is(err, cause) {
@@ -284,4 +291,11 @@ func du(p string) int64 {
 		return nil
 	})
 	return n
+}
+
+// apiOutcome is a restore's outcome on the wire.
+func apiOutcome(o *restorer.Outcome) api.RestoreOutcome {
+	return api.RestoreOutcome{To: o.To, Phase: api.Phase(o.Phase),
+		Files: o.Files, Bytes: o.Bytes, MediaBytes: o.MediaBytes, Warnings: o.Warnings, WarningCount: o.WarningCount,
+		Failed: o.Failed, Skipped: o.Skipped, Tapes: o.Tapes, Sources: o.Sources}
 }

@@ -5,15 +5,16 @@
 // Stability: fields are only added, never renamed or removed; a client
 // ignores fields it does not know. Errors come as an Error body with a
 // stable Code.
+//
+// The types here are plain wire types with their own JSON names: the
+// package imports nothing of the catalog, the engine, the index or the
+// monitor, so a change there cannot change the protocol by accident. The
+// server converts its records to these (internal/server/convert.go).
 package api
 
 import (
+	"encoding/json"
 	"time"
-
-	"github.com/kura-backup/kura/internal/catalog"
-	"github.com/kura-backup/kura/internal/engine"
-	"github.com/kura-backup/kura/internal/index"
-	"github.com/kura-backup/kura/internal/monitor"
 )
 
 // Prefix is the path every endpoint lives under.
@@ -76,8 +77,15 @@ type EnrollResponse struct {
 
 // Client is an enrolled agent as the admin sees it.
 type Client struct {
-	catalog.Client
-	Connected bool `json:"connected"`
+	Name            string    `json:"name"`
+	CertSerial      string    `json:"cert_serial"`
+	CertFingerprint string    `json:"cert_fingerprint"` // hex SHA-256 of the certificate DER, lower case
+	Enrolled        time.Time `json:"enrolled"`
+	Revoked         time.Time `json:"revoked"` // zero while the client is active
+	LastSeen        time.Time `json:"last_seen"`
+	Address         string    `json:"address"` // remote address it last connected from
+	BWLimit         int64     `json:"bwlimit"` // default bytes/s for its jobs; 0 = no limit
+	Connected       bool      `json:"connected"`
 }
 
 // ClientUpdate changes a client's settings (PATCH /api/v1/clients/NAME).
@@ -138,8 +146,118 @@ type JobsSubmitted struct {
 
 // Job is a job record with its figures (GET /api/v1/jobs/ID).
 type Job struct {
-	catalog.Job
-	Figures monitor.Figures `json:"figures"`
+	ID           int64           `json:"id"`
+	Kind         string          `json:"kind"`  // backup, restore, verify, copy, scan, ...
+	State        string          `json:"state"` // queued, running, ...
+	Client       string          `json:"client"`
+	Selection    string          `json:"selection"`
+	SavesetID    int64           `json:"saveset_id"`
+	Level        string          `json:"level"`
+	Started      time.Time       `json:"started"`
+	Finished     time.Time       `json:"finished"`
+	Files        int64           `json:"files"`
+	SourceBytes  int64           `json:"source_bytes"`
+	MediaBytes   int64           `json:"media_bytes"`
+	AvgRate      float64         `json:"avg_rate"`  // bytes/s
+	PeakRate     float64         `json:"peak_rate"` // bytes/s
+	Tapes        []string        `json:"tapes"`
+	Phases       []Phase         `json:"phases"`
+	Warnings     []string        `json:"warnings"` // the first ones
+	WarningCount int64           `json:"warning_count"`
+	Error        string          `json:"error"`
+	Log          []string        `json:"log"` // the last lines
+	Owner        string          `json:"owner,omitempty"`
+	Request      json.RawMessage `json:"request,omitempty"` // the JobRequest it was submitted with
+	Reason       string          `json:"reason,omitempty"`  // why a queued or waiting job has not started
+	ParentID     int64           `json:"parent_id,omitempty"`
+	Figures      Figures         `json:"figures"`
+}
+
+// Phase is one phase of a job (scan, backup, index, verify, ...).
+type Phase struct {
+	Name       string    `json:"name"`
+	Start      time.Time `json:"start"`
+	End        time.Time `json:"end"`
+	Files      int64     `json:"files"`
+	Bytes      int64     `json:"bytes"`
+	MediaBytes int64     `json:"media_bytes"`
+	AvgRate    float64   `json:"avg_rate"`  // bytes/s
+	PeakRate   float64   `json:"peak_rate"` // highest 1-second rate, bytes/s
+}
+
+// Figures are a job's figures as the job monitor shows them.
+type Figures struct {
+	JobID            int64          `json:"job_id"`
+	SavesetID        int64          `json:"saveset_id"`
+	Level            string         `json:"level"`
+	Files            int64          `json:"files"`
+	SourceBytes      int64          `json:"source_bytes"`
+	MediaBytes       int64          `json:"media_bytes"`
+	AvgKBps          float64        `json:"avg_kbps"`
+	PeakKBps         float64        `json:"peak_kbps"`
+	ElapsedSeconds   float64        `json:"elapsed_seconds"`
+	CompressionRatio string         `json:"compression_ratio"`
+	Tapes            []string       `json:"tapes"`
+	Warnings         int64          `json:"warnings"`
+	Kind             string         `json:"kind"`
+	Status           string         `json:"status"`
+	Phases           []PhaseFigures `json:"phases"`
+}
+
+// PhaseFigures are the figures of one phase of a job.
+type PhaseFigures struct {
+	Name             string  `json:"name"`
+	Files            int64   `json:"files"`
+	SourceBytes      int64   `json:"source_bytes"`
+	MediaBytes       int64   `json:"media_bytes"`
+	AvgKBps          float64 `json:"avg_kbps"`
+	PeakKBps         float64 `json:"peak_kbps"`
+	ElapsedSeconds   float64 `json:"elapsed_seconds"`
+	CompressionRatio string  `json:"compression_ratio"`
+}
+
+// Saveset is a saveset record as an agent restoring it sees it.
+type Saveset struct {
+	ID           int64     `json:"id"`
+	JobID        int64     `json:"job_id"`
+	Client       string    `json:"client"`
+	Selection    string    `json:"selection"`
+	Level        string    `json:"level"`
+	BaseID       int64     `json:"base_id"`
+	Status       string    `json:"status"`
+	Created      time.Time `json:"created"`
+	Finished     time.Time `json:"finished"`
+	Paths        []string  `json:"paths"`
+	Label        string    `json:"label"`
+	Files        int64     `json:"files"`
+	SourceBytes  int64     `json:"source_bytes"`
+	MediaBytes   int64     `json:"media_bytes"`
+	Codec        string    `json:"codec"`
+	Library      string    `json:"library"`
+	Parts        []Part    `json:"parts"`
+	IndexPart    Part      `json:"index_part"`
+	IndexBytes   int64     `json:"index_bytes"`
+	IndexEntries int64     `json:"index_entries"`
+	Expired      bool      `json:"expired"`
+	Policy       string    `json:"policy,omitempty"`
+	ExpireReason string    `json:"expire_reason,omitempty"`
+	Copies       []Copy    `json:"copies,omitempty"`
+}
+
+// Part is one tape file of a saveset.
+type Part struct {
+	Barcode string `json:"barcode"`
+	File    int    `json:"file"`
+	Bytes   int64  `json:"bytes"`
+}
+
+// Copy is a further copy of a saveset's tape files.
+type Copy struct {
+	Copy      int       `json:"copy"`
+	Library   string    `json:"library"`
+	Created   time.Time `json:"created"`
+	Parts     []Part    `json:"parts"`
+	IndexPart Part      `json:"index_part"`
 }
 
 // ConsoleRequest runs an admin verb on the server (POST /api/v1/console),
@@ -180,14 +298,14 @@ type BackupOrder struct {
 
 // RestoreOrder tells an agent what to restore where.
 type RestoreOrder struct {
-	Saveset   catalog.Saveset `json:"saveset"`
-	To        string          `json:"to"`
-	InPlace   bool            `json:"in_place,omitempty"` // To is empty: write over the original places
-	Includes  []string        `json:"includes,omitempty"`
-	Overwrite string          `json:"overwrite,omitempty"`
-	Sync      bool            `json:"sync,omitempty"`
-	Total     int64           `json:"total"`
-	BWLimit   int64           `json:"bwlimit,omitempty"`
+	Saveset   Saveset  `json:"saveset"`
+	To        string   `json:"to"`
+	InPlace   bool     `json:"in_place,omitempty"` // To is empty: write over the original places
+	Includes  []string `json:"includes,omitempty"`
+	Overwrite string   `json:"overwrite,omitempty"`
+	Sync      bool     `json:"sync,omitempty"`
+	Total     int64    `json:"total"`
+	BWLimit   int64    `json:"bwlimit,omitempty"`
 }
 
 // BackupEnd is the last message of a backup data stream.
@@ -200,8 +318,18 @@ type BackupEnd struct {
 // BackupClose answers the data stream: the final frame table and saveset
 // record, for the agent to close its index with.
 type BackupClose struct {
-	Frames []index.Frame `json:"frames"`
-	Meta   []byte        `json:"meta"`
+	Frames []Frame `json:"frames"`
+	Meta   []byte  `json:"meta"`
+}
+
+// Frame is one entry of a saveset's frame table. Its JSON names are the
+// Go names (as they were when the table was sent as index.Frame).
+type Frame struct {
+	Offset     int64  `json:"Offset"`     // uncompressed start of the frame in the saveset stream
+	Size       uint32 `json:"Size"`       // uncompressed bytes
+	CSize      uint32 `json:"CSize"`      // compressed bytes on media
+	Part       int32  `json:"Part"`       // which tape file holds the frame, from 0
+	PartOffset int64  `json:"PartOffset"` // byte offset of the frame within that part
 }
 
 // Progress is a running job's figures from the agent.
@@ -213,6 +341,22 @@ type Progress struct {
 
 // RestoreResult ends a restore on the agent.
 type RestoreResult struct {
-	Outcome engine.RestoreOutcome `json:"outcome"`
-	Error   string                `json:"error,omitempty"`
+	Outcome RestoreOutcome `json:"outcome"`
+	Error   string         `json:"error,omitempty"`
+}
+
+// RestoreOutcome is what the agent restored: figures, warnings and what it
+// read.
+type RestoreOutcome struct {
+	To           string   `json:"to"`
+	Phase        Phase    `json:"phase"`
+	Files        int64    `json:"files"`
+	Bytes        int64    `json:"bytes"`
+	MediaBytes   int64    `json:"media_bytes"`
+	Warnings     []string `json:"warnings"`
+	WarningCount int64    `json:"warning_count"`
+	Failed       int64    `json:"failed"`  // files lost to damaged media
+	Skipped      int64    `json:"skipped"` // existing files kept by the overwrite policy
+	Tapes        []string `json:"tapes"`
+	Sources      []int64  `json:"sources"` // savesets read, the chosen one included
 }

@@ -7,11 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/compress"
-	"github.com/kura-backup/kura/internal/engine"
-	"github.com/kura-backup/kura/internal/stream"
-	"github.com/kura-backup/kura/internal/walk"
+	"github.com/kura-backup/kura/internal/rules"
 )
 
 // ErrInvalid: a request that can only fail later. Every request type's
@@ -56,7 +53,7 @@ func clientPath(field, p string) error {
 // server's state (which client, saveset, library and drive exist is the
 // server's part).
 func (r *JobRequest) Validate() error {
-	if err := catalog.ValidClientName(r.Client); err != nil {
+	if err := rules.ClientName(r.Client); err != nil {
 		return bad("client", "%v", err)
 	}
 	if r.Stream != 0 {
@@ -76,12 +73,12 @@ func (r *JobRequest) Validate() error {
 			}
 		}
 		for _, x := range r.Excludes {
-			if err := walk.ValidatePattern(x); err != nil {
+			if err := rules.ExcludePattern(x); err != nil {
 				return bad("excludes", "%v", err)
 			}
 		}
 		switch r.Level {
-		case "", engine.LevelFull, engine.LevelIncr, engine.LevelDiff:
+		case "", rules.LevelFull, rules.LevelIncr, rules.LevelDiff:
 		default:
 			return bad("level", "unknown level %q (full, incr or diff)", r.Level)
 		}
@@ -96,8 +93,8 @@ func (r *JobRequest) Validate() error {
 		if r.Drive < 0 {
 			return bad("drive", "must not be negative")
 		}
-		if r.FrameSize != 0 && (r.FrameSize < stream.MinFrameSize || r.FrameSize > stream.MaxFrameSize) {
-			return bad("frame_size", "%d is not between %d and %d", r.FrameSize, stream.MinFrameSize, stream.MaxFrameSize)
+		if r.FrameSize != 0 && (r.FrameSize < rules.MinFrameSize || r.FrameSize > rules.MaxFrameSize) {
+			return bad("frame_size", "%d is not between %d and %d", r.FrameSize, rules.MinFrameSize, rules.MaxFrameSize)
 		}
 		if len(r.Label) > MaxLabelLen || strings.IndexByte(r.Label, 0) >= 0 {
 			return bad("label", "at most %d bytes, without NUL", MaxLabelLen)
@@ -121,7 +118,7 @@ func (r *JobRequest) Validate() error {
 			}
 		}
 		if r.ToClient != "" {
-			if err := catalog.ValidClientName(r.ToClient); err != nil {
+			if err := rules.ClientName(r.ToClient); err != nil {
 				return bad("to_client", "%v", err)
 			}
 		}
@@ -134,7 +131,7 @@ func (r *JobRequest) Validate() error {
 			}
 		}
 		switch r.Overwrite {
-		case "", engine.OverwriteNever, engine.OverwriteOlder, engine.OverwriteAlways:
+		case "", rules.OverwriteNever, rules.OverwriteOlder, rules.OverwriteAlways:
 		default:
 			return bad("overwrite", "unknown overwrite policy %q (never, older or always)", r.Overwrite)
 		}
@@ -151,7 +148,7 @@ func (r *TokenRequest) Validate() error {
 		return bad("expires_seconds", "must be between 1s and 720h")
 	}
 	if r.Name != "" {
-		if err := catalog.ValidClientName(r.Name); err != nil {
+		if err := rules.ClientName(r.Name); err != nil {
 			return bad("name", "%v", err)
 		}
 	}
@@ -169,7 +166,7 @@ func (u *ClientUpdate) Validate() error {
 // Validate checks a policy run.
 func (p *PolicyRun) Validate() error {
 	switch p.Level {
-	case "", engine.LevelFull, engine.LevelDiff, engine.LevelIncr:
+	case "", rules.LevelFull, rules.LevelDiff, rules.LevelIncr:
 		return nil
 	}
 	return bad("level", "unknown level %q (full, diff or incr)", p.Level)
@@ -178,7 +175,7 @@ func (p *PolicyRun) Validate() error {
 // Validate checks a console request.
 func (c *ConsoleRequest) Validate() error {
 	if c.Client != "" {
-		if err := catalog.ValidClientName(c.Client); err != nil {
+		if err := rules.ClientName(c.Client); err != nil {
 			return bad("client", "%v", err)
 		}
 	}

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/kura-backup/kura/internal/rules"
 )
 
 // MaxClientNameLen is the longest client name ValidClientName accepts.
-const MaxClientNameLen = 64
+const MaxClientNameLen = rules.MaxClientNameLen
 
 // Client is a machine enrolled with the server: the agent on it connects
 // with the certificate the server issued at enrollment.
@@ -25,26 +27,11 @@ type Client struct {
 }
 
 // ValidClientName checks a client name: 1 to MaxClientNameLen characters,
-// each a letter, digit, '.', '_' or '-', not starting with '.' or '-'. The
-// error wraps ErrInvalid.
+// each a letter, digit, '.', '_' or '-', not starting with '.' or '-'
+// (rules.ClientName). The error wraps ErrInvalid.
 func ValidClientName(name string) error {
-	bad := func(why string) error {
-		return fmt.Errorf("catalog: client name %q %s: %w", name, why, ErrInvalid)
-	}
-	switch {
-	case name == "":
-		return bad("is empty")
-	case len(name) > MaxClientNameLen:
-		return bad(fmt.Sprintf("is longer than %d characters", MaxClientNameLen))
-	case name[0] == '.' || name[0] == '-':
-		return bad(fmt.Sprintf("starts with %q", name[0]))
-	}
-	for i := 0; i < len(name); i++ {
-		b := name[i]
-		if 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '.' || b == '_' || b == '-' {
-			continue
-		}
-		return bad("may hold only letters, digits, '.', '_' and '-'")
+	if err := rules.ClientName(name); err != nil {
+		return fmt.Errorf("catalog: %v: %w", err, ErrInvalid)
 	}
 	return nil
 }

@@ -7,13 +7,15 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/kura-backup/kura/internal/rules"
 )
 
 // Saveset levels.
 const (
-	LevelFull = "full"
-	LevelIncr = "incr" // relative to the newest complete saveset of any level
-	LevelDiff = "diff" // relative to the newest complete full
+	LevelFull = rules.LevelFull
+	LevelIncr = rules.LevelIncr // relative to the newest complete saveset of any level
+	LevelDiff = rules.LevelDiff // relative to the newest complete full
 )
 
 // Saveset statuses.

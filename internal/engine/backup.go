@@ -10,11 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/compress"
@@ -22,6 +20,8 @@ import (
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/restorer"
+	"github.com/kura-backup/kura/internal/rules"
 	"github.com/kura-backup/kura/internal/span"
 	"github.com/kura-backup/kura/internal/stream"
 	"github.com/kura-backup/kura/internal/units"
@@ -30,9 +30,9 @@ import (
 
 // Levels of a backup.
 const (
-	LevelFull = "full"
-	LevelIncr = "incr"
-	LevelDiff = "diff"
+	LevelFull = rules.LevelFull
+	LevelIncr = rules.LevelIncr
+	LevelDiff = rules.LevelDiff
 )
 
 // BackupOptions say what to back up and how.
@@ -75,7 +75,7 @@ type Result struct {
 	Note     string   // e.g. "no full backup of this selection yet: ran a full backup"
 }
 
-const maxWarnings = 1000
+const maxWarnings = restorer.MaxWarnings
 
 // ErrWarnings is returned (wrapped) by jobs that completed with warnings.
 var ErrWarnings = errors.New("completed with warnings")
@@ -480,22 +480,8 @@ func (b *backupRun) finish(runErr error) (*Result, error) {
 	return b.res, nil
 }
 
-// displayPath is the one way a file is named in warnings and problems:
-// absolute ("/srv/data/x", whether it came from the walk or from an index,
-// which names it "srv/data/x"), and printable: names that are not UTF-8
-// are quoted with their bytes escaped (\xff), as GNU tar and ls do.
-func displayPath(p string) string {
-	if len(p) > 1024 || strings.IndexByte(p, 0) >= 0 {
-		return index.ShortPath(p) // a hostile name: quoted and shortened
-	}
-	if !strings.HasPrefix(p, "/") {
-		p = "/" + p
-	}
-	if utf8.ValidString(p) {
-		return p
-	}
-	return strconv.Quote(p)
-}
+// displayPath is the one way a file is named in warnings (index.DisplayPath).
+func displayPath(p string) string { return index.DisplayPath(p) }
 
 // JobFigures turns a job record into the Job Monitor figures.
 func JobFigures(job *catalog.Job, ss *catalog.Saveset) monitor.Figures {

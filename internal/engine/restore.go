@@ -4,22 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/restorer"
+	"github.com/kura-backup/kura/internal/rules"
 	"github.com/kura-backup/kura/internal/span"
 	"github.com/kura-backup/kura/internal/stream"
 	"github.com/kura-backup/kura/internal/units"
@@ -27,9 +21,9 @@ import (
 
 // Overwrite policies of a restore.
 const (
-	OverwriteNever  = "never"
-	OverwriteOlder  = "older"
-	OverwriteAlways = "always"
+	OverwriteNever  = rules.OverwriteNever
+	OverwriteOlder  = rules.OverwriteOlder
+	OverwriteAlways = rules.OverwriteAlways
 )
 
 // RestoreOptions say what to restore and where.
@@ -46,21 +40,16 @@ type RestoreOptions struct {
 }
 
 // ErrRestoreTarget: a restore says neither where to write (To) nor that it
-// may write over the original places (InPlace), or says both. Nothing is
-// written over live files unless asked for.
-var ErrRestoreTarget = errors.New("say where to restore: --to DIR, or --in-place to write over the original places")
+// may write over the original places (InPlace), or says both.
+var ErrRestoreTarget = restorer.ErrRestoreTarget
+
+// ErrNothingToRestore: the --include patterns of a restore select nothing
+// in the saveset. A restore that would write nothing is not a success.
+var ErrNothingToRestore = restorer.ErrNothingToRestore
 
 // restoreTarget is the folder a restore writes into, or ErrRestoreTarget.
 func restoreTarget(opts RestoreOptions) (string, error) {
-	switch {
-	case opts.InPlace && opts.To != "":
-		return "", fmt.Errorf("%w (not both)", ErrRestoreTarget)
-	case opts.InPlace:
-		return "/", nil
-	case opts.To == "":
-		return "", ErrRestoreTarget
-	}
-	return opts.To, nil
+	return restorer.Target(restorer.Options{To: opts.To, InPlace: opts.InPlace})
 }
 
 // ChooseSaveset finds the saveset a restore means.
@@ -166,44 +155,13 @@ func (s EnvStore) Data(ss *catalog.Saveset) (stream.FrameSource, error) {
 // store: the restoring half of a restore, without any catalog bookkeeping.
 // total is the expected number of bytes (0: unknown), for progress.
 func (e *Env) RestoreFiles(ctx context.Context, store SavesetStore, ss *catalog.Saveset, opts RestoreOptions, jobID, total int64) (*RestoreOutcome, error) {
-	to, err := restoreTarget(opts)
-	if err != nil {
-		return &RestoreOutcome{}, err
-	}
-	out := &RestoreOutcome{To: to}
-	if err := os.MkdirAll(to, 0o755); err != nil {
-		return out, fmt.Errorf("restore target: %w", err)
-	}
-	root, err := os.OpenRoot(to)
-	if err != nil {
-		return out, fmt.Errorf("restore target: %w", err)
-	}
-	defer root.Close()
-	job := &catalog.Job{ID: jobID}
-	r := &restoreRun{env: e, ctx: ctx, opts: opts, ss: ss, job: job, root: root, store: store,
-		phase: monitor.StartPhase(e.Clock, "restore"), sources: map[int64]*sourceReader{},
-		asRoot: os.Geteuid() == 0}
-	r.ticker.total = total
-	if len(ss.Parts) > 0 {
-		// The tape the restore starts on; each part opened then says its
-		// own (tapeNoting in sourceFor).
-		r.ticker.setTape(ss.Parts[0].Barcode)
-	}
-	runErr := r.run()
-	r.close()
-	r.phase.End()
-	out.Phase = phaseRecord(r.phase)
-	out.Files = r.files.Load()
-	out.Bytes = r.phase.Source.Total()
-	out.MediaBytes = r.phase.Media.Total()
-	out.Warnings, out.WarningCount = r.warnings, r.nwarn
-	out.Failed, out.Skipped = r.failed, r.skipped.Load()
-	out.Tapes = r.tapes
-	for id := range r.sources {
-		out.Sources = append(out.Sources, id)
-	}
-	sort.Slice(out.Sources, func(i, j int) bool { return out.Sources[i] < out.Sources[j] })
-	return out, runErr
+	ro := restorer.Options{To: opts.To, InPlace: opts.InPlace, Includes: opts.Includes, Overwrite: opts.Overwrite, Sync: opts.Sync}
+	o, err := restorer.Run(ctx, newRestorerStore(store, ss), restorerSaveset(ss), ro,
+		restorer.Job{ID: jobID, Clock: e.Clock, Events: e.Events, Total: total})
+	out := &RestoreOutcome{To: o.To, Phase: catalog.Phase(o.Phase), Files: o.Files, Bytes: o.Bytes,
+		MediaBytes: o.MediaBytes, Warnings: o.Warnings, WarningCount: o.WarningCount, Failed: o.Failed,
+		Skipped: o.Skipped, Tapes: o.Tapes, Sources: o.Sources}
+	return out, err
 }
 
 // FinishRestore records a restore's outcome in its job and builds the result.
@@ -268,88 +226,60 @@ func (e *Env) FinishRestore(job *catalog.Job, ss *catalog.Saveset, opts RestoreO
 	return res, nil
 }
 
-type restoreRun struct {
-	env    *Env
-	ctx    context.Context
-	opts   RestoreOptions
-	ss     *catalog.Saveset
-	job    *catalog.Job
-	root   *os.Root
-	store  SavesetStore
-	phase  *monitor.Phase
-	asRoot bool
-	ticker progressTicker
-
-	sources  map[int64]*sourceReader
-	dirs     []index.Entry // directory metadata, applied last (deepest first)
-	links    []index.Entry // hard links, made once their targets exist
-	failed   int64         // files lost to damaged media
-	skipped  atomic.Int64  // existing files kept by the overwrite policy
-	warnings []string
-	nwarn    int64
-	tapes    []string
-
-	cursor  *dirCursor // where entries are being created
-	cur     *dirHandle // the cursor's directory, set by setDir
-	copyBuf []byte
-
-	mu    sync.Mutex // warnings and counters, shared with the file writers
-	files atomic.Int64
-	w     *fileWriters
+// restorerStore is a SavesetStore as the restorer reads it: the records it
+// hands out are kept, for the store's index and data calls.
+type restorerStore struct {
+	store SavesetStore
+	mu    sync.Mutex
+	recs  map[int64]*catalog.Saveset
 }
 
-func (r *restoreRun) warn(p, msg string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.nwarn++
-	w := msg // a warning about the job, not one file
-	if p != "" {
-		w = displayPath(p) + ": " + msg
-	}
-	if len(r.warnings) < maxWarnings {
-		r.warnings = append(r.warnings, w)
-	}
-	r.env.emit(monitor.Event{Kind: monitor.WarningEvent, JobID: r.job.ID, Message: w, Path: p})
+func newRestorerStore(store SavesetStore, ss *catalog.Saveset) *restorerStore {
+	return &restorerStore{store: store, recs: map[int64]*catalog.Saveset{ss.ID: ss}}
 }
 
-// warnIndex is the warning of an index read back from tape.
-func (r *restoreRun) warnIndex(msg string) { r.warn("", msg) }
-
-// sourceReader reads one saveset of the chain, forward only.
-type sourceReader struct {
-	ss *catalog.Saveset
-	rd *stream.Reader
-}
-
-func (r *restoreRun) source(id int64) (*sourceReader, error) {
-	if s := r.sources[id]; s != nil {
-		return s, nil
-	}
-	ss, err := r.store.Saveset(id)
-	if err != nil {
-		return nil, fmt.Errorf("saveset %d, which holds unchanged files of this backup: %w", id, err)
-	}
-	idx, err := r.store.OpenIndex(ss, r.warnIndex)
-	if err != nil {
-		return nil, err
-	}
-	frames := idx.Frames()
-	idx.Close()
-	src, err := r.store.Data(ss)
-	if err != nil {
-		return nil, err
-	}
-	src = tapeNoting{src: src, parts: ss.Parts, ticker: &r.ticker}
-	rd, err := stream.NewReader(src, frames, stream.ReaderOptions{OnFrame: func(_, compressed int) { r.phase.Media.Add(int64(compressed)) }})
-	if err != nil {
-		return nil, err
-	}
+func restorerSaveset(ss *catalog.Saveset) *restorer.Saveset {
+	out := &restorer.Saveset{ID: ss.ID}
 	for _, p := range ss.Parts {
-		r.tapes = appendUnique(r.tapes, p.Barcode)
+		out.Tapes = append(out.Tapes, p.Barcode)
 	}
-	s := &sourceReader{ss: ss, rd: rd}
-	r.sources[id] = s
-	return s, nil
+	return out
+}
+
+func (s *restorerStore) rec(ss *restorer.Saveset) (*catalog.Saveset, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.recs[ss.ID]; r != nil {
+		return r, nil
+	}
+	return nil, fmt.Errorf("saveset %d: %w", ss.ID, catalog.ErrNotFound)
+}
+
+func (s *restorerStore) Saveset(id int64) (*restorer.Saveset, error) {
+	ss, err := s.store.Saveset(id)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.recs[id] = ss
+	s.mu.Unlock()
+	return restorerSaveset(ss), nil
+}
+
+func (s *restorerStore) OpenIndex(ss *restorer.Saveset, warn func(msg string)) (*index.Reader, error) {
+	r, err := s.rec(ss)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.OpenIndex(r, warn)
+}
+
+func (s *restorerStore) Data(ss *restorer.Saveset) (stream.FrameSource, error) {
+	r, err := s.rec(ss)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.Data(r)
 }
 
 func appendUnique(list []string, s string) []string {
@@ -367,500 +297,6 @@ func fromCatalogParts(parts []catalog.Part) []span.Part {
 		out[i] = span.Part{Barcode: p.Barcode, File: p.File, Bytes: p.Bytes}
 	}
 	return out
-}
-
-func (r *restoreRun) close() {
-	r.w.wait()
-	for _, s := range r.sources {
-		s.rd.Close()
-	}
-	if r.cursor != nil {
-		r.cursor.release()
-	}
-}
-
-// included reports whether a path is selected by the --include patterns: a
-// pattern selects a path equal to it or below it, or matching it as a glob
-// (against the whole path or the base name).
-func included(p string, patterns []string) bool {
-	if len(patterns) == 0 {
-		return true
-	}
-	for _, pat := range patterns {
-		if includedBy(p, pat) {
-			return true
-		}
-	}
-	return false
-}
-
-// includedBy reports whether one --include pattern selects index path p.
-func includedBy(p, pat string) bool {
-	pat = strings.Trim(pat, "/")
-	if pat == "" || p == pat || strings.HasPrefix(p, pat+"/") {
-		return true
-	}
-	if ok, _ := path.Match(pat, p); ok {
-		return true
-	}
-	ok, _ := path.Match(pat, path.Base(p))
-	return ok
-}
-
-// ErrNothingToRestore: the --include patterns of a restore select nothing
-// in the saveset. A restore that would write nothing is not a success.
-var ErrNothingToRestore = errors.New("nothing to restore")
-
-// safeName checks an index path before it touches the disk: relative,
-// clean, no "..". os.Root then keeps every operation inside the target,
-// symlinks included.
-func safeName(p string) error {
-	if p == "" || strings.HasPrefix(p, "/") || strings.ContainsRune(p, 0) {
-		return fmt.Errorf("unsafe path %q in saveset", p)
-	}
-	for _, c := range strings.Split(p, "/") {
-		if c == "" || c == "." || c == ".." {
-			return fmt.Errorf("unsafe path %q in saveset", p)
-		}
-	}
-	return nil
-}
-
-func (r *restoreRun) run() error {
-	r.w = newFileWriters(r)
-	c, err := newDirCursor(r.root)
-	if err != nil {
-		return fmt.Errorf("restore target: %w", err)
-	}
-	r.cursor = c
-	idx, err := r.store.OpenIndex(r.ss, r.warnIndex)
-	if err != nil {
-		return err
-	}
-	defer idx.Close()
-	it := idx.Iter()
-	for it.Next() {
-		if err := r.ctx.Err(); err != nil {
-			return err
-		}
-		r.invalid(it)
-		e := *it.Entry()
-		if !included(e.Path, r.opts.Includes) {
-			continue
-		}
-		if err := safeName(e.Path); err != nil {
-			r.warn(e.Path, err.Error()+"; skipped")
-			continue
-		}
-		r.env.tick(&r.ticker, r.job.ID, r.phase, e.Path)
-		if err := r.restoreEntry(&e); err != nil {
-			var de *damageError
-			switch {
-			case errors.Is(err, errFatal):
-				return err
-			case errors.As(err, &de):
-				r.notRestored(e.Path, de.err)
-			default:
-				r.warn(e.Path, err.Error())
-			}
-		}
-	}
-	r.invalid(it)
-	if err := it.Err(); err != nil {
-		return fmt.Errorf("reading the index of saveset %d: %w", r.ss.ID, err)
-	}
-	r.w.wait()
-	for i := range r.links {
-		l := &r.links[i]
-		if err := r.makeLink(l); err != nil {
-			r.warn(l.Path, "hard link: "+err.Error())
-		}
-	}
-	for i := len(r.dirs) - 1; i >= 0; i-- {
-		d := &r.dirs[i]
-		if err := r.applyMeta(d.Path, d, true); err != nil {
-			r.warn(d.Path, err.Error())
-		}
-	}
-	if !r.opts.Sync {
-		// Like GNU tar, restic and Bareos, a restore leaves writing back to
-		// the kernel: the data is still safe on tape, and the restore can
-		// be run again. --sync waits until it is on disk.
-		return nil
-	}
-	f, err := r.root.Open(".")
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := unix.Syncfs(int(f.Fd())); err != nil {
-		return fmt.Errorf("flushing the restored files to disk: %w", err)
-	}
-	return nil
-}
-
-// invalid warns of the index entries the iterator skipped: each costs
-// itself, and the rest of the saveset restores.
-func (r *restoreRun) invalid(it *index.Iter) {
-	for _, b := range it.Invalid() {
-		if len(r.opts.Includes) == 0 || included(b.Path, r.opts.Includes) {
-			r.warn(b.Path, b.Error()+"; skipped")
-		}
-	}
-}
-
-// errFatal marks errors that stop the whole restore (media, not one file).
-var errFatal = errors.New("restore stopped")
-
-// damageError is a file lost to damaged media: it is not restored, the
-// restore goes on, and the job fails at its end naming every such file.
-type damageError struct{ err error }
-
-func (d *damageError) Error() string { return d.err.Error() }
-
-func (r *restoreRun) notRestored(p string, err error) {
-	r.failed++
-	r.warn(p, "NOT RESTORED, damaged on media: "+err.Error())
-}
-
-func (r *restoreRun) restoreEntry(e *index.Entry) error {
-	switch e.Type {
-	case index.TypeDir:
-		dir, base := splitPath(e.Path)
-		if err := r.setDir(dir); err != nil {
-			return err
-		}
-		if err := r.cursor.mkdir(base); err != nil {
-			return err
-		}
-		r.dirs = append(r.dirs, *e)
-		r.counted()
-		return nil
-	case index.TypeHardlink:
-		r.links = append(r.links, *e)
-		return nil
-	}
-	dir, base := splitPath(e.Path)
-	if err := r.setDir(dir); err != nil {
-		return err
-	}
-	// Create first, and apply the overwrite policy only when something is
-	// in the way: restoring into an empty folder costs no extra lookup.
-	err := r.create(base, e)
-	if errors.Is(err, fs.ErrExist) {
-		if !r.mayWrite(base, e) {
-			return nil
-		}
-		err = r.create(base, e)
-	}
-	if errors.Is(err, errQueued) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	r.counted()
-	if e.Type != index.TypeFile {
-		return r.applyMeta(base, e, false)
-	}
-	return nil
-}
-
-// counted adds one restored entry.
-func (r *restoreRun) counted() {
-	r.files.Add(1)
-	r.phase.Files.Add(1)
-}
-
-// create makes one non-directory entry; fs.ErrExist when the name is taken.
-func (r *restoreRun) create(base string, e *index.Entry) error {
-	var err error
-	switch e.Type {
-	case index.TypeFile:
-		return r.restoreFile(base, e)
-	case index.TypeSymlink:
-		err = unix.Symlinkat(e.Link, r.cur.fd, base)
-	case index.TypeFifo:
-		err = unix.Mkfifoat(r.cur.fd, base, 0o600)
-	case index.TypeChar, index.TypeBlock:
-		mode := uint32(unix.S_IFCHR)
-		if e.Type == index.TypeBlock {
-			mode = unix.S_IFBLK
-		}
-		err = unix.Mknodat(r.cur.fd, base, mode|0o600, int(e.Rdev))
-	default:
-		return fmt.Errorf("unknown entry type %d; skipped", e.Type)
-	}
-	if errors.Is(err, unix.EEXIST) {
-		return fs.ErrExist
-	}
-	return err
-}
-
-// setDir makes dir (relative to the target) the current directory for
-// entry creation, created if needed.
-func (r *restoreRun) setDir(dir string) error {
-	if err := r.cursor.to(dir); err != nil {
-		r.cur = nil
-		return err
-	}
-	r.cur = r.cursor.cur()
-	return nil
-}
-
-// splitPath splits an index path into its parent ("" at the top) and name.
-func splitPath(p string) (dir, base string) {
-	if i := strings.LastIndexByte(p, '/'); i >= 0 {
-		return p[:i], p[i+1:]
-	}
-	return "", p
-}
-
-// mayWrite applies the overwrite policy to an existing entry and clears the
-// way for the new one.
-func (r *restoreRun) mayWrite(base string, e *index.Entry) bool {
-	return r.clearWay(r.cur.fd, base, e)
-}
-
-// clearWay is mayWrite for any directory: safe to call from the file
-// writers (it only uses the directory's descriptor).
-func (r *restoreRun) clearWay(dirfd int, base string, e *index.Entry) bool {
-	var st unix.Stat_t
-	err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW)
-	if errors.Is(err, unix.ENOENT) {
-		return true
-	}
-	if err != nil {
-		r.warn(e.Path, "cannot check existing file: "+err.Error())
-		return false
-	}
-	switch r.opts.Overwrite {
-	case OverwriteNever:
-		r.skipped.Add(1)
-		return false
-	case OverwriteOlder:
-		if st.Mtim.Nano() >= e.MTime {
-			r.skipped.Add(1)
-			return false
-		}
-	}
-	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		r.warn(e.Path, "a directory is in the way; not restored")
-		return false
-	}
-	if err := unix.Unlinkat(dirfd, base, 0); err != nil {
-		r.warn(e.Path, "cannot replace existing file: "+err.Error())
-		return false
-	}
-	return true
-}
-
-func (r *restoreRun) restoreFile(base string, e *index.Entry) error {
-	if e.Size <= smallFile {
-		// Read the content here (the stream is read in order), then let a
-		// writer create the file while the next one is decoded.
-		data, err := r.content(e)
-		if err != nil {
-			return err
-		}
-		r.w.add(&fileJob{dir: r.cur.acquire(), base: base, e: *e, data: data})
-		return errQueued
-	}
-	fd, err := createAt(r.cur.fd, base)
-	if err != nil {
-		return err
-	}
-	f := os.NewFile(uintptr(fd), e.Path)
-	// Damage on media costs the files it holds, not the restore: the
-	// partial file is removed, the file is named, and the next entry is
-	// read from the next good frame.
-	damaged := func(err error) error {
-		f.Close()
-		_ = unix.Unlinkat(r.cur.fd, base, 0)
-		return err
-	}
-	s, err := r.open(e)
-	if err != nil {
-		return damaged(err)
-	}
-	h := stream.NewDigest()
-	if r.copyBuf == nil {
-		r.copyBuf = make([]byte, 1<<20) // few, large writes for large files
-	}
-	n, err := io.CopyBuffer(io.MultiWriter(f, h), s.rd, r.copyBuf)
-	r.phase.Source.Add(n)
-	if err != nil {
-		return damaged(&damageError{err: fmt.Errorf("saveset %d: %w", s.ss.ID, err)})
-	}
-	if d := stream.SumDigest(h); d != e.Digest {
-		return damaged(&damageError{err: errors.New("content does not match its digest")})
-	}
-	if err := r.applyFileMeta(f, e); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// errQueued: the file went to the writers, which count it.
-var errQueued = errors.New("queued")
-
-// createAt creates a file in a directory opened through the root. base is
-// one path component, so a plain openat relative to the directory stays
-// inside the target; O_NOFOLLOW|O_EXCL refuse a symlink or anything else
-// in the way (fs.ErrExist).
-func createAt(dirfd int, base string) (int, error) {
-	fd, err := unix.Openat(dirfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	if errors.Is(err, unix.EEXIST) {
-		return -1, fs.ErrExist
-	}
-	if err != nil {
-		return -1, &fs.PathError{Op: "create", Path: base, Err: err}
-	}
-	return fd, nil
-}
-
-// open positions the saveset that holds e's content at e and checks that
-// the stream and the index agree.
-func (r *restoreRun) open(e *index.Entry) (*sourceReader, error) {
-	src := int64(r.ss.ID)
-	if e.Flags&index.FlagUnchanged != 0 {
-		src = int64(e.Source)
-	}
-	s, err := r.source(src)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errFatal, err)
-	}
-	if err := s.rd.SeekTo(e.Offset); err != nil {
-		return nil, &damageError{err: fmt.Errorf("saveset %d: %w", src, err)}
-	}
-	hdr, err := s.rd.Next()
-	if errors.Is(err, stream.ErrEntry) {
-		// One bad entry in the stream costs this file, not the saveset.
-		return nil, fmt.Errorf("saveset %d: %w; skipped", src, err)
-	}
-	if err != nil {
-		return nil, &damageError{err: fmt.Errorf("saveset %d: %w", src, err)}
-	}
-	if hdr.Path != e.Path || hdr.Size != e.Size {
-		return nil, fmt.Errorf("saveset %d: the stream holds %s (%d bytes) at offset %d where the index expects this file (%d bytes); skipped",
-			src, index.ShortPath(hdr.Path), hdr.Size, e.Offset, e.Size)
-	}
-	return s, nil
-}
-
-// content reads a small file's content and checks its digest.
-func (r *restoreRun) content(e *index.Entry) ([]byte, error) {
-	if e.Size == 0 {
-		return nil, nil
-	}
-	s, err := r.open(e)
-	if err != nil {
-		return nil, err
-	}
-	buf := r.w.buffer(e.Size)
-	if _, err := io.ReadFull(s.rd, buf); err != nil {
-		r.w.free(len(buf))
-		return nil, &damageError{err: fmt.Errorf("saveset %d: %w", s.ss.ID, err)}
-	}
-	r.phase.Source.Add(e.Size)
-	h := stream.NewDigest()
-	h.Write(buf)
-	if stream.SumDigest(h) != e.Digest {
-		r.w.free(len(buf))
-		return nil, &damageError{err: errors.New("content does not match its digest")}
-	}
-	return buf, nil
-}
-
-func (r *restoreRun) applyFileMeta(f *os.File, e *index.Entry) error {
-	return setFileMeta(r, int(f.Fd()), e)
-}
-
-// applyMeta sets ownership, mode and times of a non-file entry, without
-// following symlinks. For directories, name is relative to the target root.
-func (r *restoreRun) applyMeta(name string, e *index.Entry, isDir bool) error {
-	var dirfd int
-	if isDir {
-		dir, base := splitPath(e.Path)
-		if err := r.setDir(dir); err != nil {
-			return err
-		}
-		h, err := r.cursor.openDir(base)
-		if err != nil {
-			return err
-		}
-		defer h.release()
-		f, fd := h.f, h.fd
-		for k, v := range e.Xattrs {
-			if err := unix.Fsetxattr(fd, k, []byte(v), 0); err != nil && !errors.Is(err, unix.ENOTSUP) {
-				r.warn(e.Path, fmt.Sprintf("xattr %s: %v", k, err))
-			}
-		}
-		if r.asRoot {
-			if err := f.Chown(int(e.UID), int(e.GID)); err != nil {
-				return err
-			}
-		}
-		if err := f.Chmod(fileMode(e.Mode) | os.ModeDir); err != nil {
-			return err
-		}
-		ts := []unix.Timespec{unix.NsecToTimespec(e.MTime), unix.NsecToTimespec(e.MTime)}
-		return unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH)
-	}
-	dirfd = r.cur.fd
-	if r.asRoot {
-		if err := unix.Fchownat(dirfd, name, int(e.UID), int(e.GID), unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return err
-		}
-	}
-	if e.Type != index.TypeSymlink {
-		if err := unix.Fchmodat(dirfd, name, e.Mode&0o7777, 0); err != nil {
-			return err
-		}
-	}
-	ts := []unix.Timespec{unix.NsecToTimespec(e.MTime), unix.NsecToTimespec(e.MTime)}
-	return unix.UtimesNanoAt(dirfd, name, ts, unix.AT_SYMLINK_NOFOLLOW)
-}
-
-func (r *restoreRun) makeLink(l *index.Entry) error {
-	if err := safeName(l.Link); err != nil {
-		return err
-	}
-	if !included(l.Link, r.opts.Includes) {
-		return fmt.Errorf("its target %s was not restored", l.Link)
-	}
-	if fi, err := r.root.Lstat(l.Path); err == nil {
-		if r.opts.Overwrite == OverwriteNever || fi.IsDir() {
-			return nil
-		}
-		if err := r.root.Remove(l.Path); err != nil {
-			return err
-		}
-	}
-	if err := r.root.MkdirAll(filepath.Dir(l.Path), 0o700); err != nil {
-		return err
-	}
-	if err := r.root.Link(l.Link, l.Path); err != nil {
-		return err
-	}
-	r.counted()
-	return nil
-}
-
-// fileMode turns stored unix permission bits (07777) into an os.FileMode.
-func fileMode(m uint32) os.FileMode {
-	mode := os.FileMode(m & 0o777)
-	if m&unix.S_ISUID != 0 {
-		mode |= os.ModeSetuid
-	}
-	if m&unix.S_ISGID != 0 {
-		mode |= os.ModeSetgid
-	}
-	if m&unix.S_ISVTX != 0 {
-		mode |= os.ModeSticky
-	}
-	return mode
 }
 
 // chainPlan is what checkChain found before a restore.
@@ -927,7 +363,7 @@ func (e *Env) checkChain(ss *catalog.Saveset, includes []string, copies bool) (*
 		for i, pat := range includes {
 			// Each pattern is tried until it has matched once, and on
 			// files until one pattern takes the file.
-			if (!matched[i] || (!in && en.Type == index.TypeFile)) && includedBy(en.Path, pat) {
+			if (!matched[i] || (!in && en.Type == index.TypeFile)) && restorer.IncludedBy(en.Path, pat) {
 				matched[i], in = true, true
 			}
 		}

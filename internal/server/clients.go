@@ -142,7 +142,7 @@ func (s *Server) getClients(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := []api.Client{}
 	for _, c := range cs {
-		out = append(out, api.Client{Client: *c, Connected: c.Revoked.IsZero() && s.hub.online(c.Name)})
+		out = append(out, APIClient(c, c.Revoked.IsZero() && s.hub.online(c.Name)))
 	}
 	return writeJSON(w, out)
 }
@@ -165,7 +165,7 @@ func (s *Server) patchClient(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, api.Client{Client: *c, Connected: s.hub.online(name)})
+	return writeJSON(w, APIClient(c, s.hub.online(name)))
 }
 
 func (s *Server) revokeClient(w http.ResponseWriter, r *http.Request) error {
@@ -181,5 +181,5 @@ func (s *Server) revokeClient(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, api.Client{Client: *c})
+	return writeJSON(w, APIClient(c, false))
 }

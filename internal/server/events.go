@@ -155,5 +155,5 @@ func (s *Server) figures(j *catalog.Job) monitor.Figures {
 }
 
 func apiJob(s *Server, j *catalog.Job) api.Job {
-	return api.Job{Job: *j, Figures: s.figures(j)}
+	return APIJob(j, s.figures(j))
 }

@@ -249,10 +249,11 @@ func (s *Server) getSavesets(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if sets == nil {
-		sets = []*catalog.Saveset{}
+	out := make([]api.Saveset, 0, len(sets))
+	for _, ss := range sets {
+		out = append(out, APISaveset(ss))
 	}
-	return writeJSON(w, sets)
+	return writeJSON(w, out)
 }
 
 // maxConsoleOutput bounds what one console call may print.
@@ -429,7 +430,7 @@ func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob)
 			}
 		}
 		order := api.Order{JobID: j.ID, Kind: api.KindRestore, Issued: s.opts.Clock.Now(),
-			Restore: &api.RestoreOrder{Saveset: *ss, To: req.To, InPlace: req.InPlace, Includes: req.Includes, Overwrite: req.Overwrite, Sync: req.Sync,
+			Restore: &api.RestoreOrder{Saveset: APISaveset(ss), To: req.To, InPlace: req.InPlace, Includes: req.Includes, Overwrite: req.Overwrite, Sync: req.Sync,
 				Total: total, BWLimit: bw}}
 		if err := s.hub.send(rj.agent, order); err != nil {
 			return nil, err
@@ -441,7 +442,7 @@ func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob)
 		if err != nil {
 			return &engine.RestoreOutcome{To: to}, err
 		}
-		out := res.Outcome
+		out := engineOutcome(res.Outcome)
 		if res.Error != "" {
 			return &out, fmt.Errorf("on client %s: %s", rj.agent, res.Error)
 		}

@@ -111,7 +111,7 @@ func (p *remoteProducer) Produce(ctx context.Context, spec engine.ProduceSpec, s
 	}
 	return &engine.Produced{Frames: res.frames, Files: res.end.Files, Entries: res.end.Entries, Untrusted: true,
 		FinishIndex: func(frames []index.Frame, meta []byte) error {
-			prod.close <- api.BackupClose{Frames: frames, Meta: meta}
+			prod.close <- api.BackupClose{Frames: apiFrames(frames), Meta: meta}
 			err, werr := waitFor(s, ctx, rj, prod.index)
 			if werr != nil {
 				return werr
@@ -424,7 +424,7 @@ func (s *Server) agentSaveset(w http.ResponseWriter, r *http.Request, client str
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, ss)
+	return writeJSON(w, APISaveset(ss))
 }
 
 func (s *Server) agentSavesetIndex(w http.ResponseWriter, r *http.Request, client string) error {

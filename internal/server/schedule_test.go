@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/server"
@@ -40,18 +41,18 @@ func TestSchedulerRunsPoliciesAndPrunes(t *testing.T) {
 	// tickAndWait runs the scheduler at the clock's time and waits for the
 	// jobs it started; it returns them.
 	seen := map[int64]bool{}
-	tickAndWait := func() []*catalog.Job {
+	tickAndWait := func() []*api.Job {
 		t.Helper()
 		r.srv.Tick(ctx)
 		jobs, err := cat.Jobs(1000)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var started []*catalog.Job
+		var started []*api.Job
 		for _, j := range jobs {
 			if !seen[j.ID] && j.Kind == catalog.KindBackup {
 				seen[j.ID] = true
-				started = append(started, &r.wait(j.ID).Job)
+				started = append(started, r.wait(j.ID))
 			}
 		}
 		return started

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kura-backup/kura/internal/compress"
 	"github.com/kura-backup/kura/internal/index"
+	"github.com/kura-backup/kura/internal/rules"
 )
 
 // DefaultFrameSize is the uncompressed size of a frame: 1 MiB. Measured
@@ -23,8 +24,8 @@ const DefaultFrameSize = 1 << 20
 // Frame size limits: frames are at least 64 KiB (smaller ones cost ratio
 // and per-frame overhead) and at most 32 MiB (the reader's memory bound).
 const (
-	MinFrameSize = 64 << 10
-	MaxFrameSize = 32 << 20
+	MinFrameSize = rules.MinFrameSize
+	MaxFrameSize = rules.MaxFrameSize
 )
 
 // Options configure a Writer. The zero value is valid: auto level, 1 MiB

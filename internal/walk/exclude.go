@@ -1,11 +1,10 @@
 package walk
 
 import (
-	"errors"
-	"fmt"
-	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/kura-backup/kura/internal/rules"
 )
 
 // ValidatePattern reports whether p is a usable exclude pattern:
@@ -18,34 +17,7 @@ import (
 //   - an absolute pattern may end in "/**" ("/var/tmp/**"): it excludes
 //     everything below the directories it names, which are themselves kept
 //     (as empty directories). "**" is allowed nowhere else.
-func ValidatePattern(p string) error {
-	if p == "" {
-		return errors.New("empty exclude pattern")
-	}
-	if strings.ContainsRune(p, 0) {
-		return fmt.Errorf("exclude pattern %q: contains a NUL byte", p)
-	}
-	core := p
-	if strings.Contains(p, "/") {
-		if !strings.HasPrefix(p, "/") {
-			return fmt.Errorf("exclude pattern %q: a pattern with '/' must be an absolute path (or a base name without '/')", p)
-		}
-		core = strings.TrimSuffix(p, "/**")
-		if core == "" {
-			core = "/"
-		}
-		if path.Clean(core) != core {
-			return fmt.Errorf("exclude pattern %q: not a clean path (no trailing '/', '//', '.' or '..')", p)
-		}
-	}
-	if strings.Contains(core, "**") {
-		return fmt.Errorf("exclude pattern %q: '**' is only allowed as a trailing \"/**\"", p)
-	}
-	if _, err := filepath.Match(core, ""); err != nil {
-		return fmt.Errorf("exclude pattern %q: %w", p, err)
-	}
-	return nil
-}
+func ValidatePattern(p string) error { return rules.ExcludePattern(p) }
 
 // excluder holds validated patterns split by kind.
 type excluder struct {

@@ -1,0 +1,102 @@
+// Package rules holds the values and checks that both sides of Kura's API
+// agree on: backup levels, overwrite policies, frame size limits, client
+// names and exclude patterns. It is a leaf: it imports nothing of Kura, so
+// the wire types (internal/api) and the agent can check requests without
+// the catalog, the engine or the stream code, and those packages define
+// their own names from these.
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// Levels of a backup.
+const (
+	LevelFull = "full"
+	LevelIncr = "incr" // relative to the newest complete saveset of any level
+	LevelDiff = "diff" // relative to the newest complete full
+)
+
+// Overwrite policies of a restore.
+const (
+	OverwriteNever  = "never"
+	OverwriteOlder  = "older"
+	OverwriteAlways = "always"
+)
+
+// Frame size limits: frames are at least 64 KiB (smaller ones cost ratio
+// and per-frame overhead) and at most 32 MiB (the reader's memory bound).
+const (
+	MinFrameSize = 64 << 10
+	MaxFrameSize = 32 << 20
+)
+
+// MaxClientNameLen is the longest client name ClientName accepts.
+const MaxClientNameLen = 64
+
+// ClientName checks a client name: 1 to MaxClientNameLen characters, each
+// a letter, digit, '.', '_' or '-', not starting with '.' or '-'.
+func ClientName(name string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("client name %q %s", name, why)
+	}
+	switch {
+	case name == "":
+		return bad("is empty")
+	case len(name) > MaxClientNameLen:
+		return bad(fmt.Sprintf("is longer than %d characters", MaxClientNameLen))
+	case name[0] == '.' || name[0] == '-':
+		return bad(fmt.Sprintf("starts with %q", name[0]))
+	}
+	for i := 0; i < len(name); i++ {
+		b := name[i]
+		if 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '.' || b == '_' || b == '-' {
+			continue
+		}
+		return bad("may hold only letters, digits, '.', '_' and '-'")
+	}
+	return nil
+}
+
+// ExcludePattern reports whether p is a usable exclude pattern:
+//
+//   - a pattern without '/' ("*.tmp", ".cache") is matched with
+//     filepath.Match against the base name of every path component, so it
+//     excludes a matching file or directory (and its subtree) anywhere;
+//   - a pattern with '/' must be absolute and clean ("/home/*/.cache") and is
+//     matched against the whole absolute path, '*' never crossing a '/';
+//   - an absolute pattern may end in "/**" ("/var/tmp/**"): it excludes
+//     everything below the directories it names, which are themselves kept
+//     (as empty directories). "**" is allowed nowhere else.
+func ExcludePattern(p string) error {
+	if p == "" {
+		return errors.New("empty exclude pattern")
+	}
+	if strings.ContainsRune(p, 0) {
+		return fmt.Errorf("exclude pattern %q: contains a NUL byte", p)
+	}
+	core := p
+	if strings.Contains(p, "/") {
+		if !strings.HasPrefix(p, "/") {
+			return fmt.Errorf("exclude pattern %q: a pattern with '/' must be an absolute path (or a base name without '/')", p)
+		}
+		core = strings.TrimSuffix(p, "/**")
+		if core == "" {
+			core = "/"
+		}
+		if path.Clean(core) != core {
+			return fmt.Errorf("exclude pattern %q: not a clean path (no trailing '/', '//', '.' or '..')", p)
+		}
+	}
+	if strings.Contains(core, "**") {
+		return fmt.Errorf("exclude pattern %q: '**' is only allowed as a trailing \"/**\"", p)
+	}
+	if _, err := filepath.Match(core, ""); err != nil {
+		return fmt.Errorf("exclude pattern %q: %w", p, err)
+	}
+	return nil
+}
