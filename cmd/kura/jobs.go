@@ -165,7 +165,7 @@ func newJobsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if cancelJSON {
-				return printJSON(cmd.OutOrStdout(), toJobJSON(&j.Job, false))
+				return printJSON(cmd.OutOrStdout(), toJobJSON(server.CatalogJob(j), false))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Job %d: %s\n", j.ID, j.State)
 			return nil

@@ -106,3 +106,20 @@ func engineOutcome(o api.RestoreOutcome) engine.RestoreOutcome {
 		MediaBytes: o.MediaBytes, Warnings: o.Warnings, WarningCount: o.WarningCount, Failed: o.Failed,
 		Skipped: o.Skipped, Tapes: o.Tapes, Sources: o.Sources}
 }
+
+// CatalogJob is a job on the wire as the catalog record it came from (the
+// CLI prints jobs of a server as it prints local ones).
+func CatalogJob(j *api.Job) *catalog.Job {
+	out := &catalog.Job{ID: j.ID, Kind: j.Kind, State: j.State, Client: j.Client, Selection: j.Selection,
+		SavesetID: j.SavesetID, Level: j.Level, Started: j.Started, Finished: j.Finished, Files: j.Files,
+		SourceBytes: j.SourceBytes, MediaBytes: j.MediaBytes, AvgRate: j.AvgRate, PeakRate: j.PeakRate,
+		Tapes: j.Tapes, Warnings: j.Warnings, WarningCount: j.WarningCount, Error: j.Error, Log: j.Log,
+		Owner: j.Owner, Request: j.Request, Reason: j.Reason, ParentID: j.ParentID}
+	if j.Phases != nil {
+		out.Phases = make([]catalog.Phase, len(j.Phases))
+		for i, p := range j.Phases {
+			out.Phases[i] = catalogPhase(p)
+		}
+	}
+	return out
+}
