@@ -34,8 +34,8 @@ func bad(field, format string, args ...any) error {
 
 // Limits of request fields.
 const (
-	MaxStreams   = 16   // streams: drives one backup may be split over
-	MaxLabelLen  = 1024 // label: bytes
+	MaxStreams   = 16                 // streams: drives one backup may be split over
+	MaxLabelLen  = engine.MaxLabelLen // label: bytes, as a local backup
 	MaxTokenLife = 30 * 24 * time.Hour
 )
 
@@ -96,11 +96,12 @@ func (r *JobRequest) Validate() error {
 		if r.Drive < 0 {
 			return bad("drive", "must not be negative")
 		}
-		if r.FrameSize != 0 && (r.FrameSize < stream.MinFrameSize || r.FrameSize > stream.MaxFrameSize) {
+		// The limits of a local backup (package engine), one place for both.
+		if engine.CheckFrameSize(r.FrameSize) != nil {
 			return bad("frame_size", "%d is not between %d and %d", r.FrameSize, stream.MinFrameSize, stream.MaxFrameSize)
 		}
-		if len(r.Label) > MaxLabelLen || strings.IndexByte(r.Label, 0) >= 0 {
-			return bad("label", "at most %d bytes, without NUL", MaxLabelLen)
+		if engine.CheckLabel(r.Label) != nil {
+			return bad("label", "UTF-8 of at most %d bytes, without NUL", MaxLabelLen)
 		}
 	case KindRestore:
 		if r.Saveset < 0 {

@@ -77,6 +77,31 @@ type Result struct {
 
 const maxWarnings = 1000
 
+// MaxLabelLen is the longest saveset label, in bytes, a backup accepts:
+// the same limit for a local backup and a server's (api.JobRequest).
+const MaxLabelLen = 1024
+
+// ErrBadOption is returned (wrapped) for a backup option that is refused
+// before anything runs: the CLI treats it as a usage error.
+var ErrBadOption = errors.New("invalid option")
+
+// CheckLabel checks a saveset label: at most MaxLabelLen bytes of UTF-8,
+// without NUL. Local backups and the server's requests both use it.
+func CheckLabel(label string) error {
+	if len(label) > MaxLabelLen || strings.IndexByte(label, 0) >= 0 || !utf8.ValidString(label) {
+		return fmt.Errorf("%w: --label must be UTF-8 of at most %d bytes, without NUL (it has %d bytes)", ErrBadOption, MaxLabelLen, len(label))
+	}
+	return nil
+}
+
+// CheckFrameSize checks a stream frame size (0: the default).
+func CheckFrameSize(n int) error {
+	if n != 0 && (n < stream.MinFrameSize || n > stream.MaxFrameSize) {
+		return fmt.Errorf("%w: --frame-size %d is not between %d and %d", ErrBadOption, n, stream.MinFrameSize, stream.MaxFrameSize)
+	}
+	return nil
+}
+
 // ErrWarnings is returned (wrapped) by jobs that completed with warnings.
 var ErrWarnings = errors.New("completed with warnings")
 
@@ -132,6 +157,12 @@ func resolvePaths(paths []string) ([]string, error) {
 // Backup runs a backup job to the end and returns its figures. A job with
 // warnings returns its result and an error wrapping ErrWarnings.
 func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
+	if err := CheckLabel(opts.Label); err != nil {
+		return nil, err
+	}
+	if err := CheckFrameSize(opts.FrameSize); err != nil {
+		return nil, err
+	}
 	paths, excludes := opts.Paths, opts.Excludes
 	if opts.Selection != "" {
 		sel, err := e.Catalog.Selection(e.Client, opts.Selection)
