@@ -46,7 +46,7 @@ func jobError(err error) error {
 		return nil
 	case errors.Is(err, engine.ErrWarnings):
 		return &exitError{Code: exitWarnings}
-	case errors.Is(err, engine.ErrBadOption):
+	case errors.Is(err, engine.ErrBadOption), notFound(err):
 		return &exitError{Code: exitUsage, Err: err}
 	case errors.Is(err, engine.ErrVerify):
 		return &exitError{Code: exitVerify, Err: err}

@@ -85,6 +85,15 @@ const MaxLabelLen = 1024
 // before anything runs: the CLI treats it as a usage error.
 var ErrBadOption = errors.New("invalid option")
 
+// checkDrive refuses a drive number (0: any) the library does not have,
+// before a job is recorded for it.
+func checkDrive(lib *library.Library, n int) error {
+	if d := lib.Config().Drives; n < 0 || n > d {
+		return library.NoDrive(lib.Config().Name, n, d)
+	}
+	return nil
+}
+
 // CheckLabel checks a saveset label: at most MaxLabelLen bytes of UTF-8,
 // without NUL. Local backups and the server's requests both use it.
 func CheckLabel(label string) error {
@@ -167,7 +176,10 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 	if opts.Selection != "" {
 		sel, err := e.Catalog.Selection(e.Client, opts.Selection)
 		if err != nil {
-			return nil, fmt.Errorf("selection set %q: %w", opts.Selection, err)
+			if errors.Is(err, catalog.ErrNotFound) {
+				return nil, NotFound("no selection %q (see `kura selection list`)", opts.Selection)
+			}
+			return nil, fmt.Errorf("selection %q: %w", opts.Selection, err)
 		}
 		paths = append(slices.Clone(sel.Paths), paths...)
 		excludes = append(slices.Clone(sel.Excludes), excludes...)
@@ -217,6 +229,9 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 		return nil, err
 	}
 	libCfg := lib.Config()
+	if err := checkDrive(lib, opts.Drive); err != nil {
+		return nil, err
+	}
 	// Never back up the library or the home into itself.
 	skip := []string{libCfg.Dir, e.Home}
 

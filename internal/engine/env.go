@@ -323,7 +323,7 @@ func (e *Env) OpenLibrary(name string) (*library.Library, error) {
 			}
 			return e.CreateLibrary(library.Config{Name: DefaultLibrary})
 		}
-		return nil, fmt.Errorf("no library named %q (see `kura vtl list`)", name)
+		return nil, NotFound("no library named %q (see `kura vtl list`)", name)
 	}
 	if err != nil {
 		return nil, err
@@ -331,11 +331,26 @@ func (e *Env) OpenLibrary(name string) (*library.Library, error) {
 	return library.Open(rec.Dir)
 }
 
+// ErrNotFound: an argument names a saveset, library, tape, job, policy or
+// selection that does not exist. The message of such an error names what
+// is missing and where to look: "no saveset 999 (see `kura savesets`)".
+var ErrNotFound = errors.New("not found")
+
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string        { return e.msg }
+func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// NotFound returns an ErrNotFound whose message is format and args.
+func NotFound(format string, args ...any) error {
+	return &notFoundError{fmt.Sprintf(format, args...)}
+}
+
 // LibraryOfTape opens the library that holds a tape.
 func (e *Env) LibraryOfTape(barcode string) (*library.Library, error) {
 	name, err := e.Catalog.TapeLibrary(barcode)
 	if errors.Is(err, catalog.ErrNotFound) {
-		return nil, fmt.Errorf("unknown tape %q (see `kura tape list`)", barcode)
+		return nil, NotFound("no tape %s (see `kura tape list`)", barcode)
 	}
 	if err != nil {
 		return nil, err

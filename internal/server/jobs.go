@@ -82,7 +82,7 @@ func (s *Server) validate(req *api.JobRequest) error {
 		if req.Saveset != 0 {
 			ss, err := s.env.Catalog.Saveset(req.Saveset)
 			if err != nil {
-				return apiErr(http.StatusNotFound, api.CodeNotFound, "no saveset %d", req.Saveset)
+				return apiErr(http.StatusNotFound, api.CodeNotFound, "no saveset %d (see `kura savesets`)", req.Saveset)
 			}
 			if ss.Client != req.Client {
 				return badRequest("saveset: saveset %d belongs to client %q, not %q (say --client %s)", ss.ID, ss.Client, req.Client, ss.Client)
@@ -91,7 +91,7 @@ func (s *Server) validate(req *api.JobRequest) error {
 		if req.ToClient != "" {
 			c, err := s.env.Catalog.Client(req.ToClient)
 			if err != nil {
-				return apiErr(http.StatusNotFound, api.CodeNotFound, "no client named %q is enrolled", req.ToClient)
+				return apiErr(http.StatusNotFound, api.CodeNotFound, "no client named %q is enrolled (see `kura client list`)", req.ToClient)
 			}
 			if !c.Revoked.IsZero() {
 				return badRequest("to_client: client %s is revoked", req.ToClient)
