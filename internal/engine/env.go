@@ -595,8 +595,26 @@ type tapeNoting struct {
 var _ stream.FrameSource = tapeNoting{}
 
 func (s tapeNoting) OpenAt(loc stream.Location) (io.ReadCloser, error) {
+	return NoteTapes(s.src, s.parts, s.ticker.setTape).OpenAt(loc)
+}
+
+// NoteTapes returns src telling note the barcode of the tape each read
+// starts on (parts: the saveset's parts, in src's order): the tape in use
+// that progress shows, for a local job and for a server reading a
+// saveset's data for an agent alike.
+func NoteTapes(src stream.FrameSource, parts []catalog.Part, note func(barcode string)) stream.FrameSource {
+	return tapeNoter{src: src, parts: parts, note: note}
+}
+
+type tapeNoter struct {
+	src   stream.FrameSource
+	parts []catalog.Part
+	note  func(string)
+}
+
+func (s tapeNoter) OpenAt(loc stream.Location) (io.ReadCloser, error) {
 	if loc.Part >= 0 && loc.Part < len(s.parts) {
-		s.ticker.setTape(s.parts[loc.Part].Barcode)
+		s.note(s.parts[loc.Part].Barcode)
 	}
 	return s.src.OpenAt(loc)
 }

@@ -39,6 +39,14 @@ type runningJob struct {
 	allowed map[int64]bool           // restore: savesets the agent may read
 	result  chan api.RestoreResult   // restore: the agent's outcome
 	prog    func(api.Progress) error // restore: live figures
+	tape    string                   // restore: the tape the agent's data is read from now
+}
+
+// setTape notes the tape a restore's data is read from now.
+func (rj *runningJob) setTape(barcode string) {
+	rj.mu.Lock()
+	rj.tape = barcode
+	rj.mu.Unlock()
 }
 
 func (rj *runningJob) touch(now time.Time) {
@@ -413,8 +421,13 @@ func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob)
 		rj.allowed = allowed
 		rj.result = make(chan api.RestoreResult, 1)
 		rj.prog = func(p api.Progress) error {
+			// The tape in use, as a local restore's progress shows it: the
+			// server reads the tapes the agent's data comes from.
+			rj.mu.Lock()
+			tape := rj.tape
+			rj.mu.Unlock()
 			env.Events.Event(monitor.Event{Kind: monitor.Progress, Time: s.opts.Clock.Now(), JobID: j.ID, Phase: "restore",
-				Files: p.Files, Bytes: p.Bytes, Path: p.Path, Total: total})
+				Files: p.Files, Bytes: p.Bytes, Path: p.Path, Total: total, Tape: tape})
 			return nil
 		}
 		rj.mu.Unlock()
