@@ -344,6 +344,7 @@ func (b *backupRun) run() error {
 	defer func() { b.tapes = tw.tapes }()
 	tw.noteTape = b.ticker.setTape
 	b.ticker.setTape(tw.barcode)
+	defer b.precount()()
 	sw := tw.sw
 	swDone := false
 	defer func() {
@@ -611,4 +612,56 @@ func checkIndex(f io.ReaderAt, size, entries int64, frames []index.Frame) error 
 		return fmt.Errorf("%d entries read back, %d listed", n, entries)
 	}
 	return nil
+}
+
+// Bounds of a backup's pre-count: past either, it gives up and the
+// progress goes on without a total.
+var (
+	precountMaxTime    = 20 * time.Second
+	precountMaxEntries = 2_000_000
+)
+
+// errPrecountBound ends a pre-count that reached precountMaxEntries.
+var errPrecountBound = errors.New("pre-count bound reached")
+
+// precount gives a backup with nothing to go by (no earlier backup of the
+// selection at its level) a total: a quick walk of the selection, run
+// beside the backup, counting the bytes of its regular files (stat only,
+// no file is read). When it finishes, progress shows a percentage and the
+// time left from then on. It never delays the backup: it gives up after
+// precountMaxTime or precountMaxEntries entries, and the backup's end
+// stops it. Only a full backup of this machine's files is pre-counted (an
+// incremental's size is what changed, which a walk does not know; an
+// agent's files are on the agent). The returned func stops it and waits.
+func (b *backupRun) precount() (stop func()) {
+	if b.ticker.total > 0 || b.ss.Level != LevelFull || b.opts.Producer != nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, precountMaxTime)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var bytes int64
+		entries := 0
+		err := walk.Walk(ctx, b.paths, walk.Options{Excludes: b.excludes, SkipPaths: b.skip}, func(it *walk.Item) error {
+			if entries++; entries > precountMaxEntries {
+				return errPrecountBound
+			}
+			if it.Entry.Type == index.TypeFile {
+				bytes += it.Entry.Size
+			}
+			return nil
+		}, nil)
+		if err != nil || bytes == 0 {
+			return // gave up, or the backup ended first: no total
+		}
+		b.ticker.estimate.Store(bytes)
+		// Say so now, not at the next tick of the backup.
+		b.env.emit(monitor.Event{Kind: monitor.Progress, JobID: b.job.ID, Phase: b.phase.Name, Files: b.phase.Files.Total(),
+			Bytes: b.phase.Source.Total(), Rate: b.phase.Source.Average(), Total: bytes, Tape: b.ticker.currentTape()})
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }

@@ -572,6 +572,17 @@ type progressTicker struct {
 	last  time.Time
 	total int64
 	tape  atomic.Pointer[string]
+	// estimate is the total a pre-count found (see precount), from another
+	// goroutine; it counts while total is unknown (0).
+	estimate atomic.Int64
+}
+
+// currentTotal is the expected total: known, estimated, or 0.
+func (t *progressTicker) currentTotal() int64 {
+	if t.total > 0 {
+		return t.total
+	}
+	return t.estimate.Load()
 }
 
 // setTape notes the tape the phase uses now.
@@ -628,7 +639,7 @@ func (e *Env) tick(t *progressTicker, jobID int64, p *monitor.Phase, path string
 	}
 	t.last = now
 	e.emit(monitor.Event{Kind: monitor.Progress, JobID: jobID, Phase: p.Name, Files: p.Files.Total(),
-		Bytes: p.Source.Total(), Path: path, Rate: p.Source.Average(), Total: t.total, Tape: t.currentTape()})
+		Bytes: p.Source.Total(), Path: path, Rate: p.Source.Average(), Total: t.currentTotal(), Tape: t.currentTape()})
 }
 
 // logf adds a timestamped line to a job's log (the tail `kura jobs show`
