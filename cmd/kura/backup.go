@@ -59,6 +59,10 @@ skipped or changed file is listed), 4 the --verify phase found problems.`,
 				return usageErrorf("%v", err)
 			}
 			o.FrameSize = int(frameSize.v) // 0: the stream's default
+			// The limits a server applies (api.JobRequest), here too.
+			if err := engine.CheckLabel(o.Label); err != nil {
+				return usageErrorf("%v", err)
+			}
 			if len(args) == 0 && o.Selection == "" {
 				return usageErrorf("give one or more paths to back up, or --selection NAME")
 			}

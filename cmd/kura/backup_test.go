@@ -182,6 +182,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"backup", "--level", "weekly", src}, "weekly"},
 		{[]string{"backup", "--exclude", "[", src}, "["},
 		{[]string{"backup", "--frame-size", "lots", src}, "--frame-size"},
+		// The server's limit on a label (api.MaxLabelLen) holds locally.
+		{[]string{"backup", "--label", strings.Repeat("x", 1025), src}, "--label: a label must be UTF-8 of at most 1024 bytes"},
+		{[]string{"backup", "--label", "bad\xff", src}, "--label"},
 		{[]string{"restore"}, "say which saveset"},
 		{[]string{"restore", "abc", "--to", k.dir}, `"abc"`},
 		{[]string{"restore", "1", "2"}, "received 2"},

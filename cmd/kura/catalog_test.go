@@ -123,7 +123,7 @@ func TestCatalogRestoreNoScanJSON(t *testing.T) {
 	if res.From.Barcode != rec.Barcode || res.From.File != rec.File || len(res.Rescan) != 1 || res.Rescan[0] != rec.Barcode || len(res.Rebuilt) != 0 {
 		t.Fatalf("catalog restore --no-scan --json: %+v", res)
 	}
-	k.expect(exitFailure, "saveset", "recipe", itoa64(later.SavesetID))
+	k.expect(exitUsage, "saveset", "recipe", itoa64(later.SavesetID)) // not in the restored catalog: no such saveset
 	r := k.ok("tape", "scan", rec.Barcode)
 	if !strings.Contains(r.stdout, "1 saveset records rebuilt") {
 		t.Errorf("tape scan:\n%s", r)

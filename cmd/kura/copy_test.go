@@ -83,5 +83,5 @@ func TestCopyToAnotherLibrary(t *testing.T) {
 	if names := k.lsNames(sets[0].ID, strings.TrimPrefix(src, "/")); len(names) == 0 {
 		t.Fatal("ls of a saveset whose own tape is exported lists nothing")
 	}
-	k.expect(exitFailure, "verify", id, "--copy", "7")
+	k.expect(exitUsage, "verify", id, "--copy", "7") // no such copy
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/units"
@@ -32,6 +34,9 @@ func newDriveCmd(g *globals) *cobra.Command {
 				libs, err := env.Catalog.Libraries()
 				if err != nil {
 					return err
+				}
+				if _, err := env.Catalog.Library(vtl); vtl != "" && errors.Is(err, catalog.ErrNotFound) {
+					return engine.NotFound("no library named %q (see `kura vtl list`)", vtl)
 				}
 				type row struct {
 					Library string
@@ -103,7 +108,7 @@ from now on use them; readers adapt to whatever was written.`,
 					return err
 				}
 				if n > len(ds) {
-					return fmt.Errorf("library %s has %s", libName, units.Count(int64(len(ds)), "drive"))
+					return library.NoDrive(libName, n, len(ds))
 				}
 				bs, buf := ds[n-1].BlockSize, ds[n-1].BufferSize
 				if blockSize.v != 0 {

@@ -46,6 +46,8 @@ func jobError(err error) error {
 		return nil
 	case errors.Is(err, engine.ErrWarnings):
 		return &exitError{Code: exitWarnings}
+	case errors.Is(err, engine.ErrBadOption), notFound(err):
+		return &exitError{Code: exitUsage, Err: err}
 	case errors.Is(err, engine.ErrVerify):
 		return &exitError{Code: exitVerify, Err: err}
 	case errors.Is(err, context.Canceled):

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -70,6 +71,9 @@ func newJobsCmd(g *globals) *cobra.Command {
 			}
 			return withEnv(g, func(env *engine.Env) error {
 				j, err := env.Catalog.Job(id)
+				if errors.Is(err, catalog.ErrNotFound) {
+					return engine.NotFound("no job %d (see `kura jobs list`)", id)
+				}
 				if err != nil {
 					return fmt.Errorf("job %d: %w", id, err)
 				}
@@ -180,6 +184,9 @@ func newJobsCmd(g *globals) *cobra.Command {
 func watchLocal(cmd *cobra.Command, env *engine.Env, id int64, asJSON bool) error {
 	for {
 		j, err := env.Catalog.Job(id)
+		if errors.Is(err, catalog.ErrNotFound) {
+			return engine.NotFound("no job %d (see `kura jobs list`)", id)
+		}
 		if err != nil {
 			return fmt.Errorf("job %d: %w", id, err)
 		}

@@ -86,7 +86,7 @@ func TestLibraryTapeAndDriveVerbs(t *testing.T) {
 	if !slices.Equal(drives, want) {
 		t.Errorf("drive list --json after drive set:\n got %+v\nwant %+v", drives, want)
 	}
-	k.expect(exitFailure, "drive", "set", "lib2/3", "--buffer", "1MiB")
+	k.expect(exitUsage, "drive", "set", "lib2/3", "--buffer", "1MiB") // no such drive
 
 	// More tapes.
 	r := k.ok("tape", "add", "--vtl", "lib2", "--count", "2")

@@ -22,6 +22,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/library"
 )
 
 // Exit codes; see the package comment.
@@ -76,12 +78,27 @@ func exitCode(err error, w io.Writer) int {
 		return ee.Code
 	}
 	fmt.Fprintln(w, "kura:", err)
+	if notFound(err) {
+		return exitUsage
+	}
 	// "kura frobnicate": cobra finds no such command before any of ours
 	// runs, and says so only in the error text.
 	if strings.HasPrefix(err.Error(), "unknown command ") {
 		return exitUsage
 	}
 	return exitFailure
+}
+
+// notFound reports an error about an argument that names nothing: a
+// saveset, job, library, drive, tape, policy or selection that does not
+// exist. That is a usage error, exit 2, like a malformed argument: the
+// command did nothing.
+func notFound(err error) bool {
+	var ae *api.Error
+	if errors.As(err, &ae) && ae.Code == api.CodeNotFound {
+		return true // the server's word for the same
+	}
+	return errors.Is(err, engine.ErrNotFound) || errors.Is(err, library.ErrNoDrive) || errors.Is(err, library.ErrUnknownTape)
 }
 
 // globals are the flags every command shares.
@@ -194,7 +211,19 @@ func newHelpCmd(root *cobra.Command) *cobra.Command {
 // usageArgs makes cobra's checks of the positional arguments (too many, too
 // few, a word that is not a subcommand) usage errors, exit 2, like bad
 // flags: cobra returns them as plain errors, which would exit 1.
+//
+// A group of verbs ("kura tape") given a word that is none of its verbs
+// ("kura tape remove X") is a usage error too: cobra would print the help
+// and exit 0, as if something had been done.
 func usageArgs(c *cobra.Command) {
+	if c.HasParent() && c.HasSubCommands() && !c.Runnable() {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return &exitError{Code: exitUsage, Err: fmt.Errorf("unknown command %q for %q (see `%s --help`)", args[0], cmd.CommandPath(), cmd.CommandPath())}
+			}
+			return cmd.Help()
+		}
+	}
 	if check := c.Args; check != nil {
 		c.Args = func(cmd *cobra.Command, args []string) error {
 			if err := check(cmd, args); err != nil {

@@ -104,7 +104,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 			return withEnv(g, func(env *engine.Env) error {
 				p, err := env.Catalog.Policy(args[0])
 				if errors.Is(err, catalog.ErrNotFound) {
-					return fmt.Errorf("no policy named %q (see `kura policy list`)", args[0])
+					return engine.NotFound("no policy named %q (see `kura policy list`)", args[0])
 				}
 				if err != nil {
 					return err
@@ -197,7 +197,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 			return withEnv(g, func(env *engine.Env) error {
 				p, err := env.Catalog.Policy(args[0])
 				if errors.Is(err, catalog.ErrNotFound) {
-					return fmt.Errorf("no policy named %q (see `kura policy list`)", args[0])
+					return engine.NotFound("no policy named %q (see `kura policy list`)", args[0])
 				}
 				if err != nil {
 					return err
@@ -220,7 +220,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 			return withEnv(g, func(env *engine.Env) error {
 				if err := env.Catalog.DeletePolicy(args[0]); err != nil {
 					if errors.Is(err, catalog.ErrNotFound) {
-						return fmt.Errorf("no policy named %q (see `kura policy list`)", args[0])
+						return engine.NotFound("no policy named %q (see `kura policy list`)", args[0])
 					}
 					return err
 				}
@@ -248,7 +248,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 				}
 				p, err = env.Catalog.Policy(args[0])
 				if errors.Is(err, catalog.ErrNotFound) {
-					return fmt.Errorf("no policy named %q (see `kura policy list`)", args[0])
+					return engine.NotFound("no policy named %q (see `kura policy list`)", args[0])
 				}
 				return err
 			}); err != nil {

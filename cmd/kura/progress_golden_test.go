@@ -24,7 +24,9 @@ func TestProgressLineGolden(t *testing.T) {
 	}{
 		{"backup, total from the last full", monitor.Event{Phase: "backup", Files: 1234, Bytes: 50 << 20, Total: 100 << 20,
 			Rate: 10 << 20, Tape: "KUR001", Path: "/home/me/some/long/path/file.txt"}},
-		{"backup, no earlier backup", monitor.Event{Phase: "backup", Files: 1, Bytes: 4096, Rate: 2048, Tape: "KUR001", Path: "/srv/a"}},
+		{"backup, no earlier backup, pre-count not in yet", monitor.Event{Phase: "backup", Files: 1, Bytes: 4096, Rate: 2048, Tape: "KUR001", Path: "/srv/a"}},
+		{"backup, no earlier backup, total from the pre-count", monitor.Event{Phase: "backup", Files: 310, Bytes: 30 << 20, Total: 120 << 20,
+			Rate: 15 << 20, Tape: "KUR001", Path: "/srv/b"}},
 		{"backup, past its estimate", monitor.Event{Phase: "backup", Files: 20, Bytes: 120 << 20, Total: 100 << 20, Rate: 1 << 20, Tape: "KUR002"}},
 		{"restore, an hour left", monitor.Event{Phase: "restore", Files: 10, Bytes: 1 << 30, Total: 5 << 30, Rate: 1 << 20, Tape: "KUR003", Path: "srv/db/data"}},
 		{"verify, just started", monitor.Event{Phase: "verify", Files: 0, Bytes: 0, Total: 3 << 20, Rate: 0, Tape: "SML001"}},

@@ -60,7 +60,7 @@ func TestIncrementalThenRestore(t *testing.T) {
 
 	// --at before any backup: a clear error, nothing restored.
 	out = filepath.Join(k.dir, "at")
-	r := k.expect(exitFailure, "restore", "--at", "2000-01-01 00:00", "--to", out)
+	r := k.expect(exitUsage, "restore", "--at", "2000-01-01 00:00", "--to", out) // names no saveset
 	if !strings.Contains(r.stderr, "no complete saveset") {
 		t.Errorf("restore --at before any backup should say no saveset matches:\n%s", r)
 	}

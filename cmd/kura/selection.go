@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -91,6 +92,9 @@ func newSelectionCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withEnv(g, func(env *engine.Env) error {
 				s, err := env.Catalog.Selection(env.Client, args[0])
+				if errors.Is(err, catalog.ErrNotFound) {
+					return engine.NotFound("no selection %q (see `kura selection list`)", args[0])
+				}
 				if err != nil {
 					return fmt.Errorf("selection %q: %w", args[0], err)
 				}
@@ -117,7 +121,11 @@ func newSelectionCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withEnv(g, func(env *engine.Env) error {
-				if err := env.Catalog.RemoveSelection(env.Client, args[0]); err != nil {
+				err := env.Catalog.RemoveSelection(env.Client, args[0])
+				if errors.Is(err, catalog.ErrNotFound) {
+					return engine.NotFound("no selection %q (see `kura selection list`)", args[0])
+				}
+				if err != nil {
 					return fmt.Errorf("selection %q: %w", args[0], err)
 				}
 				return nil

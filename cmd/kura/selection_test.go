@@ -83,8 +83,8 @@ func TestSelectionSets(t *testing.T) {
 	if len(list) != 0 {
 		t.Errorf("after rm, selection list --json: %+v, want []", list)
 	}
-	k.expect(exitFailure, "selection", "show", "nightly")
-	k.expect(exitFailure, "backup", "--selection", "nightly")
+	k.expect(exitUsage, "selection", "show", "nightly") // gone: no such selection
+	k.expect(exitUsage, "backup", "--selection", "nightly")
 	// Its saveset stays.
 	if got := k.lsNames(f.SavesetID, indexPath(src)); !slices.Contains(got, "keep.txt") {
 		t.Errorf("the saveset of a removed selection should stay: ls %v", got)

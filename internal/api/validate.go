@@ -31,8 +31,8 @@ func bad(field, format string, args ...any) error {
 
 // Limits of request fields.
 const (
-	MaxStreams   = 16   // streams: drives one backup may be split over
-	MaxLabelLen  = 1024 // label: bytes
+	MaxStreams   = 16                // streams: drives one backup may be split over
+	MaxLabelLen  = rules.MaxLabelLen // label: bytes, as a local backup
 	MaxTokenLife = 30 * 24 * time.Hour
 )
 
@@ -96,8 +96,8 @@ func (r *JobRequest) Validate() error {
 		if r.FrameSize != 0 && (r.FrameSize < rules.MinFrameSize || r.FrameSize > rules.MaxFrameSize) {
 			return bad("frame_size", "%d is not between %d and %d", r.FrameSize, rules.MinFrameSize, rules.MaxFrameSize)
 		}
-		if len(r.Label) > MaxLabelLen || strings.IndexByte(r.Label, 0) >= 0 {
-			return bad("label", "at most %d bytes, without NUL", MaxLabelLen)
+		if rules.Label(r.Label) != nil {
+			return bad("label", "UTF-8 of at most %d bytes, without NUL", MaxLabelLen)
 		}
 	case KindRestore:
 		if r.Saveset < 0 {

@@ -77,6 +77,40 @@ type Result struct {
 
 const maxWarnings = restorer.MaxWarnings
 
+// MaxLabelLen is the longest saveset label, in bytes, a backup accepts:
+// the same limit for a local backup and a server's (api.JobRequest).
+const MaxLabelLen = rules.MaxLabelLen
+
+// ErrBadOption is returned (wrapped) for a backup option that is refused
+// before anything runs: the CLI treats it as a usage error.
+var ErrBadOption = errors.New("invalid option")
+
+// checkDrive refuses a drive number (0: any) the library does not have,
+// before a job is recorded for it.
+func checkDrive(lib *library.Library, n int) error {
+	if d := lib.Config().Drives; n < 0 || n > d {
+		return library.NoDrive(lib.Config().Name, n, d)
+	}
+	return nil
+}
+
+// CheckLabel checks a saveset label: at most MaxLabelLen bytes of UTF-8,
+// without NUL. Local backups and the server's requests both use it.
+func CheckLabel(label string) error {
+	if err := rules.Label(label); err != nil {
+		return fmt.Errorf("%w: --label: %v", ErrBadOption, err)
+	}
+	return nil
+}
+
+// CheckFrameSize checks a stream frame size (0: the default).
+func CheckFrameSize(n int) error {
+	if err := rules.FrameSize(n); err != nil {
+		return fmt.Errorf("%w: --frame-size: %v", ErrBadOption, err)
+	}
+	return nil
+}
+
 // ErrWarnings is returned (wrapped) by jobs that completed with warnings.
 var ErrWarnings = errors.New("completed with warnings")
 
@@ -132,11 +166,20 @@ func resolvePaths(paths []string) ([]string, error) {
 // Backup runs a backup job to the end and returns its figures. A job with
 // warnings returns its result and an error wrapping ErrWarnings.
 func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
+	if err := CheckLabel(opts.Label); err != nil {
+		return nil, err
+	}
+	if err := CheckFrameSize(opts.FrameSize); err != nil {
+		return nil, err
+	}
 	paths, excludes := opts.Paths, opts.Excludes
 	if opts.Selection != "" {
 		sel, err := e.Catalog.Selection(e.Client, opts.Selection)
 		if err != nil {
-			return nil, fmt.Errorf("selection set %q: %w", opts.Selection, err)
+			if errors.Is(err, catalog.ErrNotFound) {
+				return nil, NotFound("no selection %q (see `kura selection list`)", opts.Selection)
+			}
+			return nil, fmt.Errorf("selection %q: %w", opts.Selection, err)
 		}
 		paths = append(slices.Clone(sel.Paths), paths...)
 		excludes = append(slices.Clone(sel.Excludes), excludes...)
@@ -186,6 +229,9 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 		return nil, err
 	}
 	libCfg := lib.Config()
+	if err := checkDrive(lib, opts.Drive); err != nil {
+		return nil, err
+	}
 	// Never back up the library or the home into itself.
 	skip := []string{libCfg.Dir, e.Home}
 
@@ -298,6 +344,7 @@ func (b *backupRun) run() error {
 	defer func() { b.tapes = tw.tapes }()
 	tw.noteTape = b.ticker.setTape
 	b.ticker.setTape(tw.barcode)
+	defer b.precount()()
 	sw := tw.sw
 	swDone := false
 	defer func() {
@@ -551,4 +598,56 @@ func checkIndex(f io.ReaderAt, size, entries int64, frames []index.Frame) error 
 		return fmt.Errorf("%d entries read back, %d listed", n, entries)
 	}
 	return nil
+}
+
+// Bounds of a backup's pre-count: past either, it gives up and the
+// progress goes on without a total.
+var (
+	precountMaxTime    = 20 * time.Second
+	precountMaxEntries = 2_000_000
+)
+
+// errPrecountBound ends a pre-count that reached precountMaxEntries.
+var errPrecountBound = errors.New("pre-count bound reached")
+
+// precount gives a backup with nothing to go by (no earlier backup of the
+// selection at its level) a total: a quick walk of the selection, run
+// beside the backup, counting the bytes of its regular files (stat only,
+// no file is read). When it finishes, progress shows a percentage and the
+// time left from then on. It never delays the backup: it gives up after
+// precountMaxTime or precountMaxEntries entries, and the backup's end
+// stops it. Only a full backup of this machine's files is pre-counted (an
+// incremental's size is what changed, which a walk does not know; an
+// agent's files are on the agent). The returned func stops it and waits.
+func (b *backupRun) precount() (stop func()) {
+	if b.ticker.total > 0 || b.ss.Level != LevelFull || b.opts.Producer != nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, precountMaxTime)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var bytes int64
+		entries := 0
+		err := walk.Walk(ctx, b.paths, walk.Options{Excludes: b.excludes, SkipPaths: b.skip}, func(it *walk.Item) error {
+			if entries++; entries > precountMaxEntries {
+				return errPrecountBound
+			}
+			if it.Entry.Type == index.TypeFile {
+				bytes += it.Entry.Size
+			}
+			return nil
+		}, nil)
+		if err != nil || bytes == 0 {
+			return // gave up, or the backup ended first: no total
+		}
+		b.ticker.estimate.Store(bytes)
+		// Say so now, not at the next tick of the backup.
+		b.env.emit(monitor.Event{Kind: monitor.Progress, JobID: b.job.ID, Phase: b.phase.Name, Files: b.phase.Files.Total(),
+			Bytes: b.phase.Source.Total(), Rate: b.phase.Source.Average(), Total: bytes, Tape: b.ticker.currentTape()})
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }

@@ -18,6 +18,9 @@ import (
 // named in an error wrapping ErrWarnings, returned with the others.
 func (e *Env) List(id int64, dir string) ([]index.Entry, error) {
 	ss, err := EnvStore{Env: e}.Saveset(id) // a copy when its own tapes are offline
+	if errors.Is(err, catalog.ErrNotFound) {
+		return nil, NotFound("no saveset %d (see `kura savesets`)", id)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("saveset %d: %w", id, err)
 	}
@@ -149,6 +152,9 @@ func skippedError(id int64, bad []index.InvalidEntry) error {
 // (cat, zstd, tar) into the current folder.
 func (e *Env) Recipe(id int64) (string, error) {
 	ss, err := e.Catalog.Saveset(id)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return "", NotFound("no saveset %d (see `kura savesets`)", id)
+	}
 	if err != nil {
 		return "", fmt.Errorf("saveset %d: %w", id, err)
 	}

@@ -105,7 +105,7 @@ func TestDamagedIndexCacheFallsBackToTape(t *testing.T) {
 		t.Fatalf("verify with a damaged cache: %v", err)
 	}
 	oneWarning(t, "verify data", err, vr.Warnings, want)
-	if len(vr.Problems) != 0 || vr.Checked != 3000 {
+	if len(vr.Problems) != 0 || vr.Checked != saveset(t, env, id).Files {
 		t.Errorf("verify data: %d checked, problems %v", vr.Checked, vr.Problems)
 	}
 	healed("verify data")

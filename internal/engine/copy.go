@@ -197,7 +197,7 @@ func (e *Env) copyable(ss *catalog.Saveset, lib string) error {
 func (e *Env) Copy(ctx context.Context, id int64, opts CopyOptions) (*Result, error) {
 	ss, err := e.Catalog.Saveset(id)
 	if errors.Is(err, catalog.ErrNotFound) {
-		return nil, fmt.Errorf("no saveset %d (see `kura savesets`)", id)
+		return nil, NotFound("no saveset %d (see `kura savesets`)", id)
 	}
 	if err != nil {
 		return nil, err
@@ -206,12 +206,15 @@ func (e *Env) Copy(ctx context.Context, id int64, opts CopyOptions) (*Result, er
 		return nil, err
 	}
 	if _, err := e.Catalog.Library(opts.Library); errors.Is(err, catalog.ErrNotFound) {
-		return nil, fmt.Errorf("no library named %q (see `kura vtl list`)", opts.Library)
+		return nil, NotFound("no library named %q (see `kura vtl list`)", opts.Library)
 	} else if err != nil {
 		return nil, err
 	}
 	lib, err := e.OpenLibrary(opts.Library)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkDrive(lib, opts.Drive); err != nil {
 		return nil, err
 	}
 	from, offline, err := e.readable(ss, true)
@@ -635,14 +638,14 @@ func (c *copyRun) finish(runErr error) (*Result, error) {
 func (e *Env) VerifyCopy(ctx context.Context, id int64, n int, opts VerifyOptions) (*VerifyResult, error) {
 	ss, err := e.Catalog.Saveset(id)
 	if errors.Is(err, catalog.ErrNotFound) {
-		return nil, fmt.Errorf("no saveset %d (see `kura savesets`)", id)
+		return nil, NotFound("no saveset %d (see `kura savesets`)", id)
 	}
 	if err != nil {
 		return nil, err
 	}
 	i := slices.IndexFunc(ss.Copies, func(c catalog.Copy) bool { return c.Copy == n })
 	if i < 0 {
-		return nil, fmt.Errorf("saveset %d has no copy %d (see `kura savesets --json`)", id, n)
+		return nil, NotFound("saveset %d has no copy %d (see `kura savesets --json`)", id, n)
 	}
 	view := copyView(ss, ss.Copies[i])
 	return e.verifyJob(ctx, view, opts, fmt.Sprintf("copy %d of saveset %d on library %s", n, ss.ID, view.Library))

@@ -852,7 +852,7 @@ func TestVerifySample(t *testing.T) {
 	}
 	id := backup(t, env, engine.BackupOptions{Paths: []string{src}}).Figures.SavesetID
 	all, err := env.Verify(context.Background(), id, engine.VerifyOptions{})
-	if err != nil || all.Checked != 200 {
+	if err != nil || all.Checked != saveset(t, env, id).Files {
 		t.Fatalf("full verify checked %d files: %v", all.Checked, err)
 	}
 	some, err := env.Verify(context.Background(), id, engine.VerifyOptions{Sample: 10})
@@ -1016,4 +1016,26 @@ func TestImportedTapeReservesItsSavesetIDs(t *testing.T) {
 	if next.Figures.SavesetID <= first.Figures.SavesetID {
 		t.Fatalf("a backup after importing tape %s got saveset ID %d, which the tape holds", barcode, next.Figures.SavesetID)
 	}
+}
+
+// A local backup applies the limits a server applies to a request
+// (api.JobRequest uses the same checks): a label over MaxLabelLen or a
+// frame size out of range is refused before any job runs.
+func TestBackupRefusesWhatTheServerRefuses(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(src, "a"), []byte("a"), 0o644))
+	for _, o := range []engine.BackupOptions{
+		{Paths: []string{src}, Label: strings.Repeat("x", engine.MaxLabelLen+1)},
+		{Paths: []string{src}, Label: "nul\x00"},
+		{Paths: []string{src}, FrameSize: 1},
+	} {
+		if _, err := env.Backup(context.Background(), o); !errors.Is(err, engine.ErrBadOption) {
+			t.Errorf("backup with label of %d bytes, frame size %d: %v, want ErrBadOption", len(o.Label), o.FrameSize, err)
+		}
+	}
+	if jobs, err := env.Catalog.Jobs(0); err != nil || len(jobs) != 0 {
+		t.Errorf("refused backups left jobs: %d, %v", len(jobs), err)
+	}
+	backup(t, env, engine.BackupOptions{Paths: []string{src}, Label: strings.Repeat("x", engine.MaxLabelLen)})
 }

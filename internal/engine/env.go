@@ -323,7 +323,7 @@ func (e *Env) OpenLibrary(name string) (*library.Library, error) {
 			}
 			return e.CreateLibrary(library.Config{Name: DefaultLibrary})
 		}
-		return nil, fmt.Errorf("no library named %q (see `kura vtl list`)", name)
+		return nil, NotFound("no library named %q (see `kura vtl list`)", name)
 	}
 	if err != nil {
 		return nil, err
@@ -331,11 +331,26 @@ func (e *Env) OpenLibrary(name string) (*library.Library, error) {
 	return library.Open(rec.Dir)
 }
 
+// ErrNotFound: an argument names a saveset, library, tape, job, policy or
+// selection that does not exist. The message of such an error names what
+// is missing and where to look: "no saveset 999 (see `kura savesets`)".
+var ErrNotFound = errors.New("not found")
+
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string        { return e.msg }
+func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// NotFound returns an ErrNotFound whose message is format and args.
+func NotFound(format string, args ...any) error {
+	return &notFoundError{fmt.Sprintf(format, args...)}
+}
+
 // LibraryOfTape opens the library that holds a tape.
 func (e *Env) LibraryOfTape(barcode string) (*library.Library, error) {
 	name, err := e.Catalog.TapeLibrary(barcode)
 	if errors.Is(err, catalog.ErrNotFound) {
-		return nil, fmt.Errorf("unknown tape %q (see `kura tape list`)", barcode)
+		return nil, NotFound("no tape %s (see `kura tape list`)", barcode)
 	}
 	if err != nil {
 		return nil, err
@@ -557,6 +572,17 @@ type progressTicker struct {
 	last  time.Time
 	total int64
 	tape  atomic.Pointer[string]
+	// estimate is the total a pre-count found (see precount), from another
+	// goroutine; it counts while total is unknown (0).
+	estimate atomic.Int64
+}
+
+// currentTotal is the expected total: known, estimated, or 0.
+func (t *progressTicker) currentTotal() int64 {
+	if t.total > 0 {
+		return t.total
+	}
+	return t.estimate.Load()
 }
 
 // setTape notes the tape the phase uses now.
@@ -580,8 +606,26 @@ type tapeNoting struct {
 var _ stream.FrameSource = tapeNoting{}
 
 func (s tapeNoting) OpenAt(loc stream.Location) (io.ReadCloser, error) {
+	return NoteTapes(s.src, s.parts, s.ticker.setTape).OpenAt(loc)
+}
+
+// NoteTapes returns src telling note the barcode of the tape each read
+// starts on (parts: the saveset's parts, in src's order): the tape in use
+// that progress shows, for a local job and for a server reading a
+// saveset's data for an agent alike.
+func NoteTapes(src stream.FrameSource, parts []catalog.Part, note func(barcode string)) stream.FrameSource {
+	return tapeNoter{src: src, parts: parts, note: note}
+}
+
+type tapeNoter struct {
+	src   stream.FrameSource
+	parts []catalog.Part
+	note  func(string)
+}
+
+func (s tapeNoter) OpenAt(loc stream.Location) (io.ReadCloser, error) {
 	if loc.Part >= 0 && loc.Part < len(s.parts) {
-		s.ticker.setTape(s.parts[loc.Part].Barcode)
+		s.note(s.parts[loc.Part].Barcode)
 	}
 	return s.src.OpenAt(loc)
 }
@@ -595,7 +639,7 @@ func (e *Env) tick(t *progressTicker, jobID int64, p *monitor.Phase, path string
 	}
 	t.last = now
 	e.emit(monitor.Event{Kind: monitor.Progress, JobID: jobID, Phase: p.Name, Files: p.Files.Total(),
-		Bytes: p.Source.Total(), Path: path, Rate: p.Source.Average(), Total: t.total, Tape: t.currentTape()})
+		Bytes: p.Source.Total(), Path: path, Rate: p.Source.Average(), Total: t.currentTotal(), Tape: t.currentTape()})
 }
 
 // logf adds a timestamped line to a job's log (the tail `kura jobs show`

@@ -101,3 +101,39 @@ func TestWarningPathsAreAbsolute(t *testing.T) {
 		t.Errorf("verify problem names %q, want %q", got, want)
 	}
 }
+
+// "Files" means the saveset's files everywhere: the backup, kura
+// savesets, a copy and a verify at every level (not the tape files a
+// media verify read, nor only the regular files a data verify re-hashed).
+func TestVerifyAndCopyCountTheSavesetsFiles(t *testing.T) {
+	env := newEnv(t)
+	createLibrary(t, env, library.Config{Name: "offsite"})
+	src := filepath.Join(t.TempDir(), "src")
+	must(t, os.MkdirAll(filepath.Join(src, "sub", "deeper"), 0o755))
+	for _, name := range []string{"a", "b", "sub/c", "sub/deeper/d"} {
+		must(t, os.WriteFile(filepath.Join(src, name), []byte(strings.Repeat(name, 5000)), 0o644))
+	}
+	must(t, os.Symlink("a", filepath.Join(src, "link")))
+	full := backup(t, env, engine.BackupOptions{Paths: []string{src}}).Figures
+	id := full.SavesetID
+	want := saveset(t, env, id).Files
+	if want != full.Files || want < 8 {
+		t.Fatalf("saveset of %d files, its backup says %d", want, full.Files)
+	}
+	for _, level := range []string{engine.VerifyMedia, engine.VerifyData, engine.VerifySource} {
+		vr, err := env.Verify(context.Background(), id, engine.VerifyOptions{Level: level})
+		if err != nil {
+			t.Fatalf("verify %s: %v", level, err)
+		}
+		if vr.Checked != want || vr.Figures.Files != want || vr.Figures.Phases[0].Files != want {
+			t.Errorf("verify %s of a saveset of %d files: %d checked, summary %d files, phase %d files",
+				level, want, vr.Checked, vr.Figures.Files, vr.Figures.Phases[0].Files)
+		}
+	}
+	cp := copySaveset(t, env, id, engine.CopyOptions{Library: "offsite", Verify: true}).Figures
+	for _, p := range cp.Phases {
+		if cp.Files != want || p.Files != want {
+			t.Errorf("copy --verify of a saveset of %d files: summary %d, phase %s %d", want, cp.Files, p.Name, p.Files)
+		}
+	}
+}

@@ -71,7 +71,7 @@ func (e *Env) CheckPolicy(p *catalog.Policy, needClient bool) error {
 	if p.Client != "" {
 		c, err := e.Catalog.Client(p.Client)
 		if errors.Is(err, catalog.ErrNotFound) {
-			return fmt.Errorf("no client named %q is enrolled (see `kura client list`)", p.Client)
+			return NotFound("no client named %q is enrolled (see `kura client list`)", p.Client)
 		}
 		if err != nil {
 			return err
@@ -107,7 +107,7 @@ func (e *Env) CheckPolicy(p *catalog.Policy, needClient bool) error {
 			continue
 		}
 		if _, err := e.Catalog.Library(lib); err != nil {
-			return fmt.Errorf("no library named %q (see `kura vtl list`)", lib)
+			return NotFound("no library named %q (see `kura vtl list`)", lib)
 		}
 	}
 	if p.CopyTo != "" && (p.CopyTo == p.Library || p.Library == "" && p.CopyTo == DefaultLibrary) {

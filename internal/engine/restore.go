@@ -58,7 +58,7 @@ func (e *Env) ChooseSaveset(opts RestoreOptions) (*catalog.Saveset, error) {
 	case opts.SavesetID != 0:
 		ss, err := e.Catalog.Saveset(opts.SavesetID)
 		if errors.Is(err, catalog.ErrNotFound) {
-			return nil, fmt.Errorf("no saveset %d (see `kura savesets`)", opts.SavesetID)
+			return nil, NotFound("no saveset %d (see `kura savesets`)", opts.SavesetID)
 		}
 		if err != nil {
 			return nil, err
@@ -77,7 +77,7 @@ func (e *Env) ChooseSaveset(opts RestoreOptions) (*catalog.Saveset, error) {
 		}
 		ss, err := e.Catalog.LastSaveset(e.Client, opts.Selection, nil, before)
 		if errors.Is(err, catalog.ErrNotFound) {
-			return nil, errors.New("no complete saveset matches (see `kura savesets`)")
+			return nil, NotFound("no complete saveset matches (see `kura savesets`)")
 		}
 		return ss, err
 	}

@@ -33,6 +33,9 @@ var (
 	// ErrBadInventory: library.json or inventory.json is damaged or
 	// inconsistent.
 	ErrBadInventory = errors.New("damaged library inventory")
+	// ErrNoDrive: no drive with that number in the library. Messages read
+	// "no drive 9 in library default (it has drives 1 to 2)".
+	ErrNoDrive = errors.New("no such drive")
 	// ErrUnknownTape: no tape with that barcode in the library.
 	ErrUnknownTape = errors.New("no such tape")
 	// ErrExported: the tape is offline in a mail slot. Messages read

@@ -215,7 +215,7 @@ func (l *Library) SetDrive(n int, blockSize, bufferSize int) error {
 
 func (l *Library) checkDrive(n int) error {
 	if n < 1 || n > l.cfg.Drives {
-		return fmt.Errorf("%w: library %s has drives 1 to %d, not %d", ErrInvalidConfig, l.cfg.Name, l.cfg.Drives, n)
+		return NoDrive(l.cfg.Name, n, l.cfg.Drives)
 	}
 	return nil
 }
@@ -380,4 +380,19 @@ func closeTape(t *tape.Tape) error {
 		return err
 	}
 	return nil
+}
+
+// noDriveError is ErrNoDrive (and ErrInvalidConfig, as a drive setting
+// out of range) with a message of its own.
+type noDriveError struct{ msg string }
+
+func (e *noDriveError) Error() string { return e.msg }
+func (e *noDriveError) Is(target error) bool {
+	return target == ErrNoDrive || target == ErrInvalidConfig
+}
+
+// NoDrive returns the error for drive n of a library of drives drives,
+// which has none by that number.
+func NoDrive(library string, n, drives int) error {
+	return &noDriveError{fmt.Sprintf("no drive %d in library %s (it has drives 1 to %d)", n, library, drives)}
 }

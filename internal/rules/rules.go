@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // Levels of a backup.
@@ -97,6 +98,30 @@ func ExcludePattern(p string) error {
 	}
 	if _, err := filepath.Match(core, ""); err != nil {
 		return fmt.Errorf("exclude pattern %q: %w", p, err)
+	}
+	return nil
+}
+
+// MaxLabelLen is the longest saveset label, in bytes: it is stored in the
+// stream's label frame, the index and the catalog.
+const MaxLabelLen = 1024
+
+// ErrLabel: a saveset label that is too long, holds a NUL or is not UTF-8.
+var ErrLabel = errors.New("a label must be UTF-8 of at most 1024 bytes, without NUL")
+
+// Label checks a saveset label, for a local backup and a server's request
+// alike.
+func Label(label string) error {
+	if len(label) > MaxLabelLen || strings.IndexByte(label, 0) >= 0 || !utf8.ValidString(label) {
+		return fmt.Errorf("%w (it has %d bytes)", ErrLabel, len(label))
+	}
+	return nil
+}
+
+// FrameSize checks a stream frame size (0: the default).
+func FrameSize(n int) error {
+	if n != 0 && (n < MinFrameSize || n > MaxFrameSize) {
+		return fmt.Errorf("frame size %d is not between %d and %d", n, MinFrameSize, MaxFrameSize)
 	}
 	return nil
 }

@@ -39,6 +39,14 @@ type runningJob struct {
 	allowed map[int64]bool           // restore: savesets the agent may read
 	result  chan api.RestoreResult   // restore: the agent's outcome
 	prog    func(api.Progress) error // restore: live figures
+	tape    string                   // restore: the tape the agent's data is read from now
+}
+
+// setTape notes the tape a restore's data is read from now.
+func (rj *runningJob) setTape(barcode string) {
+	rj.mu.Lock()
+	rj.tape = barcode
+	rj.mu.Unlock()
 }
 
 func (rj *runningJob) touch(now time.Time) {
@@ -82,7 +90,7 @@ func (s *Server) validate(req *api.JobRequest) error {
 		if req.Saveset != 0 {
 			ss, err := s.env.Catalog.Saveset(req.Saveset)
 			if err != nil {
-				return apiErr(http.StatusNotFound, api.CodeNotFound, "no saveset %d", req.Saveset)
+				return apiErr(http.StatusNotFound, api.CodeNotFound, "no saveset %d (see `kura savesets`)", req.Saveset)
 			}
 			if ss.Client != req.Client {
 				return badRequest("saveset: saveset %d belongs to client %q, not %q (say --client %s)", ss.ID, ss.Client, req.Client, ss.Client)
@@ -91,7 +99,7 @@ func (s *Server) validate(req *api.JobRequest) error {
 		if req.ToClient != "" {
 			c, err := s.env.Catalog.Client(req.ToClient)
 			if err != nil {
-				return apiErr(http.StatusNotFound, api.CodeNotFound, "no client named %q is enrolled", req.ToClient)
+				return apiErr(http.StatusNotFound, api.CodeNotFound, "no client named %q is enrolled (see `kura client list`)", req.ToClient)
 			}
 			if !c.Revoked.IsZero() {
 				return badRequest("to_client: client %s is revoked", req.ToClient)
@@ -414,8 +422,13 @@ func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob)
 		rj.allowed = allowed
 		rj.result = make(chan api.RestoreResult, 1)
 		rj.prog = func(p api.Progress) error {
+			// The tape in use, as a local restore's progress shows it: the
+			// server reads the tapes the agent's data comes from.
+			rj.mu.Lock()
+			tape := rj.tape
+			rj.mu.Unlock()
 			env.Events.Event(monitor.Event{Kind: monitor.Progress, Time: s.opts.Clock.Now(), JobID: j.ID, Phase: "restore",
-				Files: p.Files, Bytes: p.Bytes, Path: p.Path, Total: total})
+				Files: p.Files, Bytes: p.Bytes, Path: p.Path, Total: total, Tape: tape})
 			return nil
 		}
 		rj.mu.Unlock()

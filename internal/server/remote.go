@@ -473,6 +473,7 @@ func (s *Server) agentSavesetData(w http.ResponseWriter, r *http.Request, client
 	if err != nil {
 		return err
 	}
+	src = engine.NoteTapes(src, ss.Parts, rj.setTape)
 	rc, err := src.OpenAt(stream.Location{Part: part, Offset: off})
 	if err != nil {
 		return err
