@@ -269,42 +269,80 @@ func (s *Server) Close() error {
 	return s.env.Close()
 }
 
-// Handler is the API's HTTP handler.
+// Handler is the API's HTTP handler, built from routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	p := api.Prefix
-	admin := func(pattern string, h func(w http.ResponseWriter, r *http.Request) error) {
-		mux.Handle(pattern, s.adminOnly(h))
+	for _, rt := range s.routes() {
+		pattern := rt.Method + " " + api.Prefix + rt.Path
+		switch {
+		case rt.admin != nil:
+			mux.Handle(pattern, s.adminOnly(rt.admin))
+		case rt.agent != nil:
+			mux.Handle(pattern, s.agentOnly(rt.agent))
+		default:
+			mux.Handle(pattern, s.plain(rt.open))
+		}
 	}
-	agent := func(pattern string, h func(w http.ResponseWriter, r *http.Request, client string) error) {
-		mux.Handle(pattern, s.agentOnly(h))
-	}
-	admin("GET "+p+"/server", s.getServer)
-	admin("POST "+p+"/tokens", s.postToken)
-	admin("GET "+p+"/clients", s.getClients)
-	admin("PATCH "+p+"/clients/{name}", s.patchClient)
-	admin("POST "+p+"/clients/{name}/revoke", s.revokeClient)
-	admin("POST "+p+"/jobs", s.postJob)
-	admin("GET "+p+"/jobs", s.getJobs)
-	admin("GET "+p+"/jobs/{id}", s.getJob)
-	admin("POST "+p+"/jobs/{id}/cancel", s.cancelJob)
-	admin("GET "+p+"/jobs/{id}/events", s.jobEvents)
-	admin("GET "+p+"/savesets", s.getSavesets)
-	admin("POST "+p+"/console", s.postConsole)
-	admin("POST "+p+"/policies/{name}/run", s.postPolicyRun)
-	mux.Handle("POST "+p+"/enroll", s.plain(s.postEnroll))
-	agent("GET "+p+"/agent/orders", s.agentOrders)
-	agent("POST "+p+"/agent/jobs/{id}/data", s.agentBackupData)
-	agent("PUT "+p+"/agent/jobs/{id}/index", s.agentBackupIndex)
-	agent("GET "+p+"/agent/jobs/{id}/savesets/{ss}", s.agentSaveset)
-	agent("GET "+p+"/agent/jobs/{id}/savesets/{ss}/index", s.agentSavesetIndex)
-	agent("GET "+p+"/agent/jobs/{id}/savesets/{ss}/data", s.agentSavesetData)
-	agent("POST "+p+"/agent/jobs/{id}/progress", s.agentProgress)
-	agent("POST "+p+"/agent/jobs/{id}/result", s.agentResult)
 	mux.Handle("/", s.plain(func(w http.ResponseWriter, r *http.Request) error {
 		return apiErr(http.StatusNotFound, api.CodeNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path)
 	}))
 	return mux
+}
+
+// route is one endpoint: its method, its path under api.Prefix (path
+// parameters as {name}) and its handler, which says how the caller is
+// checked: admin (bearer admin token), agent (client certificate) or open.
+type route struct {
+	Method, Path string
+	admin        func(w http.ResponseWriter, r *http.Request) error
+	agent        func(w http.ResponseWriter, r *http.Request, client string) error
+	open         func(w http.ResponseWriter, r *http.Request) error
+}
+
+// routes is every endpoint the server serves; Handler builds its mux from
+// it, and a test checks it against the OpenAPI document (api.OpenAPI).
+func (s *Server) routes() []route {
+	admin := func(method, path string, h func(w http.ResponseWriter, r *http.Request) error) route {
+		return route{Method: method, Path: path, admin: h}
+	}
+	agent := func(method, path string, h func(w http.ResponseWriter, r *http.Request, client string) error) route {
+		return route{Method: method, Path: path, agent: h}
+	}
+	open := func(method, path string, h func(w http.ResponseWriter, r *http.Request) error) route {
+		return route{Method: method, Path: path, open: h}
+	}
+	return []route{
+		open("GET", "/openapi.json", s.getOpenAPI),
+		admin("GET", "/server", s.getServer),
+		admin("POST", "/tokens", s.postToken),
+		admin("GET", "/clients", s.getClients),
+		admin("PATCH", "/clients/{name}", s.patchClient),
+		admin("POST", "/clients/{name}/revoke", s.revokeClient),
+		admin("POST", "/jobs", s.postJob),
+		admin("GET", "/jobs", s.getJobs),
+		admin("GET", "/jobs/{id}", s.getJob),
+		admin("POST", "/jobs/{id}/cancel", s.cancelJob),
+		admin("GET", "/jobs/{id}/events", s.jobEvents),
+		admin("GET", "/savesets", s.getSavesets),
+		admin("POST", "/console", s.postConsole),
+		admin("POST", "/policies/{name}/run", s.postPolicyRun),
+		open("POST", "/enroll", s.postEnroll),
+		agent("GET", "/agent/orders", s.agentOrders),
+		agent("POST", "/agent/jobs/{id}/data", s.agentBackupData),
+		agent("PUT", "/agent/jobs/{id}/index", s.agentBackupIndex),
+		agent("GET", "/agent/jobs/{id}/savesets/{ss}", s.agentSaveset),
+		agent("GET", "/agent/jobs/{id}/savesets/{ss}/index", s.agentSavesetIndex),
+		agent("GET", "/agent/jobs/{id}/savesets/{ss}/data", s.agentSavesetData),
+		agent("POST", "/agent/jobs/{id}/progress", s.agentProgress),
+		agent("POST", "/agent/jobs/{id}/result", s.agentResult),
+	}
+}
+
+// getOpenAPI serves the OpenAPI document of this API (docs/openapi.json).
+func (s *Server) getOpenAPI(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Content-Type", "application/json")
+	_, err := w.Write(api.OpenAPI)
+	return err
 }
 
 // httpError is an error with its HTTP status and API code.

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -261,3 +263,36 @@ func sameTree(t *testing.T, want, got string) {
 }
 
 var _ = io.EOF
+
+// TestServesOpenAPI: GET /api/v1/openapi.json answers the document, without
+// credentials.
+func TestServesOpenAPI(t *testing.T) {
+	r := startServer(t, t.TempDir(), "")
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: pki.PinnedTLSConfig(r.srv.CAFingerprint(), nil)}}
+	defer c.CloseIdleConnections()
+	resp, err := c.Get(r.url + api.Prefix + "/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET openapi.json: %s, %q: %s", resp.Status, resp.Header.Get("Content-Type"), body)
+	}
+	var doc struct {
+		OpenAPI string                    `json:"openapi"`
+		Paths   map[string]map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatalf("the document is not JSON: %v", err)
+	}
+	if doc.OpenAPI != "3.1.0" || doc.Paths["/jobs"]["post"] == nil {
+		t.Errorf("the document served is not the API's: openapi %q, %d paths", doc.OpenAPI, len(doc.Paths))
+	}
+	if !bytes.Equal(body, api.OpenAPI) {
+		t.Errorf("the document served differs from docs/openapi.json")
+	}
+}

@@ -1,0 +1,42 @@
+// Command openapigen writes Kura's OpenAPI document: it adds the schemas of
+// the wire types of internal/api to the hand-written paths.json and writes
+// internal/api/openapi.json (embedded and served by the server) and
+// docs/openapi.json, byte for byte the same. Run it from internal/api
+// (go generate ./internal/api) or the repository root.
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/kura-backup/kura/internal/api"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "openapigen:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	dir := "."
+	if _, err := os.Stat(filepath.Join("internal", "api", "openapigen", "paths.json")); err == nil {
+		dir = filepath.Join("internal", "api")
+	}
+	paths, err := os.ReadFile(filepath.Join(dir, "openapigen", "paths.json"))
+	if err != nil {
+		return err
+	}
+	doc, err := api.BuildOpenAPI(paths)
+	if err != nil {
+		return err
+	}
+	for _, out := range []string{filepath.Join(dir, "openapi.json"), filepath.Join(dir, "..", "..", "docs", "openapi.json")} {
+		if err := os.WriteFile(out, doc, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
