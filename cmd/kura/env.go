@@ -46,6 +46,8 @@ func jobError(err error) error {
 		return nil
 	case errors.Is(err, engine.ErrWarnings):
 		return &exitError{Code: exitWarnings}
+	case remoteExit(err) != 0:
+		return &exitError{Code: remoteExit(err), Err: err}
 	case errors.Is(err, engine.ErrBadOption), notFound(err):
 		return &exitError{Code: exitUsage, Err: err}
 	case errors.Is(err, engine.ErrVerify):

@@ -78,6 +78,9 @@ func exitCode(err error, w io.Writer) int {
 		return ee.Code
 	}
 	fmt.Fprintln(w, "kura:", err)
+	if code := remoteExit(err); code != 0 {
+		return code
+	}
 	if notFound(err) {
 		return exitUsage
 	}
@@ -89,15 +92,22 @@ func exitCode(err error, w io.Writer) int {
 	return exitFailure
 }
 
+// remoteExit is the exit code of an error the server answered, by its
+// code in the one table api.Codes (a bad request or a name that names
+// nothing exits 2, usage); 0 if err is not the server's.
+func remoteExit(err error) int {
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		return api.ExitCode(ae.Code)
+	}
+	return 0
+}
+
 // notFound reports an error about an argument that names nothing: a
 // saveset, job, library, drive, tape, policy or selection that does not
 // exist. That is a usage error, exit 2, like a malformed argument: the
 // command did nothing.
 func notFound(err error) bool {
-	var ae *api.Error
-	if errors.As(err, &ae) && ae.Code == api.CodeNotFound {
-		return true // the server's word for the same
-	}
 	return errors.Is(err, engine.ErrNotFound) || errors.Is(err, library.ErrNoDrive) || errors.Is(err, library.ErrUnknownTape)
 }
 

@@ -196,6 +196,18 @@ func TestServerAgentsAndAdminCLI(t *testing.T) {
 	if w := admin.ok("jobs", "watch", id); !strings.Contains(w.stdout, "Average") && !strings.Contains(w.stdout, "KB/s") {
 		t.Fatalf("jobs watch printed no figures:\n%s", w)
 	}
+	// A request the server refuses as bad exits 2 (usage), naming the
+	// field, and runs nothing; so does a name that names nothing; a
+	// refusal of another kind (a conflict) exits 1.
+	if r := admin.expect(exitUsage, "backup", "--client", "c1", "--drive", "200", src); !strings.Contains(r.stderr, "drive:") {
+		t.Fatalf("backup on a drive the library lacks should name the field:\n%s", r)
+	}
+	if r := admin.expect(exitUsage, "backup", "--client", "c9", src); !strings.Contains(r.stderr, "c9") {
+		t.Fatalf("backup of a client never enrolled:\n%s", r)
+	}
+	if r := admin.expect(exitFailure, "jobs", "cancel", itoa64(fig.JobID)); !strings.Contains(r.stderr, "has ended") {
+		t.Fatalf("cancel of an ended job:\n%s", r)
+	}
 	// Library and catalog verbs run on the server.
 	if r := admin.ok("vtl", "list"); !strings.Contains(r.stdout, "default") {
 		t.Fatalf("vtl list through the server:\n%s", r)

@@ -14,6 +14,7 @@ package api
 
 import (
 	"encoding/json"
+	"net/http"
 	"time"
 )
 
@@ -30,12 +31,62 @@ const (
 	CodeTokenUsed    = "token_used"    // an enrollment token that was used already
 	CodeTokenExpired = "token_expired" // an enrollment token past its expiry
 	CodeInternal     = "internal"      // the server failed; see its log
+	CodeStreamFailed = "stream_failed" // a data stream from an agent broke off or was refused
 )
 
-// Error is the body of every non-2xx answer.
+// Exit codes of the kura CLI that an error code maps to (cmd/kura/main.go
+// has the full list).
+const (
+	ExitFailure = 1 // the command failed
+	ExitUsage   = 2 // the command was wrong: bad input, or a name that names nothing
+)
+
+// CodeInfo is what an error code means to HTTP and to the CLI.
+type CodeInfo struct {
+	Status int // the HTTP status the server answers with
+	Exit   int // the kura CLI's exit code
+}
+
+// Codes is the one table of error codes: the server answers each with
+// its Status, the CLI exits with its Exit. A code is never renamed or
+// removed; docs/api.md lists them.
+var Codes = map[string]CodeInfo{
+	CodeBadRequest:   {http.StatusBadRequest, ExitUsage},
+	CodeNotFound:     {http.StatusNotFound, ExitUsage},
+	CodeUnauthorized: {http.StatusUnauthorized, ExitFailure},
+	CodeForbidden:    {http.StatusForbidden, ExitFailure},
+	CodeConflict:     {http.StatusConflict, ExitFailure},
+	CodeTokenUsed:    {http.StatusUnauthorized, ExitFailure},
+	CodeTokenExpired: {http.StatusUnauthorized, ExitFailure},
+	CodeInternal:     {http.StatusInternalServerError, ExitFailure},
+	CodeStreamFailed: {http.StatusBadGateway, ExitFailure},
+}
+
+// HTTPStatus returns the HTTP status of an error code (500 for a code
+// not in Codes).
+func HTTPStatus(code string) int {
+	if c, ok := Codes[code]; ok {
+		return c.Status
+	}
+	return http.StatusInternalServerError
+}
+
+// ExitCode returns the CLI exit code of an error code (1, failure, for a
+// code not in Codes: a newer server's code is never taken for a usage
+// error).
+func ExitCode(code string) int {
+	if c, ok := Codes[code]; ok {
+		return c.Exit
+	}
+	return ExitFailure
+}
+
+// Error is the body of every non-2xx answer. Field names the request
+// field at fault by its JSON name, when the request failed validation.
 type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Message }

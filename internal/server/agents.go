@@ -140,7 +140,7 @@ func (s *Server) agentOrders(w http.ResponseWriter, r *http.Request, client stri
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	case <-ss.gone:
-		return apiErr(http.StatusForbidden, api.CodeForbidden, "client %s was cut off", client)
+		return apiErr(api.CodeForbidden, "client %s was cut off", client)
 	case <-r.Context().Done():
 		return nil
 	}
@@ -157,11 +157,11 @@ func (s *Server) agentJob(r *http.Request, client string) (*runningJob, error) {
 	rj := s.running[id]
 	s.mu.Unlock()
 	if rj == nil {
-		return nil, apiErr(http.StatusNotFound, api.CodeNotFound, "job %d is not running", id)
+		return nil, apiErr(api.CodeNotFound, "job %d is not running", id)
 	}
 	if rj.agent != client {
 		s.log.Warn("refused: agent asked about another agent's job", "client", client, "job", id)
-		return nil, apiErr(http.StatusForbidden, api.CodeForbidden, "job %d is not a job of client %s", id, client)
+		return nil, apiErr(api.CodeForbidden, "job %d is not a job of client %s", id, client)
 	}
 	rj.touch(time.Now())
 	return rj, nil

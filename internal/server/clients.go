@@ -57,9 +57,9 @@ func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(r, &req); err != nil {
 		return err
 	}
-	refuse := func(status int, code, msg string) error {
+	refuse := func(code, msg string) error {
 		s.log.Warn("enrollment refused", "client", req.Name, "remote", r.RemoteAddr, "reason", msg)
-		return apiErr(status, code, "enrollment refused: %s", msg)
+		return apiErr(code, "enrollment refused: %s", msg)
 	}
 	// The token is checked before anything else, so a caller without a
 	// valid token learns nothing (not whether a name is taken); it is
@@ -67,21 +67,21 @@ func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) error {
 	// enrollment does not burn it.
 	t, err := pki.ParseTokenKind(req.Token, pki.KindEnroll)
 	if err != nil {
-		return refuse(http.StatusUnauthorized, api.CodeUnauthorized, "not an enrollment token")
+		return refuse(api.CodeUnauthorized, "not an enrollment token")
 	}
 	if t.CAFingerprint != s.ca.Fingerprint() {
-		return refuse(http.StatusUnauthorized, api.CodeUnauthorized, "the token was made by another server")
+		return refuse(api.CodeUnauthorized, "the token was made by another server")
 	}
 	hash := pki.HashSecret(t.Secret)
 	now := s.opts.Clock.Now()
 	tokenErr := func(err error) error {
 		switch {
 		case errors.Is(err, catalog.ErrNotFound):
-			return refuse(http.StatusUnauthorized, api.CodeUnauthorized, "unknown token")
+			return refuse(api.CodeUnauthorized, "unknown token")
 		case errors.Is(err, catalog.ErrTokenUsed):
-			return refuse(http.StatusUnauthorized, api.CodeTokenUsed, "the token was used already; make a new one with `kura token create`")
+			return refuse(api.CodeTokenUsed, "the token was used already; make a new one with `kura token create`")
 		case errors.Is(err, catalog.ErrTokenExpired):
-			return refuse(http.StatusUnauthorized, api.CodeTokenExpired, "the token has expired; make a new one with `kura token create`")
+			return refuse(api.CodeTokenExpired, "the token has expired; make a new one with `kura token create`")
 		}
 		return err
 	}
@@ -95,14 +95,14 @@ func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) error {
 		return tokenErr(catalog.ErrTokenExpired)
 	}
 	if err := catalog.ValidClientName(req.Name); err != nil {
-		return badRequest("%v", err)
+		return badField("name", "%v", err)
 	}
 	if rec.Name != "" && rec.Name != req.Name {
-		return refuse(http.StatusForbidden, api.CodeForbidden, "the token is for client "+rec.Name)
+		return refuse(api.CodeForbidden, "the token is for client "+rec.Name)
 	}
 	old, oldErr := s.env.Catalog.Client(req.Name)
 	if oldErr == nil && old.Revoked.IsZero() {
-		return refuse(http.StatusConflict, api.CodeConflict, "a client named "+req.Name+" is enrolled already; revoke it first")
+		return refuse(api.CodeConflict, "a client named "+req.Name+" is enrolled already; revoke it first")
 	}
 	if csr, err := x509.ParseCertificateRequest(req.CSR); err != nil || csr.CheckSignature() != nil {
 		return badRequest("certificate request: not a valid signed CSR")

@@ -65,44 +65,44 @@ func (s *Server) validate(req *api.JobRequest) error {
 	}
 	owner, err := s.env.Catalog.Client(req.Client)
 	if err != nil {
-		return apiErr(http.StatusNotFound, api.CodeNotFound, "no client named %q is enrolled (kura client list)", req.Client)
+		return apiErr(api.CodeNotFound, "no client named %q is enrolled (kura client list)", req.Client)
 	}
 	if !owner.Revoked.IsZero() && (req.Kind == api.KindBackup || req.ToClient == "") {
 		// Its savesets stay restorable onto another client.
-		return apiErr(http.StatusForbidden, api.CodeForbidden, "client %s is revoked; restore its savesets onto another client with to_client", req.Client)
+		return apiErr(api.CodeForbidden, "client %s is revoked; restore its savesets onto another client with to_client", req.Client)
 	}
 	switch req.Kind {
 	case api.KindBackup:
 		if req.Selection != "" {
 			if _, err := s.env.Catalog.Selection(req.Client, req.Selection); err != nil {
-				return badRequest("selection: client %s has no selection set %q", req.Client, req.Selection)
+				return badField("selection", "client %s has no selection set %q", req.Client, req.Selection)
 			}
 		}
 		// A library or drive that does not exist would wait forever.
 		lib, err := s.env.OpenLibrary(req.Library)
 		if err != nil {
-			return badRequest("library: %v", err)
+			return badField("library", "%v", err)
 		}
 		if n := lib.Config().Drives; req.Drive > n {
-			return badRequest("drive: library %s has drives 1 to %d, not %d", lib.Config().Name, n, req.Drive)
+			return badField("drive", "library %s has drives 1 to %d, not %d", lib.Config().Name, n, req.Drive)
 		}
 	case api.KindRestore:
 		if req.Saveset != 0 {
 			ss, err := s.env.Catalog.Saveset(req.Saveset)
 			if err != nil {
-				return apiErr(http.StatusNotFound, api.CodeNotFound, "no saveset %d (see `kura savesets`)", req.Saveset)
+				return apiErr(api.CodeNotFound, "no saveset %d (see `kura savesets`)", req.Saveset)
 			}
 			if ss.Client != req.Client {
-				return badRequest("saveset: saveset %d belongs to client %q, not %q (say --client %s)", ss.ID, ss.Client, req.Client, ss.Client)
+				return badField("saveset", "saveset %d belongs to client %q, not %q (say --client %s)", ss.ID, ss.Client, req.Client, ss.Client)
 			}
 		}
 		if req.ToClient != "" {
 			c, err := s.env.Catalog.Client(req.ToClient)
 			if err != nil {
-				return apiErr(http.StatusNotFound, api.CodeNotFound, "no client named %q is enrolled (see `kura client list`)", req.ToClient)
+				return apiErr(api.CodeNotFound, "no client named %q is enrolled (see `kura client list`)", req.ToClient)
 			}
 			if !c.Revoked.IsZero() {
-				return badRequest("to_client: client %s is revoked", req.ToClient)
+				return badField("to_client", "client %s is revoked", req.ToClient)
 			}
 		}
 	}
@@ -165,7 +165,7 @@ func (s *Server) getJobs(w http.ResponseWriter, r *http.Request) error {
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 || n > 10000 {
-			return badRequest("limit must be 1 to 10000")
+			return badField("limit", "must be 1 to 10000")
 		}
 		limit = n
 	}
@@ -224,7 +224,7 @@ func (s *Server) Cancel(id int64, why string) error {
 		return err
 	}
 	if jobDone(j.State) {
-		return apiErr(http.StatusConflict, api.CodeConflict, "job %d has ended (%s)", id, j.State)
+		return apiErr(api.CodeConflict, "job %d has ended (%s)", id, j.State)
 	}
 	j.State, j.Error, j.Finished, j.Reason = catalog.StateCanceled, why, s.opts.Clock.Now(), ""
 	if j.Started.IsZero() {
@@ -269,7 +269,7 @@ const maxConsoleOutput = 64 << 20
 
 func (s *Server) postConsole(w http.ResponseWriter, r *http.Request) error {
 	if s.opts.Console == nil {
-		return apiErr(http.StatusNotFound, api.CodeNotFound, "this server has no console")
+		return apiErr(api.CodeNotFound, "this server has no console")
 	}
 	var req api.ConsoleRequest
 	if err := readJSON(r, &req); err != nil {

@@ -42,7 +42,7 @@ func (s *Server) postPolicyRun(w http.ResponseWriter, r *http.Request) error {
 	switch level {
 	case engine.LevelFull, engine.LevelDiff, engine.LevelIncr:
 	default:
-		return badRequest("unknown level %q (full, diff or incr)", req.Level)
+		return badField("level", "unknown level %q (full, diff or incr)", req.Level)
 	}
 	ids, err := s.Submit(policyJob(p, level))
 	if err != nil {

@@ -130,15 +130,15 @@ func (s *Server) agentBackupData(w http.ResponseWriter, r *http.Request, client 
 	prod := rj.prod
 	rj.mu.Unlock()
 	if prod == nil {
-		return apiErr(http.StatusConflict, api.CodeConflict, "job %d is not a backup waiting for data", rj.id)
+		return apiErr(api.CodeConflict, "job %d is not a backup waiting for data", rj.id)
 	}
 	if !prod.claim() {
-		return apiErr(http.StatusConflict, api.CodeConflict, "job %d takes no data stream now (it has one, or it is ending)", rj.id)
+		return apiErr(api.CodeConflict, "job %d takes no data stream now (it has one, or it is ending)", rj.id)
 	}
 	res := s.receive(w, r, rj, prod)
 	prod.done <- res
 	if res.err != nil {
-		return apiErr(http.StatusBadGateway, api.CodeInternal, "backup stream of job %d: %v", rj.id, res.err)
+		return apiErr(api.CodeStreamFailed, "backup stream of job %d: %v", rj.id, res.err)
 	}
 	// The engine closes the tape files and sends back the final frame
 	// table and record; the agent closes its index with them.
@@ -146,7 +146,7 @@ func (s *Server) agentBackupData(w http.ResponseWriter, r *http.Request, client 
 	case c := <-prod.close:
 		return writeJSON(w, c)
 	case <-rj.ctx.Done():
-		return apiErr(http.StatusConflict, api.CodeConflict, "job %d ended: %v", rj.id, context.Cause(rj.ctx))
+		return apiErr(api.CodeConflict, "job %d ended: %v", rj.id, context.Cause(rj.ctx))
 	case <-r.Context().Done():
 		return nil
 	}
@@ -366,7 +366,7 @@ func (s *Server) agentBackupIndex(w http.ResponseWriter, r *http.Request, client
 	prod := rj.prod
 	rj.mu.Unlock()
 	if prod == nil {
-		return apiErr(http.StatusConflict, api.CodeConflict, "job %d is not a backup", rj.id)
+		return apiErr(api.CodeConflict, "job %d is not a backup", rj.id)
 	}
 	body, stop := s.agentBody(w, r, rj)
 	_, err = io.Copy(prod.idx, &touchReader{r: body, touch: func() { rj.touch(time.Now()) }})
@@ -376,7 +376,7 @@ func (s *Server) agentBackupIndex(w http.ResponseWriter, r *http.Request, client
 	}
 	prod.index <- err
 	if err != nil {
-		return apiErr(http.StatusBadGateway, api.CodeInternal, "%v", err)
+		return apiErr(api.CodeStreamFailed, "%v", err)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -408,7 +408,7 @@ func (s *Server) agentSavesetOf(r *http.Request, client string) (*runningJob, *c
 	rj.mu.Unlock()
 	if !ok {
 		s.log.Warn("refused: agent asked for a saveset outside its job", "client", client, "job", rj.id, "saveset", id)
-		return nil, nil, apiErr(http.StatusForbidden, api.CodeForbidden, "saveset %d is not part of job %d", id, rj.id)
+		return nil, nil, apiErr(api.CodeForbidden, "saveset %d is not part of job %d", id, rj.id)
 	}
 	// The record to read: the saveset's own tapes, or a copy whose tapes
 	// are online when its own are exported.
@@ -541,12 +541,12 @@ func (s *Server) agentResult(w http.ResponseWriter, r *http.Request, client stri
 	ch := rj.result
 	rj.mu.Unlock()
 	if ch == nil {
-		return apiErr(http.StatusConflict, api.CodeConflict, "job %d is not a restore", rj.id)
+		return apiErr(api.CodeConflict, "job %d is not a restore", rj.id)
 	}
 	select {
 	case ch <- res:
 	default:
-		return apiErr(http.StatusConflict, api.CodeConflict, "job %d has its result already", rj.id)
+		return apiErr(api.CodeConflict, "job %d has its result already", rj.id)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -284,7 +284,7 @@ func (s *Server) Handler() http.Handler {
 		}
 	}
 	mux.Handle("/", s.plain(func(w http.ResponseWriter, r *http.Request) error {
-		return apiErr(http.StatusNotFound, api.CodeNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path)
+		return apiErr(api.CodeNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path)
 	}))
 	return mux
 }
@@ -353,31 +353,42 @@ type httpError struct {
 
 func (e *httpError) Error() string { return e.body.Message }
 
-func apiErr(status int, code, format string, args ...any) error {
-	return &httpError{status: status, body: api.Error{Code: code, Message: fmt.Sprintf(format, args...)}}
+// apiErr is an error answered with code and the HTTP status api.Codes
+// gives it.
+func apiErr(code, format string, args ...any) error {
+	return &httpError{status: api.HTTPStatus(code), body: api.Error{Code: code, Message: fmt.Sprintf(format, args...)}}
 }
 
 func badRequest(format string, args ...any) error {
-	return apiErr(http.StatusBadRequest, api.CodeBadRequest, format, args...)
+	return apiErr(api.CodeBadRequest, format, args...)
+}
+
+// badField is a bad request that names the field at fault (its JSON name,
+// or the query or path parameter) in the answer's field and message.
+func badField(field, format string, args ...any) error {
+	return &httpError{status: http.StatusBadRequest, body: api.Error{
+		Code: api.CodeBadRequest, Field: field, Message: field + ": " + fmt.Sprintf(format, args...)}}
 }
 
 // writeErr answers with an error body; unexpected errors are logged and
-// answered as internal.
+// answered as internal. A request that failed validation names its field.
 func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var he *httpError
 	if !errors.As(err, &he) {
+		code := api.CodeInternal
 		switch {
-		case errors.Is(err, api.ErrInvalid):
-			he = &httpError{status: http.StatusBadRequest, body: api.Error{Code: api.CodeBadRequest, Message: err.Error()}}
+		case errors.Is(err, api.ErrInvalid), errors.Is(err, catalog.ErrInvalid):
+			code = api.CodeBadRequest
 		case errors.Is(err, catalog.ErrNotFound):
-			he = &httpError{status: http.StatusNotFound, body: api.Error{Code: api.CodeNotFound, Message: err.Error()}}
-		case errors.Is(err, catalog.ErrInvalid):
-			he = &httpError{status: http.StatusBadRequest, body: api.Error{Code: api.CodeBadRequest, Message: err.Error()}}
+			code = api.CodeNotFound
 		case errors.Is(err, catalog.ErrExists):
-			he = &httpError{status: http.StatusConflict, body: api.Error{Code: api.CodeConflict, Message: err.Error()}}
+			code = api.CodeConflict
 		default:
 			s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-			he = &httpError{status: http.StatusInternalServerError, body: api.Error{Code: api.CodeInternal, Message: err.Error()}}
+		}
+		he = &httpError{status: api.HTTPStatus(code), body: api.Error{Code: code, Message: err.Error()}}
+		if fe := (*api.FieldError)(nil); errors.As(err, &fe) {
+			he.body.Field = fe.Field
 		}
 	}
 	if he.status == http.StatusBadRequest {
@@ -431,12 +442,12 @@ func (s *Server) adminOnly(h func(w http.ResponseWriter, r *http.Request) error)
 		const bearer = "Bearer "
 		if len(auth) <= len(bearer) || auth[:len(bearer)] != bearer {
 			s.log.Warn("refused: no admin token", "remote", r.RemoteAddr, "path", r.URL.Path)
-			return apiErr(http.StatusUnauthorized, api.CodeUnauthorized, "this call needs the admin token (kura login)")
+			return apiErr(api.CodeUnauthorized, "this call needs the admin token (kura login)")
 		}
 		t, err := pki.ParseTokenKind(auth[len(bearer):], pki.KindAdmin)
 		if err != nil || !pki.HashEqual(pki.HashSecret(t.Secret), s.adminHash) {
 			s.log.Warn("refused: wrong admin token", "remote", r.RemoteAddr, "path", r.URL.Path)
-			return apiErr(http.StatusUnauthorized, api.CodeUnauthorized, "wrong admin token")
+			return apiErr(api.CodeUnauthorized, "wrong admin token")
 		}
 		return h(w, r)
 	})
@@ -447,25 +458,25 @@ func (s *Server) agentOnly(h func(w http.ResponseWriter, r *http.Request, client
 	return s.plain(func(w http.ResponseWriter, r *http.Request) error {
 		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
 			s.log.Warn("refused: agent call without a valid client certificate", "remote", r.RemoteAddr, "path", r.URL.Path)
-			return apiErr(http.StatusUnauthorized, api.CodeUnauthorized, "agent calls need a client certificate from this server (kura agent enroll)")
+			return apiErr(api.CodeUnauthorized, "agent calls need a client certificate from this server (kura agent enroll)")
 		}
 		cert := r.TLS.VerifiedChains[0][0]
 		name := cert.Subject.CommonName
 		c, err := s.env.Catalog.Client(name)
 		if errors.Is(err, catalog.ErrNotFound) {
 			s.log.Warn("refused: unknown client", "client", name, "remote", r.RemoteAddr)
-			return apiErr(http.StatusForbidden, api.CodeForbidden, "client %q is not enrolled here", name)
+			return apiErr(api.CodeForbidden, "client %q is not enrolled here", name)
 		}
 		if err != nil {
 			return fmt.Errorf("looking up client %s: %w", name, err) // a 500: the agent retries
 		}
 		if !c.Revoked.IsZero() {
 			s.log.Warn("refused: revoked client", "client", name, "remote", r.RemoteAddr)
-			return apiErr(http.StatusForbidden, api.CodeForbidden, "client %q was revoked on %s", name, c.Revoked.Local().Format(time.DateTime))
+			return apiErr(api.CodeForbidden, "client %q was revoked on %s", name, c.Revoked.Local().Format(time.DateTime))
 		}
 		if !pki.HashEqual(c.CertFingerprint, pki.Fingerprint(cert)) {
 			s.log.Warn("refused: certificate does not match the enrolled one", "client", name, "remote", r.RemoteAddr)
-			return apiErr(http.StatusForbidden, api.CodeForbidden, "client %q: this certificate is not the enrolled one", name)
+			return apiErr(api.CodeForbidden, "client %q: this certificate is not the enrolled one", name)
 		}
 		s.hub.seen(name, r.RemoteAddr)
 		return h(w, r, name)
@@ -475,7 +486,7 @@ func (s *Server) agentOnly(h func(w http.ResponseWriter, r *http.Request, client
 func pathID(r *http.Request, key string) (int64, error) {
 	id, err := strconv.ParseInt(r.PathValue(key), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, badRequest("%s must be a positive number, not %q", key, r.PathValue(key))
+		return 0, badField(key, "must be a positive number, not %q", r.PathValue(key))
 	}
 	return id, nil
 }

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -53,10 +54,7 @@ func TestRequestsValidatedBeforeAccepted(t *testing.T) {
 		{"a restore with stream", "stream", restore(func(q *api.JobRequest) { q.Stream = 1 })},
 	} {
 		_, err := r.admin.Submit(t.Context(), tc.req)
-		wantCode(t, tc.what, err, api.CodeBadRequest)
-		if err != nil && !strings.HasPrefix(err.Error(), tc.field+":") {
-			t.Errorf("%s: %q does not start with the field %q", tc.what, err, tc.field)
-		}
+		wantField(t, tc.what, err, tc.field)
 	}
 	if jobs, err := r.admin.Jobs(t.Context(), 100); err != nil {
 		t.Fatal(err)
@@ -74,12 +72,19 @@ func TestRequestsValidatedBeforeAccepted(t *testing.T) {
 	wantField(t, "a token for ../evil", err, "name")
 	_, err = r.admin.RunPolicy(t.Context(), "nope", "weekly")
 	wantField(t, "a policy run at level weekly", err, "level")
+	_, err = r.admin.Jobs(t.Context(), 20000)
+	wantField(t, "a job list of 20000", err, "limit")
 }
 
+// wantField: refused as a bad request whose JSON body names the field at
+// fault, in "field" and at the start of the message.
 func wantField(t *testing.T, what string, err error, field string) {
 	t.Helper()
 	wantCode(t, what, err, api.CodeBadRequest)
 	if err != nil && !strings.HasPrefix(err.Error(), field+":") {
 		t.Errorf("%s: %q does not start with the field %q", what, err, field)
+	}
+	if ae := (*api.Error)(nil); errors.As(err, &ae) && ae.Field != field {
+		t.Errorf("%s: the answer's field is %q; want %q", what, ae.Field, field)
 	}
 }
