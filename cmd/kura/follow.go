@@ -16,6 +16,7 @@ import (
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/server"
 	"github.com/kura-backup/kura/internal/units"
 )
 
@@ -77,7 +78,7 @@ func printJobs(cmd *cobra.Command, jobs []*api.Job, asJSON bool) error {
 	if asJSON && len(jobs) > 1 {
 		var streams []resultJSON
 		for _, j := range jobs {
-			streams = append(streams, jsonFigures(monitorFigures(j.Figures), nonNil(j.Warnings), j.Error))
+			streams = append(streams, jsonFigures(server.MonitorFigures(j.Figures), nonNil(j.Warnings), j.Error))
 		}
 		total := totalFigures(jobs)
 		_ = printJSON(cmd.OutOrStdout(), map[string]any{"streams": streams, "total": jsonFigures(total, nil, "")})
@@ -88,7 +89,7 @@ func printJobs(cmd *cobra.Command, jobs []*api.Job, asJSON bool) error {
 			fmt.Fprintf(cmd.OutOrStdout(), "Stream %d of %d (job %d)\n", i+1, len(jobs), j.ID)
 		}
 		if !asJSON || len(jobs) == 1 {
-			res := &engine.Result{Figures: monitorFigures(j.Figures), Warnings: j.Warnings, Level: j.Level}
+			res := &engine.Result{Figures: server.MonitorFigures(j.Figures), Warnings: j.Warnings, Level: j.Level}
 			if j.Error != "" && !asJSON {
 				fmt.Fprintf(cmd.ErrOrStderr(), "job %d: %s\n", j.ID, j.Error)
 			}
@@ -231,19 +232,4 @@ func (v *progressView) done() {
 	v.mu.Lock()
 	v.clear()
 	v.mu.Unlock()
-}
-
-// monitorFigures are a job's figures from the wire, for printing.
-func monitorFigures(f api.Figures) monitor.Figures {
-	out := monitor.Figures{JobID: f.JobID, SavesetID: f.SavesetID, Level: f.Level, Files: f.Files,
-		SourceBytes: f.SourceBytes, MediaBytes: f.MediaBytes, AvgKBps: f.AvgKBps, PeakKBps: f.PeakKBps,
-		ElapsedSeconds: f.ElapsedSeconds, CompressionRatio: f.CompressionRatio, Tapes: f.Tapes,
-		Warnings: f.Warnings, Kind: f.Kind, Status: f.Status}
-	if f.Phases != nil {
-		out.Phases = make([]monitor.PhaseFigures, len(f.Phases))
-		for i, p := range f.Phases {
-			out.Phases[i] = monitor.PhaseFigures(p)
-		}
-	}
-	return out
 }

@@ -60,6 +60,22 @@ func APIFigures(f monitor.Figures) api.Figures {
 	return out
 }
 
+// MonitorFigures are a job's figures from the wire, as the job monitor
+// prints them (the reverse of APIFigures).
+func MonitorFigures(f api.Figures) monitor.Figures {
+	out := monitor.Figures{JobID: f.JobID, SavesetID: f.SavesetID, Level: f.Level, Files: f.Files,
+		SourceBytes: f.SourceBytes, MediaBytes: f.MediaBytes, AvgKBps: f.AvgKBps, PeakKBps: f.PeakKBps,
+		ElapsedSeconds: f.ElapsedSeconds, CompressionRatio: f.CompressionRatio, Tapes: f.Tapes,
+		Warnings: f.Warnings, Kind: f.Kind, Status: f.Status}
+	if f.Phases != nil {
+		out.Phases = make([]monitor.PhaseFigures, len(f.Phases))
+		for i, p := range f.Phases {
+			out.Phases[i] = monitor.PhaseFigures(p)
+		}
+	}
+	return out
+}
+
 // APISaveset is a saveset record on the wire.
 func APISaveset(ss *catalog.Saveset) api.Saveset {
 	out := api.Saveset{ID: ss.ID, JobID: ss.JobID, Client: ss.Client, Selection: ss.Selection, Level: ss.Level,
