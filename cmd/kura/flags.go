@@ -56,40 +56,6 @@ func (f *sizeFlag) String() string {
 
 func (f *sizeFlag) Type() string { return "size" }
 
-// rateFlag is a transfer rate in bytes per second ("100Mbit", "12.5MB/s");
-// "0" means no limit when zeroOK.
-type rateFlag struct {
-	v      int64
-	zeroOK bool
-}
-
-var _ pflag.Value = (*rateFlag)(nil)
-
-func (f *rateFlag) Set(s string) error {
-	if f.zeroOK && strings.TrimSpace(s) == "0" {
-		f.v = 0
-		return nil
-	}
-	r, err := units.ParseRate(s)
-	if err != nil {
-		return err
-	}
-	if r < 1 {
-		return fmt.Errorf("invalid rate %q: want at least 1 byte per second", s)
-	}
-	f.v = int64(r)
-	return nil
-}
-
-func (f *rateFlag) String() string {
-	if f.v == 0 {
-		return ""
-	}
-	return units.FormatRate(float64(f.v))
-}
-
-func (f *rateFlag) Type() string { return "rate" }
-
 // countFlag is a whole number within [min, max].
 type countFlag struct {
 	p        *int
@@ -179,12 +145,6 @@ func sizeVar(fs *pflag.FlagSet, name string, min, max int64, usage string) *size
 func blockSizeVar(fs *pflag.FlagSet, usage string) *sizeFlag {
 	f := &sizeFlag{min: library.MinBlockSize, max: library.MaxBlockSize, unit: library.BlockSizeUnit}
 	fs.Var(f, "block-size", usage)
-	return f
-}
-
-func rateVar(fs *pflag.FlagSet, name string, zeroOK bool, usage string) *rateFlag {
-	f := &rateFlag{zeroOK: zeroOK}
-	fs.Var(f, name, usage)
 	return f
 }
 

@@ -54,9 +54,6 @@ func (rj *runningJob) touch(now time.Time) {
 	rj.activity.Store(now.UnixNano())
 }
 
-// maxStreams bounds --streams.
-const maxStreams = api.MaxStreams
-
 // validate checks a job request before it is queued: the request itself
 // (JobRequest.Validate), then what it names against the server's state.
 func (s *Server) validate(req *api.JobRequest) error {

@@ -36,7 +36,6 @@ type campaign struct {
 	files        map[string][]string // file class → paths relative to the golden home
 	backupTime   time.Duration       // how long a backup of big takes, for kill moments
 	trialNo      int
-	keepFailures string
 }
 
 // trialDir is one trial's folder: home (a copy of the golden home), sent

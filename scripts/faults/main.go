@@ -51,8 +51,6 @@ const (
 	Skipped  Outcome = "skipped" // the trial could not be set up (e.g. no root for tmpfs)
 )
 
-var outcomes = []Outcome{Detected, Harmless, Silent, Escape, Hang}
-
 // Trial is one fault and what kura made of it.
 type Trial struct {
 	Kind     string    `json:"kind"`
