@@ -252,7 +252,7 @@ func (s *Server) agentBody(w http.ResponseWriter, r *http.Request, rj *runningJo
 	stop := context.AfterFunc(rj.ctx, body.cut)
 	return body, func() {
 		stop()
-		_ = rc.SetReadDeadline(time.Time{})
+		body.finish()
 	}
 }
 
@@ -265,7 +265,7 @@ func (s *Server) agentWriter(w http.ResponseWriter, rj *runningJob) (*idleWriter
 	stop := context.AfterFunc(rj.ctx, iw.cut)
 	return iw, func() {
 		stop()
-		_ = rc.SetWriteDeadline(time.Time{})
+		iw.finish()
 	}
 }
 
@@ -277,9 +277,10 @@ type idleWriter struct {
 	idle time.Duration
 	n    atomic.Int64 // bytes written
 
-	mu      sync.Mutex
-	cutOff  bool
-	renewed time.Time
+	mu       sync.Mutex
+	cutOff   bool
+	finished bool // the handler is done with the answer: cut does nothing
+	renewed  time.Time
 }
 
 // idleChunk is the most one write hands on: 64 KiB take 4 s at 16 KiB/s.
@@ -310,11 +311,26 @@ func (d *idleWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// cut ends the answer now. A cut that comes after finish (the job ended
+// as the handler returned: stop cannot recall an AfterFunc already
+// started) does nothing: the response writer is no longer the handler's.
 func (d *idleWriter) cut() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.finished {
+		return
+	}
 	d.cutOff = true
 	_ = d.rc.SetWriteDeadline(time.Now())
+}
+
+// finish clears the deadline; after it, cut does nothing. The handler
+// calls it before it returns.
+func (d *idleWriter) finish() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.finished = true
+	_ = d.rc.SetWriteDeadline(time.Time{})
 }
 
 // idleReader bounds the reads of an agent's data stream by the idle
@@ -327,9 +343,10 @@ type idleReader struct {
 	idle time.Duration
 	n    atomic.Int64 // bytes read
 
-	mu      sync.Mutex
-	cutOff  bool
-	renewed time.Time
+	mu       sync.Mutex
+	cutOff   bool
+	finished bool // the handler is done with the request: cut does nothing
+	renewed  time.Time
 }
 
 func (d *idleReader) Read(p []byte) (int, error) {
@@ -349,11 +366,24 @@ func (d *idleReader) Read(p []byte) (int, error) {
 }
 
 // cut ends the stream now: the pending read fails, and so does every later one.
+// A cut after finish does nothing (see idleWriter.cut).
 func (d *idleReader) cut() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.finished {
+		return
+	}
 	d.cutOff = true
 	_ = d.rc.SetReadDeadline(time.Now())
+}
+
+// finish clears the deadline; after it, cut does nothing. The handler
+// calls it before it returns.
+func (d *idleReader) finish() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.finished = true
+	_ = d.rc.SetReadDeadline(time.Time{})
 }
 
 // agentBackupIndex receives the agent's finished index.
