@@ -8,9 +8,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/library"
+	"github.com/kura-backup/kura/internal/service"
 	"github.com/kura-backup/kura/internal/units"
 )
 
@@ -60,9 +62,9 @@ func newDriveCmd(g *globals) *cobra.Command {
 					}
 				}
 				if listJSON {
-					out := []driveJSON{}
+					out := []api.Drive{}
 					for _, r := range rows {
-						out = append(out, toDriveJSON(r.Library, r.DriveStatus))
+						out = append(out, service.Drive(r.Library, r.DriveStatus))
 					}
 					return printJSON(cmd.OutOrStdout(), out)
 				}

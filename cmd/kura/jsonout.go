@@ -9,7 +9,6 @@ import (
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
-	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/tape"
 	"github.com/kura-backup/kura/internal/units"
@@ -412,52 +411,6 @@ func toPolicyJSON(p *catalog.Policy) policyJSON {
 		IncrCron: p.IncrCron, Zone: p.Zone, KeepGenerations: p.KeepGenerations, KeepDays: p.KeepDays, Library: p.Library,
 		Pool: p.Pool, Verify: p.Verify, BWLimitKBps: units.KBps(float64(p.BWLimit)), Compress: p.Compress, CopyTo: p.CopyTo,
 		Created: p.Created, LastRun: timeOrNil(p.LastRun), LastSlot: timeOrNil(p.LastSlot)}
-}
-
-// libraryConfigJSON is a library's configuration.
-type libraryConfigJSON struct {
-	Slots                   int    `json:"slots"`
-	Drives                  int    `json:"drives"`
-	MailSlots               int    `json:"mail_slots"`
-	TapeSizeBytes           int64  `json:"tape_size_bytes"`
-	BlockSizeBytes          int    `json:"block_size_bytes"`  // the drives' default
-	BufferSizeBytes         int    `json:"buffer_size_bytes"` // the drives' default
-	EarlyWarningMarginBytes int64  `json:"early_warning_margin_bytes"`
-	BarcodePrefix           string `json:"barcode_prefix"`
-}
-
-func toLibraryConfigJSON(c library.Config) libraryConfigJSON {
-	return libraryConfigJSON{Slots: c.Slots, Drives: c.Drives, MailSlots: c.MailSlots, TapeSizeBytes: c.TapeSize,
-		BlockSizeBytes: c.BlockSize, BufferSizeBytes: c.BufferSize, EarlyWarningMarginBytes: c.EarlyWarningMargin,
-		BarcodePrefix: c.BarcodePrefix}
-}
-
-// driveJSON is a drive (`drive list --json`, `vtl show --json`).
-type driveJSON struct {
-	Library         string `json:"library"`
-	Number          int    `json:"number"`
-	BlockSizeBytes  int    `json:"block_size_bytes"`
-	BufferSizeBytes int    `json:"buffer_size_bytes"`
-	Barcode         string `json:"barcode"` // the loaded tape; "" when empty
-	Busy            bool   `json:"busy"`
-}
-
-func toDriveJSON(lib string, d library.DriveStatus) driveJSON {
-	return driveJSON{Library: lib, Number: d.Number, BlockSizeBytes: d.BlockSize, BufferSizeBytes: d.BufferSize,
-		Barcode: d.Barcode, Busy: d.Busy}
-}
-
-// libraryJSON is a library (`vtl list/create --json`; vtl show adds its
-// slots and drives).
-type libraryJSON struct {
-	Name      string                `json:"name"`
-	Dir       string                `json:"dir"`
-	Config    *libraryConfigJSON    `json:"config,omitempty"` // left out when the library cannot be opened
-	Tapes     *int                  `json:"tapes,omitempty"`
-	Error     string                `json:"error,omitempty"`
-	Slots     []library.SlotStatus  `json:"slots,omitempty"`
-	Drives    []driveJSON           `json:"drives,omitempty"`
-	MailSlots *[]library.SlotStatus `json:"mail_slots,omitempty"`
 }
 
 // tapeFileJSON is one tape file in `tape show --json`.

@@ -73,11 +73,11 @@ func exitCode(err error, w io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.Err != nil {
-			fmt.Fprintln(w, "kura:", ee.Err)
+			fmt.Fprintln(w, "kura:", withHint(ee.Err))
 		}
 		return ee.Code
 	}
-	fmt.Fprintln(w, "kura:", err)
+	fmt.Fprintln(w, "kura:", withHint(err))
 	if code := remoteExit(err); code != 0 {
 		return code
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/units"
 )
@@ -36,21 +36,21 @@ the combination the seed found fastest and Kura's benchmarks confirm
   kura vtl create small --tape-size 1GiB --block-size 32KiB --buffer 257KiB`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg.Name = args[0]
 			// Flags not given are 0: the library's defaults.
-			cfg.TapeSize, cfg.BlockSize, cfg.BufferSize = tapeSize.v, int(blockSize.v), int(bufSize.v)
-			return withEnv(g, func(env *engine.Env) error {
-				lib, err := env.CreateLibrary(cfg)
+			req := api.LibraryCreate{Name: args[0], Dir: cfg.Dir, Slots: cfg.Slots, Drives: cfg.Drives, TapeSizeBytes: tapeSize.v,
+				BlockSizeBytes: int(blockSize.v), BufferSizeBytes: int(bufSize.v), BarcodePrefix: cfg.BarcodePrefix}
+			return withService(cmd, g, func(svc api.Service) error {
+				l, err := svc.CreateLibrary(cmdContext(cmd), req)
 				if err != nil {
 					return err
 				}
-				c := lib.Config()
 				if createJSON {
-					cj := toLibraryConfigJSON(c)
-					return printJSON(cmd.OutOrStdout(), libraryJSON{Name: c.Name, Dir: c.Dir, Config: &cj})
+					return printJSON(cmd.OutOrStdout(), l)
 				}
+				c := l.Config
 				fmt.Fprintf(cmd.OutOrStdout(), "Library %s created in %s: %s, %s, %s, %s tapes, block %s, buffer %s\n",
-					c.Name, c.Dir, units.Count(int64(c.Slots), "slot"), units.Count(int64(c.Drives), "drive"), units.Count(int64(c.MailSlots), "mail slot"), units.FormatSize(c.TapeSize), units.FormatKiB(int64(c.BlockSize)), units.FormatKiB(int64(c.BufferSize)))
+					l.Name, l.Dir, units.Count(int64(c.Slots), "slot"), units.Count(int64(c.Drives), "drive"), units.Count(int64(c.MailSlots), "mail slot"),
+					units.FormatSize(c.TapeSizeBytes), units.FormatKiB(int64(c.BlockSizeBytes)), units.FormatKiB(int64(c.BufferSizeBytes)))
 				return nil
 			})
 		},
@@ -71,52 +71,27 @@ the combination the seed found fastest and Kura's benchmarks confirm
 		Short: "List libraries",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				libs, err := env.Catalog.Libraries()
+			return withService(cmd, g, func(svc api.Service) error {
+				libs, err := svc.Libraries(cmdContext(cmd))
 				if err != nil {
 					return err
 				}
-				type row struct {
-					Name   string         `json:"name"`
-					Dir    string         `json:"dir"`
-					Config library.Config `json:"config"`
-					Tapes  int            `json:"tapes"`
-					Error  string         `json:"error,omitempty"`
-				}
-				rows := []row{}
-				for _, rec := range libs {
-					r := row{Name: rec.Name, Dir: rec.Dir}
-					if lib, err := library.Open(rec.Dir); err != nil {
-						r.Error = err.Error()
-					} else {
-						r.Config = lib.Config()
-						t, _ := lib.Tapes()
-						r.Tapes = len(t)
-					}
-					rows = append(rows, r)
-				}
 				if listJSON {
-					out := []libraryJSON{}
-					for _, r := range rows {
-						l := libraryJSON{Name: r.Name, Dir: r.Dir, Error: r.Error}
-						if r.Error == "" {
-							c, n := toLibraryConfigJSON(r.Config), r.Tapes
-							l.Config, l.Tapes = &c, &n
-						}
-						out = append(out, l)
-					}
-					return printJSON(cmd.OutOrStdout(), out)
+					return printJSON(cmd.OutOrStdout(), libs)
 				}
 				tw := table(cmd.OutOrStdout())
 				fmt.Fprintln(tw, "NAME\tSLOTS\tDRIVES\tTAPES\tTAPE SIZE\tBLOCK\tBUFFER\tDIR")
-				for _, r := range rows {
-					if r.Error != "" {
-						fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t%s (error: %s)\n", r.Name, r.Dir, r.Error)
+				for _, l := range libs {
+					if l.Error != "" || l.Config == nil {
+						fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t%s (error: %s)\n", l.Name, l.Dir, l.Error)
 						continue
 					}
-					c := r.Config
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", r.Name, c.Slots, c.Drives, r.Tapes, units.FormatSize(c.TapeSize),
-						units.FormatKiB(int64(c.BlockSize)), units.FormatKiB(int64(c.BufferSize)), r.Dir)
+					c, tapes := l.Config, 0
+					if l.Tapes != nil {
+						tapes = *l.Tapes
+					}
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", l.Name, c.Slots, c.Drives, tapes, units.FormatSize(c.TapeSizeBytes),
+						units.FormatKiB(int64(c.BlockSizeBytes)), units.FormatKiB(int64(c.BufferSizeBytes)), l.Dir)
 				}
 				return tw.Flush()
 			})
@@ -130,45 +105,28 @@ the combination the seed found fastest and Kura's benchmarks confirm
 		Short: "Show a library: slots, drives, mail slots and what they hold",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				lib, err := env.OpenLibrary(args[0])
-				if err != nil {
-					return err
-				}
-				st, err := lib.Status()
+			return withService(cmd, g, func(svc api.Service) error {
+				l, err := svc.Library(cmdContext(cmd), args[0])
 				if err != nil {
 					return err
 				}
 				if showJSON {
-					c := toLibraryConfigJSON(lib.Config())
-					l := libraryJSON{Name: lib.Config().Name, Dir: lib.Config().Dir, Config: &c, Slots: st.Slots, Drives: []driveJSON{},
-						MailSlots: &st.MailSlots}
-					for _, d := range st.Drives {
-						l.Drives = append(l.Drives, toDriveJSON(l.Name, d))
-					}
-					if l.Slots == nil {
-						l.Slots = []library.SlotStatus{}
-					}
-					if st.MailSlots == nil {
-						l.MailSlots = &[]library.SlotStatus{}
-					}
 					return printJSON(cmd.OutOrStdout(), l)
 				}
-				c := lib.Config()
 				out := cmd.OutOrStdout()
-				fmt.Fprintf(out, "Library %s  (%s)\n", c.Name, c.Dir)
-				fmt.Fprintf(out, "  tape size %s, early warning %s before the end\n", units.FormatSize(c.TapeSize), units.FormatSize(c.EarlyWarningMargin))
+				fmt.Fprintf(out, "Library %s  (%s)\n", l.Name, l.Dir)
+				fmt.Fprintf(out, "  tape size %s, early warning %s before the end\n", units.FormatSize(l.Config.TapeSizeBytes), units.FormatSize(l.Config.EarlyWarningMarginBytes))
 				fmt.Fprintln(out, "  Drives")
-				for _, d := range st.Drives {
+				for _, d := range l.Drives {
 					busy := ""
 					if d.Busy {
 						busy = "  (in use)"
 					}
-					fmt.Fprintf(out, "    drive %d  block %s  buffer %s  %s%s\n", d.Number, units.FormatKiB(int64(d.BlockSize)),
-						units.FormatKiB(int64(d.BufferSize)), orEmpty(d.Barcode, "empty"), busy)
+					fmt.Fprintf(out, "    drive %d  block %s  buffer %s  %s%s\n", d.Number, units.FormatKiB(int64(d.BlockSizeBytes)),
+						units.FormatKiB(int64(d.BufferSizeBytes)), orEmpty(d.Barcode, "empty"), busy)
 				}
 				fmt.Fprintln(out, "  Slots")
-				for _, s := range st.Slots {
+				for _, s := range l.Slots {
 					what := orEmpty(s.Barcode, "empty")
 					if s.Barcode == "" && s.Reserved != "" {
 						what = "(" + s.Reserved + " is in a drive)"
@@ -176,8 +134,10 @@ the combination the seed found fastest and Kura's benchmarks confirm
 					fmt.Fprintf(out, "    slot %-3d %s\n", s.Number, what)
 				}
 				fmt.Fprintln(out, "  Mail slots")
-				for _, s := range st.MailSlots {
-					fmt.Fprintf(out, "    mail %-3d %s\n", s.Number, orEmpty(s.Barcode, "empty"))
+				if l.MailSlots != nil {
+					for _, s := range *l.MailSlots {
+						fmt.Fprintf(out, "    mail %-3d %s\n", s.Number, orEmpty(s.Barcode, "empty"))
+					}
 				}
 				return nil
 			})
@@ -190,8 +150,8 @@ the combination the seed found fastest and Kura's benchmarks confirm
 		Short: "Delete a library and its tapes (refused while it holds unexpired savesets)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				return env.RemoveLibrary(args[0])
+			return withService(cmd, g, func(svc api.Service) error {
+				return svc.RemoveLibrary(cmdContext(cmd), args[0])
 			})
 		},
 	}
@@ -200,12 +160,12 @@ the combination the seed found fastest and Kura's benchmarks confirm
 		Short: "Register an existing library folder in this catalog (e.g. after losing the catalog)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				lib, err := env.RegisterLibrary(args[0])
+			return withService(cmd, g, func(svc api.Service) error {
+				l, err := svc.RegisterLibrary(cmdContext(cmd), api.LibraryRegister{Dir: args[0]})
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Library %s registered; run `kura tape scan BARCODE` to rebuild its savesets.\n", lib.Config().Name)
+				fmt.Fprintf(cmd.OutOrStdout(), "Library %s registered; run `kura tape scan BARCODE` to rebuild its savesets.\n", l.Name)
 				return nil
 			})
 		},

@@ -82,14 +82,28 @@ func ExitCode(code string) int {
 }
 
 // Error is the body of every non-2xx answer. Field names the request
-// field at fault by its JSON name, when the request failed validation.
+// field at fault by its JSON name, when the request failed validation; for
+// not_found it names what was not found ("saveset", "library", "tape",
+// "drive", "selection", "policy", "client", "job", "copy"), so that a
+// client can say where to look.
 type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
+
+	cause error // the error it was made from, in process (never sent)
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// Unwrap is the error an Error was made from in this process (nil for
+// one read from the wire).
+func (e *Error) Unwrap() error { return e.cause }
+
+// Wrap makes an Error of code from err, keeping err for errors.Is.
+func Wrap(code, field string, err error) *Error {
+	return &Error{Code: code, Message: err.Error(), Field: field, cause: err}
+}
 
 // ServerInfo answers GET /api/v1/server.
 type ServerInfo struct {

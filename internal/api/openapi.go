@@ -5,6 +5,8 @@ import (
 	_ "embed" // the OpenAPI document
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -164,4 +166,163 @@ func BuildOpenAPI(paths []byte) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// A route table (openapigen/routes/*.json, one file per resource group)
+// describes endpoints briefly; BuildOpenAPIDir expands each into a full
+// OpenAPI operation:
+//
+//	"POST /libraries/{name}/tapes": {
+//	  "summary": "Add blank tapes", "op": "addTapes",
+//	  "in": "TapesAdd", "out": "[]Tape", "status": 201,
+//	  "params": {"name": "library name"},
+//	  "query": {"client": "only this client's", "limit": {"type": "integer", "description": "at most this many"}},
+//	  "errors": [400, 404, 409]
+//	}
+//
+// "out" is a schema name, "[]Name" for an array, or empty for 204 No
+// Content; every operation also answers 401 and 500; path parameters
+// must all be described.
+type routeSpec struct {
+	Summary string            `json:"summary"`
+	Op      string            `json:"op"`
+	In      string            `json:"in"`
+	Out     string            `json:"out"`
+	Status  int               `json:"status"`
+	Params  map[string]string `json:"params"`
+	Query   map[string]any    `json:"query"`
+	Errors  []int             `json:"errors"`
+}
+
+var errorResponses = map[int]string{400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
+	409: "Conflict", 500: "Internal", 502: "BadGateway"}
+
+func schemaRef(name string) map[string]any {
+	if n, ok := strings.CutPrefix(name, "[]"); ok {
+		return map[string]any{"type": "array", "items": schemaRef(n)}
+	}
+	return map[string]any{"$ref": "#/components/schemas/" + name}
+}
+
+func (rs routeSpec) operation(key string) (method, path string, op map[string]any, err error) {
+	method, path, ok := strings.Cut(key, " ")
+	if !ok || rs.Summary == "" || rs.Op == "" {
+		return "", "", nil, fmt.Errorf("openapi: route %q needs \"METHOD /path\", a summary and an op", key)
+	}
+	status := rs.Status
+	if status == 0 {
+		status = 200
+		if rs.Out == "" {
+			status = 204
+		}
+	}
+	resp := map[string]any{}
+	if rs.Out == "" {
+		resp[fmt.Sprint(status)] = map[string]any{"description": "done"}
+	} else {
+		resp[fmt.Sprint(status)] = map[string]any{"description": rs.Summary,
+			"content": map[string]any{"application/json": map[string]any{"schema": schemaRef(rs.Out)}}}
+	}
+	for _, code := range append([]int{401, 500}, rs.Errors...) {
+		name, ok := errorResponses[code]
+		if !ok {
+			return "", "", nil, fmt.Errorf("openapi: route %q: no error response %d", key, code)
+		}
+		resp[fmt.Sprint(code)] = map[string]any{"$ref": "#/components/responses/" + name}
+	}
+	op = map[string]any{"summary": rs.Summary, "operationId": rs.Op, "responses": resp, "tags": []any{"admin"}}
+	var params []any
+	for _, seg := range strings.Split(path, "/") {
+		name, ok := strings.CutPrefix(seg, "{")
+		if !ok {
+			continue
+		}
+		name = strings.TrimSuffix(name, "}")
+		desc, ok := rs.Params[name]
+		if !ok {
+			return "", "", nil, fmt.Errorf("openapi: route %q: describe path parameter %s in params", key, name)
+		}
+		params = append(params, map[string]any{"name": name, "in": "path", "required": true, "description": desc,
+			"schema": map[string]any{"type": "string"}})
+	}
+	qnames := make([]string, 0, len(rs.Query))
+	for n := range rs.Query {
+		qnames = append(qnames, n)
+	}
+	sort.Strings(qnames)
+	for _, n := range qnames {
+		typ, desc := "string", ""
+		switch q := rs.Query[n].(type) {
+		case string:
+			desc = q
+		case map[string]any:
+			desc, _ = q["description"].(string)
+			if t, ok := q["type"].(string); ok {
+				typ = t
+			}
+		}
+		params = append(params, map[string]any{"name": n, "in": "query", "description": desc, "schema": map[string]any{"type": typ}})
+	}
+	if params != nil {
+		op["parameters"] = params
+	}
+	if rs.In != "" {
+		op["requestBody"] = map[string]any{"required": true,
+			"content": map[string]any{"application/json": map[string]any{"schema": schemaRef(rs.In)}}}
+	}
+	return strings.ToLower(method), path, op, nil
+}
+
+// BuildOpenAPIDir makes the OpenAPI document from dir/paths.json and the
+// route tables dir/routes/*.json (a path in both is an error).
+func BuildOpenAPIDir(dir string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "paths.json"))
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("openapi: paths.json: %w", err)
+	}
+	paths, _ := doc["paths"].(map[string]any)
+	if paths == nil {
+		return nil, fmt.Errorf("openapi: paths.json has no paths")
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "routes", "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var table map[string]routeSpec
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&table); err != nil {
+			return nil, fmt.Errorf("openapi: %s: %w", f, err)
+		}
+		for key, rs := range table {
+			method, path, op, err := rs.operation(key)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			item, _ := paths[path].(map[string]any)
+			if item == nil {
+				item = map[string]any{}
+				paths[path] = item
+			}
+			if _, dup := item[method]; dup {
+				return nil, fmt.Errorf("openapi: %s: %s is described twice", f, key)
+			}
+			item[method] = op
+		}
+	}
+	merged, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	return BuildOpenAPI(merged)
 }

@@ -181,3 +181,31 @@ func (c *ConsoleRequest) Validate() error {
 	}
 	return nil
 }
+
+// Validate checks a library to create: a name, and sizes that are not
+// negative (the library checks the rest of its configuration).
+func (r *LibraryCreate) Validate() error {
+	switch {
+	case r.Name == "":
+		return bad("name", "a library needs a name")
+	case r.Slots < 0:
+		return bad("slots", "must not be negative")
+	case r.Drives < 0:
+		return bad("drives", "must not be negative")
+	case r.TapeSizeBytes < 0:
+		return bad("tape_size_bytes", "must not be negative")
+	case r.BlockSizeBytes < 0:
+		return bad("block_size_bytes", "must not be negative")
+	case r.BufferSizeBytes < 0:
+		return bad("buffer_size_bytes", "must not be negative")
+	}
+	return nil
+}
+
+// Validate checks a library folder to register.
+func (r *LibraryRegister) Validate() error {
+	if r.Dir == "" {
+		return bad("dir", "say which library folder to register")
+	}
+	return nil
+}

@@ -153,10 +153,10 @@ func (e *Env) emit(ev monitor.Event) {
 // CreateLibrary creates a library and registers it (and its tapes) in the catalog.
 func (e *Env) CreateLibrary(cfg library.Config) (*library.Library, error) {
 	if cfg.Name == "" {
-		return nil, errors.New("a library needs a name")
+		return nil, fmt.Errorf("%w: a library needs a name", ErrBadOption)
 	}
 	if _, err := e.Catalog.Library(cfg.Name); err == nil {
-		return nil, fmt.Errorf("library %q already exists", cfg.Name)
+		return nil, &existsError{fmt.Sprintf("library %q already exists", cfg.Name)}
 	}
 	if cfg.Dir == "" {
 		cfg.Dir = home.LibraryDir(e.Home, cfg.Name)
@@ -323,7 +323,7 @@ func (e *Env) OpenLibrary(name string) (*library.Library, error) {
 			}
 			return e.CreateLibrary(library.Config{Name: DefaultLibrary})
 		}
-		return nil, NotFound("no library named %q (see `kura vtl list`)", name)
+		return nil, Missing("library", "no library named %q", name)
 	}
 	if err != nil {
 		return nil, err
@@ -332,18 +332,33 @@ func (e *Env) OpenLibrary(name string) (*library.Library, error) {
 }
 
 // ErrNotFound: an argument names a saveset, library, tape, job, policy or
-// selection that does not exist. The message of such an error names what
-// is missing and where to look: "no saveset 999 (see `kura savesets`)".
+// selection that does not exist. Such an error is a *NotFoundError naming
+// what is missing ("no saveset 999"); the CLI adds where to look.
 var ErrNotFound = errors.New("not found")
 
-type notFoundError struct{ msg string }
+// existsError is a catalog.ErrExists with its own words.
+type existsError struct{ msg string }
 
-func (e *notFoundError) Error() string        { return e.msg }
-func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
+func (e *existsError) Error() string        { return e.msg }
+func (e *existsError) Is(target error) bool { return target == catalog.ErrExists }
+
+// NotFoundError is an ErrNotFound that says what kind of thing was missing.
+type NotFoundError struct {
+	What string // saveset, library, tape, drive, selection, policy, client, job, copy
+	Msg  string
+}
+
+func (e *NotFoundError) Error() string        { return e.Msg }
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
 // NotFound returns an ErrNotFound whose message is format and args.
 func NotFound(format string, args ...any) error {
-	return &notFoundError{fmt.Sprintf(format, args...)}
+	return &NotFoundError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// Missing returns an ErrNotFound about a thing of kind what.
+func Missing(what, format string, args ...any) error {
+	return &NotFoundError{What: what, Msg: fmt.Sprintf(format, args...)}
 }
 
 // LibraryOfTape opens the library that holds a tape.

@@ -42,6 +42,7 @@ import (
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/pki"
 	"github.com/kura-backup/kura/internal/private"
+	"github.com/kura-backup/kura/internal/service"
 )
 
 // Version is reported by GET /api/v1/server.
@@ -108,6 +109,7 @@ func (o Options) withDefaults() Options {
 type Server struct {
 	opts      Options
 	env       *engine.Env
+	svc       *service.Local // the admin actions (internal/service)
 	ca        *pki.CA
 	cert      tls.Certificate
 	adminHash string
@@ -142,7 +144,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, env: env, log: slog.New(slog.NewTextHandler(opts.Log, nil)),
-		started: opts.Clock.Now(), running: map[int64]*runningJob{}}
+		svc: service.New(env), started: opts.Clock.Now(), running: map[int64]*runningJob{}}
 	fail := func(err error) (*Server, error) { env.Close(); return nil, err }
 	for _, w := range env.ExposedFolders() {
 		s.log.Warn(w)
@@ -311,7 +313,7 @@ func (s *Server) routes() []route {
 	open := func(method, path string, h func(w http.ResponseWriter, r *http.Request) error) route {
 		return route{Method: method, Path: path, open: h}
 	}
-	return []route{
+	rs := []route{
 		open("GET", "/openapi.json", s.getOpenAPI),
 		admin("GET", "/server", s.getServer),
 		admin("POST", "/tokens", s.postToken),
@@ -336,6 +338,11 @@ func (s *Server) routes() []route {
 		agent("POST", "/agent/jobs/{id}/progress", s.agentProgress),
 		agent("POST", "/agent/jobs/{id}/result", s.agentResult),
 	}
+	// The admin resources of the service layer, one group per file.
+	for _, group := range [][]route{s.libraryRoutes()} {
+		rs = append(rs, group...)
+	}
+	return rs
 }
 
 // getOpenAPI serves the OpenAPI document of this API (docs/openapi.json).
@@ -374,7 +381,11 @@ func badField(field, format string, args ...any) error {
 // answered as internal. A request that failed validation names its field.
 func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var he *httpError
-	if !errors.As(err, &he) {
+	var ae *api.Error
+	if !errors.As(err, &he) && errors.As(err, &ae) && ae.Code != api.CodeInternal {
+		he = &httpError{status: api.HTTPStatus(ae.Code), body: *ae}
+	}
+	if he == nil {
 		code := api.CodeInternal
 		switch {
 		case errors.Is(err, api.ErrInvalid), errors.Is(err, catalog.ErrInvalid):
@@ -510,4 +521,28 @@ func (s *Server) getServer(w http.ResponseWriter, r *http.Request) error {
 func IsHome(dir string) bool {
 	_, err := os.Stat(filepath.Join(dir, pkiDir, "ca.crt"))
 	return err == nil
+}
+
+// call is a typed admin endpoint: it reads the request (path, query, body)
+// and returns the service's answer, sent as JSON with status ok; an answer
+// of nil is 204 No Content.
+func call(method, path string, ok int, fn func(r *http.Request) (any, error)) route {
+	return route{Method: method, Path: path, admin: func(w http.ResponseWriter, r *http.Request) error {
+		v, err := fn(r)
+		if err != nil {
+			return err
+		}
+		if v == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return nil
+		}
+		return writeJSONStatus(w, ok, v)
+	}}
+}
+
+// body decodes a request's JSON body into a new T.
+func body[T any](r *http.Request) (T, error) {
+	var v T
+	err := readJSON(r, &v)
+	return v, err
 }

@@ -25,11 +25,7 @@ func run() error {
 	if _, err := os.Stat(filepath.Join("internal", "api", "openapigen", "paths.json")); err == nil {
 		dir = filepath.Join("internal", "api")
 	}
-	paths, err := os.ReadFile(filepath.Join(dir, "openapigen", "paths.json"))
-	if err != nil {
-		return err
-	}
-	doc, err := api.BuildOpenAPI(paths)
+	doc, err := api.BuildOpenAPIDir(filepath.Join(dir, "openapigen"))
 	if err != nil {
 		return err
 	}
