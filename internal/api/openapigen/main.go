@@ -2,7 +2,8 @@
 // the wire types of internal/api to the hand-written paths.json and writes
 // internal/api/openapi.json (embedded and served by the server) and
 // docs/openapi.json, byte for byte the same. Run it from internal/api
-// (go generate ./internal/api) or the repository root.
+// (go generate ./internal/api) or the repository root. It also writes the
+// endpoint reference of docs/api.md between its markers.
 package main
 
 import (
@@ -34,5 +35,19 @@ func run() error {
 			return err
 		}
 	}
-	return nil
+	// docs/api.md's endpoint reference.
+	table, err := api.EndpointTable(doc)
+	if err != nil {
+		return err
+	}
+	mdPath := filepath.Join(dir, "..", "..", "docs", "api.md")
+	md, err := os.ReadFile(mdPath)
+	if err != nil {
+		return err
+	}
+	out, err := api.ReplaceEndpoints(string(md), table)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(mdPath, []byte(out), 0o644)
 }
