@@ -155,6 +155,7 @@ the combination the seed found fastest and Kura's benchmarks confirm
 			})
 		},
 	}
+	var registerJSON bool
 	add := &cobra.Command{
 		Use:   "register DIR",
 		Short: "Register an existing library folder in this catalog (e.g. after losing the catalog)",
@@ -165,11 +166,15 @@ the combination the seed found fastest and Kura's benchmarks confirm
 				if err != nil {
 					return err
 				}
+				if registerJSON {
+					return printJSON(cmd.OutOrStdout(), l)
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Library %s registered; run `kura tape scan BARCODE` to rebuild its savesets.\n", l.Name)
 				return nil
 			})
 		},
 	}
+	add.Flags().BoolVar(&registerJSON, "json", false, "print the library as JSON")
 	cmd.AddCommand(create, list, show, rm, add)
 	return cmd
 }
