@@ -339,7 +339,7 @@ func (s *Server) routes() []route {
 		agent("POST", "/agent/jobs/{id}/result", s.agentResult),
 	}
 	// The admin resources of the service layer, one group per file.
-	for _, group := range [][]route{s.libraryRoutes()} {
+	for _, group := range [][]route{s.libraryRoutes(), s.tapeRoutes()} {
 		rs = append(rs, group...)
 	}
 	return rs

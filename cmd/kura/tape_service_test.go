@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/home"
+	"github.com/kura-backup/kura/internal/job"
+	"github.com/kura-backup/kura/internal/library"
+)
+
+// tapeOf decodes one tape of `tape ... --json`.
+func tapeOf(t *testing.T, r result) api.Tape {
+	t.Helper()
+	var tp api.Tape
+	if err := json.Unmarshal([]byte(r.stdout), &tp); err != nil {
+		t.Fatalf("%v:\n%s", err, r)
+	}
+	return tp
+}
+
+// The tape and drive verbs print the same and exit the same through a
+// server as locally on the server's home; a change made through the server
+// is seen locally; load and unload are refused (conflict, exit 1) while a
+// job or another process holds the drive, and the error names the job.
+func TestTapeVerbsSameThroughServerAndLocally(t *testing.T) {
+	t.Parallel()
+	local, admin := serverAndAdmin(t)
+	src := filepath.Join(local.dir, "src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "a.txt"), []byte("hello tapes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A local backup on the server's home: KUR001 holds saveset 1 and
+	// stays in drive 1.
+	local.ok("backup", src)
+
+	// Changes through the server, seen locally.
+	if r := admin.ok("tape", "add", "--count", "2"); r.stdout != "Added KUR009, KUR010\n" {
+		t.Fatalf("tape add through the server:\n%s", r)
+	}
+	if r := admin.ok("tape", "export", "KUR010"); r.stdout != "Tape KUR010 is in the mail slot (offline).\n" {
+		t.Fatalf("tape export through the server:\n%s", r)
+	}
+	if tp := tapeOf(t, local.ok("tape", "import", "KUR010", "--json")); tp.Slot == 0 || tp.MailSlot != 0 || tp.Barcode != "KUR010" {
+		t.Fatalf("tape import --json: %+v", tp)
+	}
+	if tp := tapeOf(t, admin.ok("tape", "export", "KUR010", "--json")); tp.MailSlot == 0 || tp.Location != "mail slot 1" {
+		t.Fatalf("tape export --json through the server: %+v", tp)
+	}
+	if r := local.ok("tape", "list"); !strings.Contains(r.stdout, "KUR010") || !strings.Contains(r.stdout, "mail slot") {
+		t.Errorf("a tape exported through the server is not in a mail slot locally:\n%s", r)
+	}
+	if r := admin.ok("drive", "set", "default/2", "--block-size", "128KiB"); r.stdout != "Drive default/2: block 128 KiB, buffer 8193 KiB\n" {
+		t.Errorf("drive set through the server:\n%s", r)
+	}
+	if r := admin.ok("tape", "unload", "KUR001"); r.stdout != "Tape KUR001 is back in slot 1.\n" {
+		t.Errorf("tape unload through the server:\n%s", r)
+	}
+	if r := admin.ok("tape", "load", "KUR002", "--drive", "2"); r.stdout != "Tape KUR002 is in drive 2 of library default.\n" {
+		t.Errorf("tape load through the server:\n%s", r)
+	}
+
+	for _, c := range []struct {
+		args []string
+		code int
+		want string // in stdout or stderr
+	}{
+		{[]string{"tape", "list"}, 0, "drive 2"},
+		{[]string{"tape", "list", "--json"}, 0, `"location": "drive 2"`},
+		{[]string{"tape", "list", "--vtl", "default"}, 0, "KUR010"},
+		{[]string{"tape", "list", "--vtl", "nolib"}, exitUsage, "no library named \"nolib\" (see `kura vtl list`)"},
+		{[]string{"tape", "show", "KUR001"}, 0, "file 1: complete"},
+		{[]string{"tape", "show", "KUR001", "--json"}, 0, `"tag": "saveset 1`},
+		{[]string{"tape", "show", "NOPE01"}, exitUsage, "no tape NOPE01 (see `kura tape list`)"},
+		{[]string{"tape", "export", "NOPE01"}, exitUsage, "no tape NOPE01"},
+		{[]string{"tape", "export", "KUR010"}, exitFailure, "exported"},
+		{[]string{"tape", "import", "KUR003"}, exitFailure, "not in a mail slot"},
+		{[]string{"tape", "load", "KUR010"}, exitFailure, "exported"},
+		{[]string{"tape", "load", "KUR002", "--drive", "2"}, 0, "Tape KUR002 is in drive 2 of library default."},
+		{[]string{"tape", "load", "KUR003", "--drive", "9"}, exitUsage, "no drive 9 in library default"},
+		{[]string{"tape", "unload", "KUR003"}, exitFailure, "tape KUR003: it is in slot 3"},
+		{[]string{"tape", "unload", "NOPE01"}, exitUsage, "no tape NOPE01"},
+		{[]string{"drive", "list"}, 0, "128 KiB"},
+		{[]string{"drive", "list", "--json"}, 0, `"block_size_bytes": 131072`},
+		{[]string{"drive", "list", "--vtl", "nolib"}, exitUsage, "no library named \"nolib\" (see `kura vtl list`)"},
+		{[]string{"drive", "set", "default/2", "--block-size", "128KiB"}, 0, "Drive default/2: block 128 KiB"},
+		{[]string{"drive", "set", "default/9", "--block-size", "128KiB"}, exitUsage, "no drive 9 in library default"},
+		{[]string{"drive", "set", "nolib/1", "--block-size", "128KiB"}, exitUsage, "no library named \"nolib\""},
+		{[]string{"drive", "set", "default/1", "--block-size", "4KiB", "--buffer", "8KiB"}, 0, "block 4 KiB, buffer 8 KiB"},
+	} {
+		r := sameBothWays(t, local, admin, c.args...)
+		if r.code != c.code || !strings.Contains(r.stdout+r.stderr, c.want) {
+			t.Errorf("want exit %d and %q:\n%s", c.code, c.want, r)
+		}
+	}
+
+	// A job holds drive 1 (a lease in the catalog, as every job takes its
+	// drives) with KUR003 in it: load and unload on it are refused, naming
+	// the job.
+	admin.ok("tape", "load", "KUR003", "--drive", "1")
+	cat, err := catalog.Open(home.CatalogPath(local.home))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	reg, err := job.NewRegistry(cat, job.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	took, finish := make(chan error, 1), make(chan struct{})
+	h, err := reg.Start(context.Background(), job.Spec{Kind: job.Backup}, func(ctx context.Context, r *job.Run) error {
+		took <- r.TakeDrive("default", 1)
+		<-finish
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-took; err != nil {
+		t.Fatal(err)
+	}
+	held := fmt.Sprintf("drive 1 of library default is in use by job %d (backup)", h.ID())
+	for _, args := range [][]string{
+		{"tape", "load", "KUR004", "--drive", "1"},
+		{"tape", "load", "KUR003", "--drive", "2"}, // taken from the held drive
+		{"tape", "unload", "KUR003"},
+		{"tape", "export", "KUR003"},
+	} {
+		if r := sameBothWays(t, local, admin, args...); r.code != exitFailure || !strings.Contains(r.stderr, held) {
+			t.Errorf("want exit 1 and %q:\n%s", held, r)
+		}
+	}
+	// Drive 2 is free: tapes move in and out of it.
+	admin.ok("tape", "load", "KUR004", "--drive", "2")
+	admin.ok("tape", "unload", "KUR004")
+	close(finish)
+	if res := h.Wait(); res.State != job.Succeeded {
+		t.Fatalf("the holding job: %+v", res)
+	}
+	admin.ok("tape", "unload", "KUR003")
+	if r := sameBothWays(t, local, admin, "tape", "load", "KUR004", "--drive", "1"); r.code != 0 {
+		t.Errorf("a drive its job gave back is refused:\n%s", r)
+	}
+
+	// Another process holds drive 2's lock without a lease: refused too.
+	rec, err := cat.Library("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib, err := library.Open(rec.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := lib.Acquire(context.Background(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := sameBothWays(t, local, admin, "tape", "load", "KUR005", "--drive", "2"); r.code != exitFailure ||
+		!strings.Contains(r.stderr, "drive 2 of library default is in use by another process") {
+		t.Errorf("a drive another process holds:\n%s", r)
+	}
+	if err := d.Release(); err != nil {
+		t.Fatal(err)
+	}
+	var tapes []api.Tape
+	local.json(0, &tapes, "tape", "list", "--json")
+	where := map[string]string{}
+	for _, tp := range tapes {
+		where[tp.Barcode] = tp.Location
+	}
+	if where["KUR003"] != "slot 3" || where["KUR004"] != "drive 1" || where["KUR005"] != "slot 5" || where["KUR002"] != "slot 2" {
+		t.Errorf("the tapes are not where the moves left them: %v", where)
+	}
+}
