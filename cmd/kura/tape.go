@@ -21,7 +21,7 @@ func init() { commands = append(commands, newTapeCmd) }
 func newTapeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tape",
-		Short: "Virtual tapes: list, show, add, export, import, load, unload, erase, scan",
+		Short: "Virtual tapes: list, show, add, label, export, import, load, unload, erase, scan",
 	}
 	var (
 		vtl      string
@@ -151,6 +151,19 @@ func newTapeCmd(g *globals) *cobra.Command {
 		func(ctx context.Context, svc api.Service, bc string) (*api.Tape, error) {
 			return svc.ImportTape(ctx, bc)
 		})
+	var pool string
+	label := move("label BARCODE", "Put a tape into a tape pool (scratch: back to scratch); refused while it holds unexpired savesets",
+		func(t *api.Tape) string { return "is in pool " + orDash(t.Pool, api.Scratch) },
+		func(ctx context.Context, svc api.Service, bc string) (*api.Tape, error) {
+			return svc.LabelTape(ctx, bc, api.TapeLabelRequest{Pool: pool})
+		})
+	label.Flags().StringVar(&pool, "pool", "", "the pool (scratch for the scratch pool)")
+	label.PreRunE = func(cmd *cobra.Command, args []string) error {
+		if pool == "" {
+			return usageErrorf("say which pool: --pool NAME (--pool %s returns the tape to scratch)", api.Scratch)
+		}
+		return nil
+	}
 	var drive int
 	load := move("load BARCODE", "Move a tape into a drive of its library (refused while a job holds the drive)",
 		func(t *api.Tape) string { return fmt.Sprintf("is in drive %d of library %s", t.Drive, t.Library) },
@@ -239,7 +252,7 @@ folder (--dir, or "kura vtl register DIR"), then scan each tape.`,
 	scan.Flags().StringVar(&scanDir, "dir", "", "register the library in this folder first")
 	scan.Flags().BoolVar(&scanJSON, "json", false, "print as JSON")
 
-	cmd.AddCommand(list, show, add, export, imp, load, unload, erase, scan)
+	cmd.AddCommand(list, show, add, label, export, imp, load, unload, erase, scan)
 	return cmd
 }
 

@@ -70,6 +70,14 @@ func TestTapeVerbsSameThroughServerAndLocally(t *testing.T) {
 		t.Errorf("tape load through the server:\n%s", r)
 	}
 
+	if r := admin.ok("tape", "label", "KUR006", "--pool", "offsite"); r.stdout != "Tape KUR006 is in pool offsite.\n" {
+		t.Errorf("tape label through the server:\n%s", r)
+	}
+	if tp := tapeOf(t, local.ok("tape", "label", "KUR007", "--pool", "offsite", "--json")); tp.Pool != "offsite" {
+		t.Errorf("tape label --json: %+v", tp)
+	}
+	admin.ok("tape", "label", "KUR007", "--pool", "scratch")
+
 	for _, c := range []struct {
 		args []string
 		code int
@@ -83,6 +91,13 @@ func TestTapeVerbsSameThroughServerAndLocally(t *testing.T) {
 		{[]string{"tape", "show", "KUR001", "--json"}, 0, `"tag": "saveset 1`},
 		{[]string{"tape", "show", "NOPE01"}, exitUsage, "no tape NOPE01 (see `kura tape list`)"},
 		{[]string{"tape", "export", "NOPE01"}, exitUsage, "no tape NOPE01"},
+		{[]string{"tape", "list"}, 0, "offsite"},
+		{[]string{"tape", "label", "KUR006", "--pool", "offsite"}, 0, "Tape KUR006 is in pool offsite."},
+		{[]string{"tape", "label", "KUR007", "--pool", "scratch"}, 0, "Tape KUR007 is in pool scratch."},
+		{[]string{"tape", "label", "KUR001", "--pool", "offsite"}, exitFailure, "tape KUR001 holds unexpired savesets [1] of pool scratch"},
+		{[]string{"tape", "label", "KUR006"}, exitUsage, "--pool NAME"},
+		{[]string{"tape", "label", "KUR006", "--pool", "off\x01site"}, exitUsage, "pool: \"off\\x01site\" contains a control character"},
+		{[]string{"tape", "label", "NOPE01", "--pool", "offsite"}, exitUsage, "no tape NOPE01 (see `kura tape list`)"},
 		{[]string{"tape", "export", "KUR010"}, exitFailure, "exported"},
 		{[]string{"tape", "import", "KUR003"}, exitFailure, "not in a mail slot"},
 		{[]string{"tape", "load", "KUR010"}, exitFailure, "exported"},
@@ -178,6 +193,13 @@ func TestTapeVerbsSameThroughServerAndLocally(t *testing.T) {
 	where := map[string]string{}
 	for _, tp := range tapes {
 		where[tp.Barcode] = tp.Location
+	}
+	pools := map[string]string{}
+	for _, tp := range tapes {
+		pools[tp.Barcode] = tp.Pool
+	}
+	if pools["KUR006"] != "offsite" || pools["KUR007"] != "" || pools["KUR001"] != "" {
+		t.Errorf("the pools are not what the labels left: %v", pools)
 	}
 	if where["KUR003"] != "slot 3" || where["KUR004"] != "drive 1" || where["KUR005"] != "slot 5" || where["KUR002"] != "slot 2" {
 		t.Errorf("the tapes are not where the moves left them: %v", where)

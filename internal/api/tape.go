@@ -2,7 +2,10 @@ package api
 
 import (
 	"context"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // TapeService is the tapes of the libraries: /tapes, and the tapes of one
@@ -24,6 +27,9 @@ type TapeService interface {
 	ExportTape(ctx context.Context, barcode string) (*Tape, error)
 	// ImportTape moves a tape from the mail slot back into a free slot.
 	ImportTape(ctx context.Context, barcode string) (*Tape, error)
+	// LabelTape puts a tape into a pool (Scratch: back to scratch); a tape
+	// that holds unexpired savesets stays in its pool (conflict).
+	LabelTape(ctx context.Context, barcode string, req TapeLabelRequest) (*Tape, error)
 	// LoadTape moves a tape into a drive of its library.
 	LoadTape(ctx context.Context, barcode string, req TapeLoad) (*Tape, error)
 	// UnloadTape moves a tape from its drive back to its home slot.
@@ -40,7 +46,7 @@ type DriveService interface {
 }
 
 func init() {
-	wireTypes = append(wireTypes, Tape{}, TapeLayout{}, TapeAdd{}, TapeLoad{}, DriveUpdate{})
+	wireTypes = append(wireTypes, Tape{}, TapeLayout{}, TapeAdd{}, TapeLabelRequest{}, TapeLoad{}, DriveUpdate{})
 }
 
 // Tape is a tape with what the catalog knows of it (`tape list --json`).
@@ -110,6 +116,33 @@ type TapeLayout struct {
 // TapeAdd adds blank tapes to a library (POST /libraries/{name}/tapes).
 type TapeAdd struct {
 	Count int `json:"count"`
+}
+
+// Scratch names the scratch pool in requests (in a Tape it is "").
+const Scratch = "scratch"
+
+// MaxPoolLen is the longest pool name, in bytes.
+const MaxPoolLen = 128
+
+// TapeLabelRequest puts a tape into a pool (POST /tapes/{barcode}/label).
+type TapeLabelRequest struct {
+	Pool string `json:"pool"` // Scratch for the scratch pool
+}
+
+// Validate checks a pool name: not empty, at most MaxPoolLen bytes of
+// UTF-8 without control characters.
+func (r *TapeLabelRequest) Validate() error {
+	switch {
+	case r.Pool == "":
+		return bad("pool", "say which pool (%s for the scratch pool)", Scratch)
+	case len(r.Pool) > MaxPoolLen:
+		return bad("pool", "at most %d bytes", MaxPoolLen)
+	case !utf8.ValidString(r.Pool):
+		return bad("pool", "%q is not UTF-8", r.Pool)
+	case strings.IndexFunc(r.Pool, unicode.IsControl) >= 0:
+		return bad("pool", "%q contains a control character", r.Pool)
+	}
+	return nil
 }
 
 // TapeLoad loads a tape into a drive (POST /tapes/{barcode}/load).

@@ -36,6 +36,10 @@ func (c *Client) ImportTape(ctx context.Context, barcode string) (*api.Tape, err
 	return send[*api.Tape](c, ctx, "POST", "/tapes/"+esc(barcode)+"/import", nil)
 }
 
+func (c *Client) LabelTape(ctx context.Context, barcode string, req api.TapeLabelRequest) (*api.Tape, error) {
+	return send[*api.Tape](c, ctx, "POST", "/tapes/"+esc(barcode)+"/label", req)
+}
+
 func (c *Client) LoadTape(ctx context.Context, barcode string, req api.TapeLoad) (*api.Tape, error) {
 	return send[*api.Tape](c, ctx, "POST", "/tapes/"+esc(barcode)+"/load", req)
 }

@@ -22,6 +22,13 @@ func (s *Server) tapeRoutes() []route {
 		tape("GET", "/tapes/{barcode}/layout", func(r *http.Request, bc string) (any, error) { return s.svc.TapeLayout(r.Context(), bc) }),
 		tape("POST", "/tapes/{barcode}/export", func(r *http.Request, bc string) (any, error) { return s.svc.ExportTape(r.Context(), bc) }),
 		tape("POST", "/tapes/{barcode}/import", func(r *http.Request, bc string) (any, error) { return s.svc.ImportTape(r.Context(), bc) }),
+		tape("POST", "/tapes/{barcode}/label", func(r *http.Request, bc string) (any, error) {
+			req, err := body[api.TapeLabelRequest](r)
+			if err != nil {
+				return nil, err
+			}
+			return s.svc.LabelTape(r.Context(), bc, req)
+		}),
 		tape("POST", "/tapes/{barcode}/load", func(r *http.Request, bc string) (any, error) {
 			req, err := body[api.TapeLoad](r)
 			if err != nil {

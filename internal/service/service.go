@@ -65,7 +65,8 @@ func Err(err error) error {
 		return api.Wrap(api.CodeBadRequest, "", err)
 	case errors.Is(err, catalog.ErrExists), errors.Is(err, library.ErrExists), errors.Is(err, library.ErrNotEmpty),
 		errors.Is(err, library.ErrDriveBusy), errors.Is(err, library.ErrExported), errors.Is(err, library.ErrNotExported),
-		errors.Is(err, library.ErrNoFreeSlot), errors.Is(err, library.ErrMailSlotsFull), errors.Is(err, ErrNotLoaded):
+		errors.Is(err, library.ErrNoFreeSlot), errors.Is(err, library.ErrMailSlotsFull), errors.Is(err, ErrNotLoaded),
+		errors.Is(err, engine.ErrTapeInUse):
 		return api.Wrap(api.CodeConflict, "", err)
 	}
 	return api.Wrap(api.CodeInternal, "", err)

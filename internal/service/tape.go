@@ -156,6 +156,20 @@ func (l *Local) ImportTape(ctx context.Context, barcode string) (*api.Tape, erro
 	return l.Tape(ctx, barcode)
 }
 
+func (l *Local) LabelTape(ctx context.Context, barcode string, req api.TapeLabelRequest) (*api.Tape, error) {
+	if err := req.Validate(); err != nil {
+		return nil, Err(err)
+	}
+	pool := req.Pool
+	if pool == api.Scratch {
+		pool = catalog.ScratchPool
+	}
+	if err := l.env.LabelTape(barcode, pool); err != nil {
+		return nil, Err(err)
+	}
+	return l.Tape(ctx, barcode)
+}
+
 // ErrNotLoaded: unloading a tape that is in no drive.
 var ErrNotLoaded = errors.New("tape is not in a drive")
 
