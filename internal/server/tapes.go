@@ -61,3 +61,16 @@ func (s *Server) tapeRoutes() []route {
 		}),
 	}
 }
+
+// driveJob is the running job of this server that holds drive n of library
+// lib, or 0.
+func (s *Server) driveJob(lib string, n int) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, rj := range s.running {
+		if rj.drive != 0 && rj.lib == lib && rj.drive == n {
+			return id
+		}
+	}
+	return 0
+}

@@ -24,6 +24,11 @@ import (
 // Local is api.Service on an open Kura home.
 type Local struct {
 	env *engine.Env
+	// DriveJob, when set, names the job of this process that holds drive
+	// n of library lib, or returns 0; the server sets it to its running
+	// jobs. Admin actions on a drive (load, unload) refuse a held drive
+	// and name the job.
+	DriveJob func(lib string, n int) int64
 }
 
 var _ api.Service = (*Local)(nil)

@@ -274,8 +274,9 @@ func (e *DriveHeldError) Is(target error) bool { return target == library.ErrDri
 // it releases it when done.
 const adminLease = time.Minute
 
-// driveHeld returns a *DriveHeldError when a live lease in the catalog
-// holds drive n of library lib, nil when none does.
+// driveHeld returns a *DriveHeldError when a job holds drive n of library
+// lib — a live lease in the catalog, or a running job of this process
+// (DriveJob) — and nil when none does.
 func (l *Local) driveHeld(lib string, n int) error {
 	leases, err := l.env.Catalog.LiveDriveLeases(l.env.Clock.Now())
 	if err != nil {
@@ -293,6 +294,15 @@ func (l *Local) driveHeld(lib string, n int) error {
 		}
 		return held
 	}
+	if l.DriveJob != nil {
+		if id := l.DriveJob(lib, n); id != 0 {
+			held := &DriveHeldError{Library: lib, Drive: n, JobID: id}
+			if j, err := l.env.Catalog.Job(id); err == nil {
+				held.JobKind = j.Kind
+			}
+			return held
+		}
+	}
 	return nil
 }
 
@@ -304,6 +314,9 @@ func (l *Local) holdDrive(lib *library.Library, n int) (d *library.Drive, releas
 	cfg := lib.Config()
 	if n < 1 || n > cfg.Drives {
 		return nil, nil, library.NoDrive(cfg.Name, n, cfg.Drives)
+	}
+	if err := l.driveHeld(cfg.Name, n); err != nil {
+		return nil, nil, err
 	}
 	holder, err := adminHolder()
 	if err != nil {
