@@ -24,8 +24,8 @@ func newTapeCmd(g *globals) *cobra.Command {
 		Short: "Virtual tapes: list, show, add, label, export, import, load, unload, erase, scan",
 	}
 	var (
-		vtl      string
-		listJSON bool
+		vtl, listPool string
+		listJSON      bool
 	)
 	list := &cobra.Command{
 		Use:   "list",
@@ -33,7 +33,7 @@ func newTapeCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withService(cmd, g, func(svc api.Service) error {
-				tapes, err := svc.Tapes(cmdContext(cmd), api.TapeQuery{Library: vtl})
+				tapes, err := svc.Tapes(cmdContext(cmd), api.TapeQuery{Library: vtl, Pool: listPool})
 				if err != nil {
 					return err
 				}
@@ -59,6 +59,7 @@ func newTapeCmd(g *globals) *cobra.Command {
 		},
 	}
 	list.Flags().StringVar(&vtl, "vtl", "", "only this library")
+	list.Flags().StringVar(&listPool, "pool", "", "only this tape pool (scratch: the scratch pool)")
 	list.Flags().BoolVar(&listJSON, "json", false, "print as JSON")
 
 	var showJSON bool

@@ -94,6 +94,7 @@ func TestTapeVerbsSameThroughServerAndLocally(t *testing.T) {
 		{[]string{"tape", "show", "NOPE01"}, exitUsage, "no tape NOPE01 (see `kura tape list`)"},
 		{[]string{"tape", "export", "NOPE01"}, exitUsage, "no tape NOPE01"},
 		{[]string{"tape", "list", "--vtl", "lib2"}, 0, "offsite"},
+		{[]string{"tape", "list", "--vtl", "lib2", "--pool", "offsite", "--json"}, 0, `"barcode": "LBT006"`},
 		{[]string{"tape", "label", "LBT006", "--pool", "offsite"}, 0, "Tape LBT006 is in pool offsite."},
 		{[]string{"tape", "label", "LBT007", "--pool", "scratch"}, 0, "Tape LBT007 is in pool scratch."},
 		{[]string{"tape", "label", "LBT001", "--pool", "offsite"}, exitFailure, "tape LBT001 holds unexpired savesets [1] of pool scratch"},
@@ -195,6 +196,12 @@ func TestTapeVerbsSameThroughServerAndLocally(t *testing.T) {
 	where := map[string]string{}
 	for _, tp := range tapes {
 		where[tp.Barcode] = tp.Location
+	}
+	var offsite, scratch []api.Tape
+	admin.json(0, &offsite, "tape", "list", "--pool", "offsite", "--json")
+	admin.json(0, &scratch, "tape", "list", "--vtl", "lib2", "--pool", "scratch", "--json")
+	if len(offsite) != 1 || offsite[0].Barcode != "LBT006" || len(scratch) != 7 {
+		t.Errorf("tape list --pool: offsite %v, %d in scratch (want LBT006, and the 7 others)", offsite, len(scratch))
 	}
 	pools := map[string]string{}
 	for _, tp := range tapes {

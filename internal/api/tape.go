@@ -69,9 +69,10 @@ type Tape struct {
 	Error             string  `json:"error,omitempty"`
 }
 
-// TapeQuery selects tapes (GET /tapes?library=).
+// TapeQuery selects tapes (GET /tapes?library=&pool=).
 type TapeQuery struct {
 	Library string `json:"library,omitempty"` // "" = every library
+	Pool    string `json:"pool,omitempty"`    // "" = every pool; Scratch for the scratch pool
 }
 
 // TapeLabel is a tape's label as it is on the medium (docs/design.md,

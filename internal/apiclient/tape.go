@@ -9,9 +9,15 @@ import (
 )
 
 func (c *Client) Tapes(ctx context.Context, q api.TapeQuery) ([]api.Tape, error) {
-	path := "/tapes"
+	path, v := "/tapes", url.Values{}
 	if q.Library != "" {
-		path += "?" + url.Values{"library": {q.Library}}.Encode()
+		v.Set("library", q.Library)
+	}
+	if q.Pool != "" {
+		v.Set("pool", q.Pool)
+	}
+	if len(v) > 0 {
+		path += "?" + v.Encode()
 	}
 	return get[[]api.Tape](c, ctx, path)
 }

@@ -16,7 +16,8 @@ func (s *Server) tapeRoutes() []route {
 	}
 	return []route{
 		call("GET", "/tapes", http.StatusOK, func(r *http.Request) (any, error) {
-			return s.svc.Tapes(r.Context(), api.TapeQuery{Library: r.URL.Query().Get("library")})
+			q := r.URL.Query()
+			return s.svc.Tapes(r.Context(), api.TapeQuery{Library: q.Get("library"), Pool: q.Get("pool")})
 		}),
 		tape("GET", "/tapes/{barcode}", func(r *http.Request, bc string) (any, error) { return s.svc.Tape(r.Context(), bc) }),
 		tape("GET", "/tapes/{barcode}/layout", func(r *http.Request, bc string) (any, error) { return s.svc.TapeLayout(r.Context(), bc) }),

@@ -53,7 +53,21 @@ func (l *Local) Tapes(ctx context.Context, q api.TapeQuery) ([]api.Tape, error) 
 			return nil, Err(err)
 		}
 	}
-	return l.tapes(q.Library)
+	all, err := l.tapes(q.Library)
+	if err != nil || q.Pool == "" {
+		return all, err
+	}
+	pool := q.Pool
+	if pool == api.Scratch {
+		pool = catalog.ScratchPool
+	}
+	out := []api.Tape{}
+	for _, t := range all {
+		if t.Pool == pool {
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }
 
 // tapes lists the tapes of a library (or all) with those of barcodes
