@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,10 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kura-backup/kura/internal/api"
-	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/library"
-	"github.com/kura-backup/kura/internal/service"
 	"github.com/kura-backup/kura/internal/units"
 )
 
@@ -32,47 +29,19 @@ func newDriveCmd(g *globals) *cobra.Command {
 		Short: "List drives: block size, buffer memory, loaded tape, in use",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				libs, err := env.Catalog.Libraries()
+			return withService(cmd, g, func(svc api.Service) error {
+				drives, err := svc.Drives(cmdContext(cmd), vtl)
 				if err != nil {
 					return err
 				}
-				if _, err := env.Catalog.Library(vtl); vtl != "" && errors.Is(err, catalog.ErrNotFound) {
-					return engine.NotFound("no library named %q (see `kura vtl list`)", vtl)
-				}
-				type row struct {
-					Library string
-					library.DriveStatus
-				}
-				rows := []row{}
-				for _, rec := range libs {
-					if vtl != "" && rec.Name != vtl {
-						continue
-					}
-					lib, err := library.Open(rec.Dir)
-					if err != nil {
-						return fmt.Errorf("library %s: %w", rec.Name, err)
-					}
-					ds, err := lib.Drives()
-					if err != nil {
-						return err
-					}
-					for _, d := range ds {
-						rows = append(rows, row{Library: rec.Name, DriveStatus: d})
-					}
-				}
 				if listJSON {
-					out := []api.Drive{}
-					for _, r := range rows {
-						out = append(out, service.Drive(r.Library, r.DriveStatus))
-					}
-					return printJSON(cmd.OutOrStdout(), out)
+					return printJSON(cmd.OutOrStdout(), drives)
 				}
 				tw := table(cmd.OutOrStdout())
 				fmt.Fprintln(tw, "DRIVE\tBLOCK SIZE\tBUFFER\tTAPE\tIN USE")
-				for _, r := range rows {
-					fmt.Fprintf(tw, "%s/%d\t%s\t%s\t%s\t%v\n", r.Library, r.Number, units.FormatKiB(int64(r.BlockSize)),
-						units.FormatKiB(int64(r.BufferSize)), dash(r.Barcode), r.Busy)
+				for _, d := range drives {
+					fmt.Fprintf(tw, "%s/%d\t%s\t%s\t%s\t%v\n", d.Library, d.Number, units.FormatKiB(int64(d.BlockSizeBytes)),
+						units.FormatKiB(int64(d.BufferSizeBytes)), dash(d.Barcode), d.Busy)
 				}
 				return tw.Flush()
 			})
@@ -100,29 +69,17 @@ from now on use them; readers adapt to whatever was written.`,
 			if blockSize.v == 0 && bufSize.v == 0 {
 				return usageErrorf("give --block-size and/or --buffer")
 			}
-			return withEnv(g, func(env *engine.Env) error {
-				lib, err := env.OpenLibrary(libName)
+			if libName == "" {
+				libName = engine.DefaultLibrary
+			}
+			req := api.DriveUpdate{BlockSizeBytes: int(blockSize.v), BufferSizeBytes: int(bufSize.v)}
+			return withService(cmd, g, func(svc api.Service) error {
+				d, err := svc.SetDrive(cmdContext(cmd), libName, n, req)
 				if err != nil {
 					return err
 				}
-				ds, err := lib.Drives()
-				if err != nil {
-					return err
-				}
-				if n > len(ds) {
-					return library.NoDrive(libName, n, len(ds))
-				}
-				bs, buf := ds[n-1].BlockSize, ds[n-1].BufferSize
-				if blockSize.v != 0 {
-					bs = int(blockSize.v)
-				}
-				if bufSize.v != 0 {
-					buf = int(bufSize.v)
-				}
-				if err := lib.SetDrive(n, bs, buf); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Drive %s/%d: block %s, buffer %s\n", libName, n, units.FormatKiB(int64(bs)), units.FormatKiB(int64(buf)))
+				fmt.Fprintf(cmd.OutOrStdout(), "Drive %s/%d: block %s, buffer %s\n", libName, n,
+					units.FormatKiB(int64(d.BlockSizeBytes)), units.FormatKiB(int64(d.BufferSizeBytes)))
 				return nil
 			})
 		},

@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/monitor"
-	"github.com/kura-backup/kura/internal/tape"
+	"github.com/kura-backup/kura/internal/service"
 	"github.com/kura-backup/kura/internal/units"
 )
 
@@ -311,34 +309,8 @@ type tokenJSON struct {
 	Expires time.Time `json:"expires"`
 }
 
-// tapeJSON is a tape in `tape list --json`.
-type tapeJSON struct {
-	Barcode           string  `json:"barcode"`
-	Library           string  `json:"library"`
-	Pool              string  `json:"pool"` // "" is scratch
-	Location          string  `json:"location"`
-	Slot              int     `json:"slot,omitempty"`
-	Drive             int     `json:"drive,omitempty"`
-	MailSlot          int     `json:"mail_slot,omitempty"`
-	State             string  `json:"state"`
-	MarkedFull        bool    `json:"marked_full"`
-	UsedBytes         int64   `json:"used_bytes"`
-	CapacityBytes     int64   `json:"capacity_bytes"`
-	EarlyWarningBytes int64   `json:"early_warning_bytes"`
-	Files             int     `json:"files"` // tape files, complete or not
-	Generation        int     `json:"generation"`
-	Savesets          []int64 `json:"savesets"`
-	Error             string  `json:"error,omitempty"`
-}
-
-func toTapeJSON(t engine.TapeInfo) tapeJSON {
-	out := tapeJSON{Barcode: t.Barcode, Library: t.Library, Pool: t.Pool, Location: t.Location, Slot: t.Slot,
-		Drive: t.Drive, MailSlot: t.MailSlot, State: string(t.State), MarkedFull: t.MarkedFull, UsedBytes: t.Used,
-		CapacityBytes: t.Capacity, EarlyWarningBytes: t.EarlyWarning, Files: t.Files, Generation: t.Generation,
-		Savesets: []int64{}, Error: t.Error}
-	out.Savesets = append(out.Savesets, t.Savesets...)
-	return out
-}
+// tapeJSON is a tape in `tape list --json` (api.Tape, the wire type).
+type tapeJSON = api.Tape
 
 // erasedJSON is `tape erase --json`: the tape as it now is, and the
 // savesets the erase expired.
@@ -355,27 +327,10 @@ func tapeJSONOf(env *engine.Env, barcode string) (tapeJSON, error) {
 	}
 	for _, t := range tapes {
 		if t.Barcode == barcode {
-			return toTapeJSON(t), nil
+			return service.Tape(t), nil
 		}
 	}
 	return tapeJSON{}, fmt.Errorf("tape %s: %w", barcode, catalog.ErrNotFound)
-}
-
-// printTapesJSON prints the tape list rows of the tapes a verb changed: one
-// object for one barcode argument, a list for tape add.
-func printTapesJSON(cmd *cobra.Command, env *engine.Env, barcodes ...string) error {
-	out := []tapeJSON{}
-	for _, bc := range barcodes {
-		t, err := tapeJSONOf(env, bc)
-		if err != nil {
-			return err
-		}
-		out = append(out, t)
-	}
-	if cmd.Name() != "add" && len(out) == 1 {
-		return printJSON(cmd.OutOrStdout(), out[0])
-	}
-	return printJSON(cmd.OutOrStdout(), out)
 }
 
 // recipeOut is `saveset recipe --json`.
@@ -411,33 +366,4 @@ func toPolicyJSON(p *catalog.Policy) policyJSON {
 		IncrCron: p.IncrCron, Zone: p.Zone, KeepGenerations: p.KeepGenerations, KeepDays: p.KeepDays, Library: p.Library,
 		Pool: p.Pool, Verify: p.Verify, BWLimitKBps: units.KBps(float64(p.BWLimit)), Compress: p.Compress, CopyTo: p.CopyTo,
 		Created: p.Created, LastRun: timeOrNil(p.LastRun), LastSlot: timeOrNil(p.LastSlot)}
-}
-
-// tapeFileJSON is one tape file in `tape show --json`.
-type tapeFileJSON struct {
-	Number         int       `json:"number"` // 1-based
-	Status         string    `json:"status"`
-	Bytes          int64     `json:"bytes"`
-	Blocks         int64     `json:"blocks"`
-	BlockSizeBytes int       `json:"block_size_bytes"`
-	CRCTable       uint32    `json:"crc_table"` // CRC-32C over the block checksum table
-	Written        time.Time `json:"written"`
-	Tag            string    `json:"tag"`
-}
-
-// tapeShowJSON is `tape show --json`. The label is printed as it is on
-// the medium (docs/design.md, "Tape label").
-type tapeShowJSON struct {
-	Label     tape.Label     `json:"label"`
-	Files     []tapeFileJSON `json:"files"`
-	UsedBytes int64          `json:"used_bytes"`
-}
-
-func toTapeShowJSON(l tape.Label, files []tape.FileInfo, used int64) tapeShowJSON {
-	out := tapeShowJSON{Label: l, Files: []tapeFileJSON{}, UsedBytes: used}
-	for _, f := range files {
-		out.Files = append(out.Files, tapeFileJSON{Number: f.Number, Status: string(f.Status), Bytes: f.Bytes, Blocks: f.Blocks,
-			BlockSizeBytes: f.BlockSize, CRCTable: f.CRCTable, Written: f.Written, Tag: f.Tag})
-	}
-	return out
 }

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/tape"
@@ -17,31 +21,24 @@ func init() { commands = append(commands, newTapeCmd) }
 func newTapeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tape",
-		Short: "Virtual tapes: list, show, add, export, import, erase, scan",
+		Short: "Virtual tapes: list, show, add, label, export, import, load, unload, erase, scan",
 	}
 	var (
-		vtl      string
-		listJSON bool
+		vtl, listPool string
+		listJSON      bool
 	)
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List tapes: barcode, location, state, used/capacity, tape files, savesets",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				if _, err := env.OpenLibrary(vtl); err != nil && vtl == "" {
-					return err
-				}
-				tapes, err := env.Tapes(vtl)
+			return withService(cmd, g, func(svc api.Service) error {
+				tapes, err := svc.Tapes(cmdContext(cmd), api.TapeQuery{Library: vtl, Pool: listPool})
 				if err != nil {
 					return err
 				}
 				if listJSON {
-					out := []tapeJSON{}
-					for _, t := range tapes {
-						out = append(out, toTapeJSON(t))
-					}
-					return printJSON(cmd.OutOrStdout(), out)
+					return printJSON(cmd.OutOrStdout(), tapes)
 				}
 				tw := table(cmd.OutOrStdout())
 				fmt.Fprintln(tw, "BARCODE\tLIBRARY\tPOOL\tLOCATION\tSTATE\tUSED\tCAPACITY\tFILES\tSAVESETS")
@@ -50,18 +47,19 @@ func newTapeCmd(g *globals) *cobra.Command {
 					for _, id := range t.Savesets {
 						ids = append(ids, fmt.Sprint(id))
 					}
-					state := string(t.State)
+					state := t.State
 					if t.Error != "" {
 						state += " (" + t.Error + ")"
 					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", t.Barcode, t.Library, orDash(t.Pool, "scratch"), t.Location, state,
-						units.FormatSize(t.Used), units.FormatSize(t.Capacity), t.Files, dash(strings.Join(ids, ",")))
+						units.FormatSize(t.UsedBytes), units.FormatSize(t.CapacityBytes), t.Files, dash(strings.Join(ids, ",")))
 				}
 				return tw.Flush()
 			})
 		},
 	}
 	list.Flags().StringVar(&vtl, "vtl", "", "only this library")
+	list.Flags().StringVar(&listPool, "pool", "", "only this tape pool (scratch: the scratch pool)")
 	list.Flags().BoolVar(&listJSON, "json", false, "print as JSON")
 
 	var showJSON bool
@@ -70,24 +68,18 @@ func newTapeCmd(g *globals) *cobra.Command {
 		Short: "Draw a tape's layout: label, tape files, blocks, checksums, filemarks, end of data",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				lib, err := env.LibraryOfTape(args[0])
+			return withService(cmd, g, func(svc api.Service) error {
+				l, err := svc.TapeLayout(cmdContext(cmd), args[0])
 				if err != nil {
 					return err
 				}
-				t, err := lib.OpenTape(args[0])
-				if err != nil {
-					return err
-				}
-				defer t.Close()
 				if showJSON {
-					files, err := t.Files()
-					if err != nil {
-						return err
+					if l.FilesError != "" {
+						return errors.New(l.FilesError)
 					}
-					return printJSON(cmd.OutOrStdout(), toTapeShowJSON(t.Label(), files, t.Used()))
+					return printJSON(cmd.OutOrStdout(), l)
 				}
-				return tape.Describe(cmd.OutOrStdout(), t)
+				return describeTape(cmd.OutOrStdout(), l)
 			})
 		},
 	}
@@ -103,13 +95,21 @@ func newTapeCmd(g *globals) *cobra.Command {
 			if count <= 0 {
 				return usageErrorf("--count must be at least 1")
 			}
-			return withEnv(g, func(env *engine.Env) error {
-				codes, err := env.AddTapes(vtl, count)
+			lib := vtl
+			if lib == "" {
+				lib = engine.DefaultLibrary
+			}
+			return withService(cmd, g, func(svc api.Service) error {
+				tapes, err := svc.AddTapes(cmdContext(cmd), lib, api.TapeAdd{Count: count})
 				if err != nil {
 					return err
 				}
 				if addJSON {
-					return printTapesJSON(cmd, env, codes...)
+					return printJSON(cmd.OutOrStdout(), tapes)
+				}
+				var codes []string
+				for _, t := range tapes {
+					codes = append(codes, t.Barcode)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Added %s\n", strings.Join(codes, ", "))
 				return nil
@@ -120,24 +120,21 @@ func newTapeCmd(g *globals) *cobra.Command {
 	intVar(add.Flags(), &count, "count", 1, 1, library.MaxSlots, "how many tapes")
 	add.Flags().BoolVar(&addJSON, "json", false, "print the new tapes as JSON (as tape list does)")
 
-	// move runs one library move on the tape's library and says where it went.
-	move := func(use, short, done string, op func(lib *library.Library, barcode string) error) *cobra.Command {
+	// move runs one move of a tape and says where it went.
+	move := func(use, short string, done func(t *api.Tape) string, op func(ctx context.Context, svc api.Service, barcode string) (*api.Tape, error)) *cobra.Command {
 		var asJSON bool
 		c := &cobra.Command{
-			Use: use + " BARCODE", Short: short, Args: cobra.ExactArgs(1),
+			Use: use, Short: short, Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				return withEnv(g, func(env *engine.Env) error {
-					lib, err := env.LibraryOfTape(args[0])
+				return withService(cmd, g, func(svc api.Service) error {
+					t, err := op(cmdContext(cmd), svc, args[0])
 					if err != nil {
 						return err
 					}
-					if err := op(lib, args[0]); err != nil {
-						return err
-					}
 					if asJSON {
-						return printTapesJSON(cmd, env, args[0])
+						return printJSON(cmd.OutOrStdout(), t)
 					}
-					fmt.Fprintf(cmd.OutOrStdout(), "Tape %s %s.\n", args[0], done)
+					fmt.Fprintf(cmd.OutOrStdout(), "Tape %s %s.\n", t.Barcode, done(t))
 					return nil
 				})
 			},
@@ -145,24 +142,41 @@ func newTapeCmd(g *globals) *cobra.Command {
 		c.Flags().BoolVar(&asJSON, "json", false, "print the tape as JSON (as tape list does)")
 		return c
 	}
-	export := move("export", "Move a tape to the mail slot: it goes offline", "is in the mail slot (offline)", (*library.Library).Export)
-	var impJSON bool
-	imp := &cobra.Command{
-		Use: "import BARCODE", Short: "Move a tape from the mail slot back into a free slot", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				if err := env.ImportTape(args[0]); err != nil {
-					return err
-				}
-				if impJSON {
-					return printTapesJSON(cmd, env, args[0])
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Tape %s is back in a slot.\n", args[0])
-				return nil
-			})
-		},
+	export := move("export BARCODE", "Move a tape to the mail slot: it goes offline",
+		func(*api.Tape) string { return "is in the mail slot (offline)" },
+		func(ctx context.Context, svc api.Service, bc string) (*api.Tape, error) {
+			return svc.ExportTape(ctx, bc)
+		})
+	imp := move("import BARCODE", "Move a tape from the mail slot back into a free slot",
+		func(*api.Tape) string { return "is back in a slot" },
+		func(ctx context.Context, svc api.Service, bc string) (*api.Tape, error) {
+			return svc.ImportTape(ctx, bc)
+		})
+	var pool string
+	label := move("label BARCODE", "Put a tape into a tape pool (scratch: back to scratch); refused while it holds unexpired savesets",
+		func(t *api.Tape) string { return "is in pool " + orDash(t.Pool, api.Scratch) },
+		func(ctx context.Context, svc api.Service, bc string) (*api.Tape, error) {
+			return svc.LabelTape(ctx, bc, api.TapeLabelRequest{Pool: pool})
+		})
+	label.Flags().StringVar(&pool, "pool", "", "the pool (scratch for the scratch pool)")
+	label.PreRunE = func(cmd *cobra.Command, args []string) error {
+		if pool == "" {
+			return usageErrorf("say which pool: --pool NAME (--pool %s returns the tape to scratch)", api.Scratch)
+		}
+		return nil
 	}
-	imp.Flags().BoolVar(&impJSON, "json", false, "print the tape as JSON (as tape list does)")
+	var drive int
+	load := move("load BARCODE", "Move a tape into a drive of its library (refused while a job holds the drive)",
+		func(t *api.Tape) string { return fmt.Sprintf("is in drive %d of library %s", t.Drive, t.Library) },
+		func(ctx context.Context, svc api.Service, bc string) (*api.Tape, error) {
+			return svc.LoadTape(ctx, bc, api.TapeLoad{Drive: drive})
+		})
+	intVar(load.Flags(), &drive, "drive", 1, 1, library.MaxDrives, "the drive, by its number in the tape's library")
+	unload := move("unload BARCODE", "Move a tape from its drive back to its home slot (refused while a job holds the drive)",
+		func(t *api.Tape) string { return "is back in " + t.Location },
+		func(ctx context.Context, svc api.Service, bc string) (*api.Tape, error) {
+			return svc.UnloadTape(ctx, bc)
+		})
 	var force, eraseJSON bool
 	erase := &cobra.Command{
 		Use:   "erase BARCODE",
@@ -239,6 +253,27 @@ folder (--dir, or "kura vtl register DIR"), then scan each tape.`,
 	scan.Flags().StringVar(&scanDir, "dir", "", "register the library in this folder first")
 	scan.Flags().BoolVar(&scanJSON, "json", false, "print as JSON")
 
-	cmd.AddCommand(list, show, add, export, imp, erase, scan)
+	cmd.AddCommand(list, show, add, label, export, imp, load, unload, erase, scan)
 	return cmd
+}
+
+// describeTape draws a tape's layout as `tape show` does (tape.Describe),
+// from what the service read off the tape.
+func describeTape(w io.Writer, l *api.TapeLayout) error {
+	lb := tape.Label{Version: l.Label.Version, Barcode: l.Label.Barcode, Library: l.Label.Library, BlockSize: l.Label.BlockSize,
+		Capacity: l.Label.Capacity, EarlyWarning: l.Label.EarlyWarning, Created: l.Label.Created, Labelled: l.Label.Labelled,
+		Generation: l.Label.Generation}
+	files := make([]tape.FileInfo, 0, len(l.Files))
+	for _, f := range l.Files {
+		files = append(files, tape.FileInfo{Number: f.Number, Status: tape.FileStatus(f.Status), Bytes: f.Bytes, Blocks: f.Blocks,
+			BlockSize: f.BlockSizeBytes, CRCTable: f.CRCTable, Written: f.Written, Tag: f.Tag})
+	}
+	var damage, ferr error
+	if l.LabelDamage != "" {
+		damage = errors.New(l.LabelDamage)
+	}
+	if l.FilesError != "" {
+		ferr = errors.New(l.FilesError)
+	}
+	return tape.DescribeLayout(w, lb, damage, files, ferr)
 }

@@ -365,7 +365,7 @@ func Missing(what, format string, args ...any) error {
 func (e *Env) LibraryOfTape(barcode string) (*library.Library, error) {
 	name, err := e.Catalog.TapeLibrary(barcode)
 	if errors.Is(err, catalog.ErrNotFound) {
-		return nil, NotFound("no tape %s (see `kura tape list`)", barcode)
+		return nil, Missing("tape", "no tape %s", barcode)
 	}
 	if err != nil {
 		return nil, err

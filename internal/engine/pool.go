@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/library"
 )
@@ -52,4 +55,43 @@ func (e *Env) WritableTapes(lib *library.Library, pool string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// ErrTapeInUse: a tape holds unexpired savesets, so what it is for cannot
+// change (its pool) until they expire or it is erased.
+var ErrTapeInUse = errors.New("tape holds unexpired savesets")
+
+// LabelTape puts a tape into a pool (catalog.ScratchPool returns it to
+// scratch): a backup for that pool may then take it, and no other. A tape
+// that holds unexpired savesets stays in its pool (ErrTapeInUse); putting
+// a tape into the pool it is in changes nothing.
+func (e *Env) LabelTape(barcode, pool string) error {
+	if _, err := e.LibraryOfTape(barcode); err != nil {
+		return err
+	}
+	cur, err := e.Catalog.TapePool(barcode)
+	if err != nil || cur == pool {
+		return err
+	}
+	live, err := e.liveSavesets("", barcode)
+	if err != nil {
+		return err
+	}
+	if len(live) > 0 {
+		ids := make([]int64, 0, len(live))
+		for _, s := range live {
+			ids = append(ids, s.ID)
+		}
+		return fmt.Errorf("tape %s holds unexpired savesets %v of pool %s: %w; it stays in its pool until they expire or it is erased",
+			barcode, ids, poolName(cur), ErrTapeInUse)
+	}
+	return e.Catalog.SetTapePool(barcode, pool)
+}
+
+// poolName is a pool's name as the CLI prints it.
+func poolName(pool string) string {
+	if pool == catalog.ScratchPool {
+		return "scratch"
+	}
+	return pool
 }

@@ -145,6 +145,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, env: env, log: slog.New(slog.NewTextHandler(opts.Log, nil)),
 		svc: service.New(env), started: opts.Clock.Now(), running: map[int64]*runningJob{}}
+	s.svc.DriveJob = s.driveJob // load/unload name the job that holds a drive
 	fail := func(err error) (*Server, error) { env.Close(); return nil, err }
 	for _, w := range env.ExposedFolders() {
 		s.log.Warn(w)
@@ -339,7 +340,7 @@ func (s *Server) routes() []route {
 		agent("POST", "/agent/jobs/{id}/result", s.agentResult),
 	}
 	// The admin resources of the service layer, one group per file.
-	for _, group := range [][]route{s.libraryRoutes()} {
+	for _, group := range [][]route{s.libraryRoutes(), s.tapeRoutes()} {
 		rs = append(rs, group...)
 	}
 	return rs

@@ -24,6 +24,11 @@ import (
 // Local is api.Service on an open Kura home.
 type Local struct {
 	env *engine.Env
+	// DriveJob, when set, names the job of this process that holds drive
+	// n of library lib, or returns 0; the server sets it to its running
+	// jobs. Admin actions on a drive (load, unload) refuse a held drive
+	// and name the job.
+	DriveJob func(lib string, n int) int64
 }
 
 var _ api.Service = (*Local)(nil)
@@ -65,7 +70,8 @@ func Err(err error) error {
 		return api.Wrap(api.CodeBadRequest, "", err)
 	case errors.Is(err, catalog.ErrExists), errors.Is(err, library.ErrExists), errors.Is(err, library.ErrNotEmpty),
 		errors.Is(err, library.ErrDriveBusy), errors.Is(err, library.ErrExported), errors.Is(err, library.ErrNotExported),
-		errors.Is(err, library.ErrNoFreeSlot), errors.Is(err, library.ErrMailSlotsFull):
+		errors.Is(err, library.ErrNoFreeSlot), errors.Is(err, library.ErrMailSlotsFull), errors.Is(err, ErrNotLoaded),
+		errors.Is(err, engine.ErrTapeInUse):
 		return api.Wrap(api.CodeConflict, "", err)
 	}
 	return api.Wrap(api.CodeInternal, "", err)

@@ -24,8 +24,14 @@ import (
 //	├── filemark
 //	└── end of data: used 1.00 MiB (1048576 bytes) of 10.0 GiB (0.0%)
 func Describe(w io.Writer, t *Tape) error {
-	l := t.Label()
 	files, ferr := t.Files()
+	return DescribeLayout(w, t.Label(), t.LabelDamage(), files, ferr)
+}
+
+// DescribeLayout draws what Describe draws from what was read off a tape:
+// its label, what is wrong with a copy of the label (nil: nothing), its
+// tape files and why the files stop where they do (nil: end of data).
+func DescribeLayout(w io.Writer, l Label, damage error, files []FileInfo, ferr error) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tape %s\n", l.Barcode)
 	node := func(last bool, format string, a ...any) {
@@ -46,8 +52,8 @@ func Describe(w io.Writer, t *Tape) error {
 	}
 	node(false, "label")
 	kv := [][2]string{}
-	if d := t.LabelDamage(); d != nil {
-		kv = append(kv, [2]string{"DAMAGED", d.Error()})
+	if damage != nil {
+		kv = append(kv, [2]string{"DAMAGED", damage.Error()})
 	}
 	leaves(append(kv, [][2]string{
 		{"barcode", l.Barcode},
