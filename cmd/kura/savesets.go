@@ -3,11 +3,10 @@ package main
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/units"
 )
@@ -16,38 +15,25 @@ func init() { commands = append(commands, newSavesetsCmd, newSavesetCmd) }
 
 func newSavesetsCmd(g *globals) *cobra.Command {
 	var (
-		f             catalog.SavesetFilter
-		selection, st string
-		asJSON, why   bool
+		q           api.SavesetQuery
+		asJSON, why bool
 	)
 	cmd := &cobra.Command{
 		Use:   "savesets",
 		Short: "List savesets: what was backed up, when, at which level, on which tapes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				if selection != "" {
-					f.Selections = []string{selection}
+			return withService(cmd, g, func(svc api.Service) error {
+				q.Client = g.client
+				if why {
+					return printWhy(cmd, svc, q, asJSON)
 				}
-				if st != "" {
-					f.Statuses = []string{st}
-				}
-				if g.client != "" {
-					f.Clients = []string{g.client}
-				}
-				sets, err := env.Catalog.Savesets(f)
+				sets, err := svc.Savesets(cmdContext(cmd), q)
 				if err != nil {
 					return err
 				}
-				if why {
-					return printWhy(cmd, env, sets, asJSON)
-				}
 				if asJSON {
-					out := []savesetJSON{}
-					for _, s := range sets {
-						out = append(out, toSavesetJSON(s))
-					}
-					return printJSON(cmd.OutOrStdout(), out)
+					return printJSON(cmd.OutOrStdout(), sets)
 				}
 				tw := table(cmd.OutOrStdout())
 				fmt.Fprintln(tw, "ID\tCREATED\tLEVEL\tBASE\tSTATUS\tFILES\tSOURCE\tMEDIA\tRATIO\tTAPES\tSELECTION")
@@ -64,36 +50,22 @@ func newSavesetsCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&selection, "selection", "", "only savesets of this selection")
-	cmd.Flags().StringVar(&f.Barcode, "tape", "", "only savesets on this tape")
-	cmd.Flags().StringVar(&st, "status", "", "only savesets in this state (complete, running, failed, incomplete)")
+	cmd.Flags().StringVar(&q.Selection, "selection", "", "only savesets of this selection")
+	cmd.Flags().StringVar(&q.Tape, "tape", "", "only savesets on this tape")
+	cmd.Flags().StringVar(&q.Status, "status", "", "only savesets in this state (complete, running, failed, incomplete)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	cmd.Flags().BoolVar(&why, "why", false, "say for each saveset whether retention keeps or expires it, and which rule decided")
 	return cmd
 }
 
 // printWhy prints retention's decision on each saveset.
-func printWhy(cmd *cobra.Command, env *engine.Env, sets []*catalog.Saveset, asJSON bool) error {
-	decisions, err := env.Retention(time.Now())
+func printWhy(cmd *cobra.Command, svc api.Service, q api.SavesetQuery, asJSON bool) error {
+	out, err := svc.Retention(cmdContext(cmd), q)
 	if err != nil {
 		return err
 	}
-	byID := map[int64]engine.SavesetDecision{}
-	for _, d := range decisions {
-		byID[d.ID] = d
-	}
-	var out []engine.SavesetDecision
-	for _, s := range sets {
-		if d, ok := byID[s.ID]; ok {
-			out = append(out, d)
-		}
-	}
 	if asJSON {
-		js := []decisionJSON{}
-		for _, d := range out {
-			js = append(js, toDecisionJSON(d))
-		}
-		return printJSON(cmd.OutOrStdout(), js)
+		return printJSON(cmd.OutOrStdout(), out)
 	}
 	tw := table(cmd.OutOrStdout())
 	fmt.Fprintln(tw, "ID\tCREATED\tLEVEL\tPOLICY\tGEN\tVERDICT\tRULE\tWHY")
@@ -101,7 +73,7 @@ func printWhy(cmd *cobra.Command, env *engine.Env, sets []*catalog.Saveset, asJS
 		verdict := "keep"
 		if !d.Keep {
 			verdict = "expire"
-			if d.Rule == "already-expired" {
+			if d.Rule == engine.RuleAlreadyExpiry {
 				verdict = "expired"
 			}
 		}
@@ -134,15 +106,15 @@ an incremental, run the recipes of its chain from the full backup on.`,
 			if err != nil {
 				return err
 			}
-			return withEnv(g, func(env *engine.Env) error {
-				r, err := env.Recipe(id)
+			return withService(cmd, g, func(svc api.Service) error {
+				r, err := svc.Recipe(cmdContext(cmd), id)
 				if err != nil {
 					return err
 				}
 				if recipeJSON {
-					return printJSON(cmd.OutOrStdout(), recipeOut{SavesetID: id, Recipe: r})
+					return printJSON(cmd.OutOrStdout(), r)
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), r)
+				fmt.Fprintln(cmd.OutOrStdout(), r.Recipe)
 				return nil
 			})
 		},
