@@ -133,6 +133,7 @@ type listing struct {
 	tw        *tabwriter.Writer
 	asJSON    bool
 	n         int // JSON elements written
+	pages     int // pages printed
 	err       error
 	skipped   []engine.Skipped
 }
@@ -182,6 +183,7 @@ func (l *listing) flush() error {
 	if l.err != nil {
 		return l.err
 	}
+	l.pages++
 	if l.asJSON {
 		return nil
 	}
@@ -205,11 +207,12 @@ func (l *listing) end() error {
 	return warnings(engine.SkippedErr(l.skipped))
 }
 
-// fail ends a listing that broke off: what was printed stays, and err
-// says why it stopped.
+// fail ends a listing that broke off: the pages printed stay (nothing is
+// printed when the first page fails, as before paging), and err says why
+// it stopped.
 func (l *listing) fail(err error) error {
-	if l.n > 0 || !l.asJSON {
-		_ = l.flush()
+	if l.pages > 0 && !l.asJSON {
+		_ = l.tw.Flush()
 	}
 	return err
 }
