@@ -47,6 +47,9 @@ func TestSavesetVerbsSameThroughServerAndLocally(t *testing.T) {
 		{[]string{"savesets", "--status", "complete", "--selection", "nothing"}, 0},
 		{[]string{"savesets", "--why"}, 0},
 		{[]string{"savesets", "--why", "--json"}, 0},
+		{[]string{"saveset", "show", id}, 0},
+		{[]string{"saveset", "show", "--json", id}, 0},
+		{[]string{"saveset", "show", "999"}, exitUsage},
 		{[]string{"saveset", "recipe", id}, 0},
 		{[]string{"saveset", "recipe", "--json", id}, 0},
 		{[]string{"saveset", "recipe", "999"}, exitUsage},
@@ -73,6 +76,13 @@ func TestSavesetVerbsSameThroughServerAndLocally(t *testing.T) {
 	}
 	if r := admin.expect(exitUsage, "selection", "show", "nosel"); !strings.Contains(r.stderr, "(see `kura selection list`)") {
 		t.Errorf("no hint where to look:\n%s", r)
+	}
+	var shown api.SavesetInfo
+	if admin.json(0, &shown, "saveset", "show", "--json", id); itoa64(shown.ID) != id || shown.Status != "complete" || len(shown.Tapes) != 1 {
+		t.Errorf("saveset show --json: %+v", shown)
+	}
+	if r := admin.ok("saveset", "show", id); !strings.Contains(r.stdout, "Status     complete") || !strings.Contains(r.stdout, "Path       "+src) {
+		t.Errorf("saveset show:\n%s", r)
 	}
 	admin.ok("selection", "rm", "more")
 	if r := local.ok("selection", "list"); strings.Contains(r.stdout, "more") {

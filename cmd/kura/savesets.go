@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -90,8 +91,33 @@ func printWhy(cmd *cobra.Command, svc api.Service, q api.SavesetQuery, asJSON bo
 func newSavesetCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "saveset",
-		Short: "One saveset: its restore recipe",
+		Short: "One saveset: its record, its restore recipe",
 	}
+	var showJSON bool
+	show := &cobra.Command{
+		Use:   "show SAVESET",
+		Short: "Show a saveset: what, when, its figures, its tapes and copies",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0], "SAVESET")
+			if err != nil {
+				return err
+			}
+			return withService(cmd, g, func(svc api.Service) error {
+				s, err := svc.Saveset(cmdContext(cmd), id)
+				if err != nil {
+					return err
+				}
+				if showJSON {
+					return printJSON(cmd.OutOrStdout(), s)
+				}
+				printSaveset(cmd.OutOrStdout(), s)
+				return nil
+			})
+		},
+	}
+	show.Flags().BoolVar(&showJSON, "json", false, "print as JSON (an item of savesets --json)")
+	cmd.AddCommand(show)
 	var recipeJSON bool
 	recipe := &cobra.Command{
 		Use:   "recipe SAVESET",
@@ -122,4 +148,49 @@ an incremental, run the recipes of its chain from the full backup on.`,
 	recipe.Flags().BoolVar(&recipeJSON, "json", false, "print the saveset ID and the pipeline as JSON")
 	cmd.AddCommand(recipe)
 	return cmd
+}
+
+// printSaveset prints one saveset as `saveset show` does.
+func printSaveset(w io.Writer, s *api.SavesetInfo) {
+	parts := func(ps []api.Part) string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, fmt.Sprintf("%s:%d (%s)", p.Barcode, p.File, units.FormatSize(p.Bytes)))
+		}
+		return dash(strings.Join(out, ", "))
+	}
+	tw := table(w)
+	fmt.Fprintf(tw, "Saveset\t%d\n", s.ID)
+	fmt.Fprintf(tw, "Level\t%s (base %s)\n", s.Level, idOrDash(s.BaseID))
+	status := s.Status
+	if s.Expired {
+		status += ", expired: " + dash(s.ExpireReason)
+	}
+	fmt.Fprintf(tw, "Status\t%s\n", status)
+	fmt.Fprintf(tw, "Client\t%s\n", dash(s.Client))
+	fmt.Fprintf(tw, "Selection\t%s\n", s.Selection)
+	fmt.Fprintf(tw, "Policy\t%s\n", dash(s.Policy))
+	fmt.Fprintf(tw, "Job\t%d\n", s.JobID)
+	fmt.Fprintf(tw, "Created\t%s\n", s.Created.Local().Format("2006-01-02 15:04:05"))
+	if s.Finished != nil {
+		fmt.Fprintf(tw, "Finished\t%s\n", s.Finished.Local().Format("2006-01-02 15:04:05"))
+	}
+	fmt.Fprintf(tw, "Files\t%s\n", units.Thousands(s.Files))
+	fmt.Fprintf(tw, "Source\t%s\n", units.FormatSize(s.SourceBytes))
+	fmt.Fprintf(tw, "Media\t%s (ratio %s, codec %s)\n", units.FormatSize(s.MediaBytes), s.RatioText, dash(s.Codec))
+	fmt.Fprintf(tw, "Library\t%s\n", s.Library)
+	fmt.Fprintf(tw, "Parts\t%s\n", parts(s.Parts))
+	if s.IndexPart != nil {
+		fmt.Fprintf(tw, "Index\t%s, %s entries\n", parts([]api.Part{*s.IndexPart}), units.Thousands(s.IndexEntries))
+	}
+	for _, c := range s.Copies {
+		fmt.Fprintf(tw, "Copy %d\t%s in library %s, made %s\n", c.Copy, parts(c.Parts), c.Library, c.Created.Local().Format("2006-01-02 15:04:05"))
+	}
+	if s.Label != "" {
+		fmt.Fprintf(tw, "Label\t%q\n", s.Label)
+	}
+	for _, p := range s.Paths {
+		fmt.Fprintf(tw, "Path\t%s\n", p)
+	}
+	tw.Flush()
 }

@@ -10,6 +10,8 @@ type SavesetService interface {
 	// Savesets lists the savesets the query keeps, oldest first, whatever
 	// their status (expired ones included).
 	Savesets(ctx context.Context, q SavesetQuery) ([]SavesetInfo, error)
+	// Saveset is one saveset.
+	Saveset(ctx context.Context, id int64) (*SavesetInfo, error)
 	// Retention says for each saveset the query keeps whether retention
 	// keeps or expires it now, and which rule decided.
 	Retention(ctx context.Context, q SavesetQuery) ([]RetentionDecision, error)

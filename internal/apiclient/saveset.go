@@ -38,6 +38,10 @@ func (c *Client) Savesets(ctx context.Context, q api.SavesetQuery) ([]api.Savese
 	return get[[]api.SavesetInfo](c, ctx, "/savesets"+savesetQuery(q))
 }
 
+func (c *Client) Saveset(ctx context.Context, id int64) (*api.SavesetInfo, error) {
+	return get[*api.SavesetInfo](c, ctx, fmt.Sprintf("/savesets/%d", id))
+}
+
 func (c *Client) Retention(ctx context.Context, q api.SavesetQuery) ([]api.RetentionDecision, error) {
 	return get[[]api.RetentionDecision](c, ctx, "/savesets/retention"+savesetQuery(q))
 }

@@ -46,6 +46,13 @@ func (s *Server) savesetRoutes() []route {
 			q := r.URL.Query()
 			return s.svc.Find(r.Context(), api.FindQuery{Pattern: q.Get("pattern"), Cursor: q.Get("cursor"), Limit: n})
 		}),
+		call("GET", "/savesets/{id}", http.StatusOK, func(r *http.Request) (any, error) {
+			id, err := pathID(r, "id")
+			if err != nil {
+				return nil, err
+			}
+			return s.svc.Saveset(r.Context(), id)
+		}),
 		call("GET", "/savesets/{id}/recipe", http.StatusOK, func(r *http.Request) (any, error) {
 			id, err := pathID(r, "id")
 			if err != nil {

@@ -48,14 +48,15 @@ func TestSavesetAndSelectionRequestsValidated(t *testing.T) {
 	}
 
 	for what, call := range map[string]func() error{
-		"saveset": func() error { _, err := r.admin.Entries(ctx, api.EntriesQuery{SavesetID: 99}); return err },
-		"recipe":  func() error { _, err := r.admin.Recipe(ctx, 99); return err },
-		"show":    func() error { _, err := r.admin.Selection(ctx, "", "nosel"); return err },
-		"rm":      func() error { return r.admin.RemoveSelection(ctx, "c1", "nosel") },
+		"saveset":      func() error { _, err := r.admin.Entries(ctx, api.EntriesQuery{SavesetID: 99}); return err },
+		"recipe":       func() error { _, err := r.admin.Recipe(ctx, 99); return err },
+		"saveset show": func() error { _, err := r.admin.Saveset(ctx, 99); return err },
+		"show":         func() error { _, err := r.admin.Selection(ctx, "", "nosel"); return err },
+		"rm":           func() error { return r.admin.RemoveSelection(ctx, "c1", "nosel") },
 	} {
 		err := call()
 		wantCode(t, what, err, api.CodeNotFound)
-		kind := map[bool]string{true: "saveset", false: "selection"}[what == "saveset" || what == "recipe"]
+		kind := map[bool]string{true: "saveset", false: "selection"}[what != "show" && what != "rm"]
 		if ae := (*api.Error)(nil); !errors.As(err, &ae) || ae.Field != kind {
 			t.Errorf("%s: %v does not name the kind %q", what, err, kind)
 		}

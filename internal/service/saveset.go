@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -132,6 +133,18 @@ func (l *Local) Savesets(ctx context.Context, q api.SavesetQuery) ([]api.Saveset
 		out = append(out, SavesetInfo(s))
 	}
 	return out, nil
+}
+
+func (l *Local) Saveset(ctx context.Context, id int64) (*api.SavesetInfo, error) {
+	s, err := l.env.Catalog.Saveset(id)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return nil, Err(engine.Missing("saveset", "no saveset %d", id))
+	}
+	if err != nil {
+		return nil, Err(err)
+	}
+	out := SavesetInfo(s)
+	return &out, nil
 }
 
 func (l *Local) Retention(ctx context.Context, q api.SavesetQuery) ([]api.RetentionDecision, error) {
