@@ -159,110 +159,10 @@ func toJobJSON(j *catalog.Job, withLog bool) jobJSON {
 	return out
 }
 
-// partJSON is one tape file of a saveset.
-type partJSON struct {
-	Barcode string `json:"barcode"`
-	File    int    `json:"file"`
-	Bytes   int64  `json:"bytes"`
-}
-
-// copyJSON is a further copy of a saveset (kura copy).
-type copyJSON struct {
-	Copy      int        `json:"copy"`
-	Library   string     `json:"library"`
-	Created   time.Time  `json:"created"`
-	Parts     []partJSON `json:"parts"`
-	IndexPart *partJSON  `json:"index_part,omitempty"`
-}
-
-// savesetJSON is a saveset in `savesets --json`.
-type savesetJSON struct {
-	ID           int64      `json:"id"`
-	JobID        int64      `json:"job_id"`
-	Client       string     `json:"client"`
-	Selection    string     `json:"selection"`
-	Policy       string     `json:"policy"`
-	Level        string     `json:"level"`
-	BaseID       int64      `json:"base_id"`
-	Status       string     `json:"status"`
-	Created      time.Time  `json:"created"`
-	Finished     *time.Time `json:"finished,omitempty"`
-	Paths        []string   `json:"paths"`
-	Label        string     `json:"label"`
-	Files        int64      `json:"files"`
-	SourceBytes  int64      `json:"source_bytes"`
-	MediaBytes   int64      `json:"media_bytes"`
-	Ratio        float64    `json:"ratio"`
-	RatioText    string     `json:"ratio_text"`
-	Codec        string     `json:"codec"`
-	Library      string     `json:"library"`
-	Tapes        []string   `json:"tapes"`
-	Parts        []partJSON `json:"parts"`
-	IndexPart    *partJSON  `json:"index_part,omitempty"`
-	IndexBytes   int64      `json:"index_bytes"`
-	IndexEntries int64      `json:"index_entries"`
-	Expired      bool       `json:"expired"`
-	ExpireReason string     `json:"expire_reason,omitempty"`
-	Copies       []copyJSON `json:"copies"`
-}
-
-func partsJSON(ps []catalog.Part) []partJSON {
-	out := []partJSON{}
-	for _, p := range ps {
-		out = append(out, partJSON{Barcode: p.Barcode, File: p.File, Bytes: p.Bytes})
-	}
-	return out
-}
-
-func indexPartJSON(p catalog.Part) *partJSON {
-	if p.Barcode == "" {
-		return nil
-	}
-	return &partJSON{Barcode: p.Barcode, File: p.File, Bytes: p.Bytes}
-}
-
-func toSavesetJSON(s *catalog.Saveset) savesetJSON {
-	out := savesetJSON{
-		ID: s.ID, JobID: s.JobID, Client: s.Client, Selection: s.Selection, Policy: s.Policy, Level: s.Level,
-		BaseID: s.BaseID, Status: s.Status, Created: s.Created, Finished: timeOrNil(s.Finished),
-		Paths: nonNil(s.Paths), Label: s.Label, Files: s.Files, SourceBytes: s.SourceBytes, MediaBytes: s.MediaBytes,
-		Codec: s.Codec, Library: s.Library, Tapes: []string{}, Parts: partsJSON(s.Parts), IndexPart: indexPartJSON(s.IndexPart),
-		IndexBytes: s.IndexBytes, IndexEntries: s.IndexEntries, Expired: s.Expired, ExpireReason: s.ExpireReason,
-		Copies: []copyJSON{},
-	}
-	out.Ratio, out.RatioText = ratioJSON(s.SourceBytes, s.MediaBytes)
-	seen := map[string]bool{}
-	for _, p := range s.Parts {
-		if !seen[p.Barcode] {
-			seen[p.Barcode] = true
-			out.Tapes = append(out.Tapes, p.Barcode)
-		}
-	}
-	for _, c := range s.Copies {
-		out.Copies = append(out.Copies, copyJSON{Copy: c.Copy, Library: c.Library, Created: c.Created,
-			Parts: partsJSON(c.Parts), IndexPart: indexPartJSON(c.IndexPart)})
-	}
-	return out
-}
-
 // decisionJSON is retention's verdict on a saveset (`savesets --why --json`).
-type decisionJSON struct {
-	ID         int64     `json:"id"`
-	Keep       bool      `json:"keep"`
-	Rule       string    `json:"rule"`
-	Reason     string    `json:"reason"`
-	Generation int       `json:"generation"`
-	Policy     string    `json:"policy"`
-	Client     string    `json:"client"`
-	Level      string    `json:"level"`
-	Status     string    `json:"status"`
-	Created    time.Time `json:"created"`
-}
+type decisionJSON = api.RetentionDecision
 
-func toDecisionJSON(d engine.SavesetDecision) decisionJSON {
-	return decisionJSON{ID: d.ID, Keep: d.Keep, Rule: d.Rule, Reason: d.Reason, Generation: d.Generation,
-		Policy: d.Policy, Client: d.Client, Level: d.Level, Status: d.Status, Created: d.Created}
-}
+func toDecisionJSON(d engine.SavesetDecision) decisionJSON { return service.Decision(d) }
 
 // pruneJSON is `kura prune --json`.
 type pruneJSON struct {
@@ -334,10 +234,7 @@ func tapeJSONOf(env *engine.Env, barcode string) (tapeJSON, error) {
 }
 
 // recipeOut is `saveset recipe --json`.
-type recipeOut struct {
-	SavesetID int64  `json:"saveset_id"`
-	Recipe    string `json:"recipe"` // the shell pipeline
-}
+type recipeOut = api.Recipe
 
 // policyJSON is a policy (`policy list/show/create/edit --json`).
 type policyJSON struct {

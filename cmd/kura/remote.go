@@ -118,7 +118,7 @@ func (g *globals) noServer() error {
 }
 
 // consoleVerbs run on the server as they are when a server is configured.
-var consoleVerbs = []string{"tape erase", "tape scan", "selection", "savesets", "saveset", "ls", "find",
+var consoleVerbs = []string{"tape erase", "tape scan",
 	"jobs list", "jobs show", "verify", "copy", "plan", "policy create", "policy edit", "policy list", "policy show", "policy rm", "prune",
 	"catalog backup", "catalog list"}
 

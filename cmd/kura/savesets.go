@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/units"
 )
@@ -16,38 +16,25 @@ func init() { commands = append(commands, newSavesetsCmd, newSavesetCmd) }
 
 func newSavesetsCmd(g *globals) *cobra.Command {
 	var (
-		f             catalog.SavesetFilter
-		selection, st string
-		asJSON, why   bool
+		q           api.SavesetQuery
+		asJSON, why bool
 	)
 	cmd := &cobra.Command{
 		Use:   "savesets",
 		Short: "List savesets: what was backed up, when, at which level, on which tapes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				if selection != "" {
-					f.Selections = []string{selection}
+			return withService(cmd, g, func(svc api.Service) error {
+				q.Client = g.client
+				if why {
+					return printWhy(cmd, svc, q, asJSON)
 				}
-				if st != "" {
-					f.Statuses = []string{st}
-				}
-				if g.client != "" {
-					f.Clients = []string{g.client}
-				}
-				sets, err := env.Catalog.Savesets(f)
+				sets, err := svc.Savesets(cmdContext(cmd), q)
 				if err != nil {
 					return err
 				}
-				if why {
-					return printWhy(cmd, env, sets, asJSON)
-				}
 				if asJSON {
-					out := []savesetJSON{}
-					for _, s := range sets {
-						out = append(out, toSavesetJSON(s))
-					}
-					return printJSON(cmd.OutOrStdout(), out)
+					return printJSON(cmd.OutOrStdout(), sets)
 				}
 				tw := table(cmd.OutOrStdout())
 				fmt.Fprintln(tw, "ID\tCREATED\tLEVEL\tBASE\tSTATUS\tFILES\tSOURCE\tMEDIA\tRATIO\tTAPES\tSELECTION")
@@ -64,36 +51,22 @@ func newSavesetsCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&selection, "selection", "", "only savesets of this selection")
-	cmd.Flags().StringVar(&f.Barcode, "tape", "", "only savesets on this tape")
-	cmd.Flags().StringVar(&st, "status", "", "only savesets in this state (complete, running, failed, incomplete)")
+	cmd.Flags().StringVar(&q.Selection, "selection", "", "only savesets of this selection")
+	cmd.Flags().StringVar(&q.Tape, "tape", "", "only savesets on this tape")
+	cmd.Flags().StringVar(&q.Status, "status", "", "only savesets in this state (complete, running, failed, incomplete)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	cmd.Flags().BoolVar(&why, "why", false, "say for each saveset whether retention keeps or expires it, and which rule decided")
 	return cmd
 }
 
 // printWhy prints retention's decision on each saveset.
-func printWhy(cmd *cobra.Command, env *engine.Env, sets []*catalog.Saveset, asJSON bool) error {
-	decisions, err := env.Retention(time.Now())
+func printWhy(cmd *cobra.Command, svc api.Service, q api.SavesetQuery, asJSON bool) error {
+	out, err := svc.Retention(cmdContext(cmd), q)
 	if err != nil {
 		return err
 	}
-	byID := map[int64]engine.SavesetDecision{}
-	for _, d := range decisions {
-		byID[d.ID] = d
-	}
-	var out []engine.SavesetDecision
-	for _, s := range sets {
-		if d, ok := byID[s.ID]; ok {
-			out = append(out, d)
-		}
-	}
 	if asJSON {
-		js := []decisionJSON{}
-		for _, d := range out {
-			js = append(js, toDecisionJSON(d))
-		}
-		return printJSON(cmd.OutOrStdout(), js)
+		return printJSON(cmd.OutOrStdout(), out)
 	}
 	tw := table(cmd.OutOrStdout())
 	fmt.Fprintln(tw, "ID\tCREATED\tLEVEL\tPOLICY\tGEN\tVERDICT\tRULE\tWHY")
@@ -101,7 +74,7 @@ func printWhy(cmd *cobra.Command, env *engine.Env, sets []*catalog.Saveset, asJS
 		verdict := "keep"
 		if !d.Keep {
 			verdict = "expire"
-			if d.Rule == "already-expired" {
+			if d.Rule == engine.RuleAlreadyExpiry {
 				verdict = "expired"
 			}
 		}
@@ -118,8 +91,33 @@ func printWhy(cmd *cobra.Command, env *engine.Env, sets []*catalog.Saveset, asJS
 func newSavesetCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "saveset",
-		Short: "One saveset: its restore recipe",
+		Short: "One saveset: its record, its restore recipe",
 	}
+	var showJSON bool
+	show := &cobra.Command{
+		Use:   "show SAVESET",
+		Short: "Show a saveset: what, when, its figures, its tapes and copies",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0], "SAVESET")
+			if err != nil {
+				return err
+			}
+			return withService(cmd, g, func(svc api.Service) error {
+				s, err := svc.Saveset(cmdContext(cmd), id)
+				if err != nil {
+					return err
+				}
+				if showJSON {
+					return printJSON(cmd.OutOrStdout(), s)
+				}
+				printSaveset(cmd.OutOrStdout(), s)
+				return nil
+			})
+		},
+	}
+	show.Flags().BoolVar(&showJSON, "json", false, "print as JSON (an item of savesets --json)")
+	cmd.AddCommand(show)
 	var recipeJSON bool
 	recipe := &cobra.Command{
 		Use:   "recipe SAVESET",
@@ -134,15 +132,15 @@ an incremental, run the recipes of its chain from the full backup on.`,
 			if err != nil {
 				return err
 			}
-			return withEnv(g, func(env *engine.Env) error {
-				r, err := env.Recipe(id)
+			return withService(cmd, g, func(svc api.Service) error {
+				r, err := svc.Recipe(cmdContext(cmd), id)
 				if err != nil {
 					return err
 				}
 				if recipeJSON {
-					return printJSON(cmd.OutOrStdout(), recipeOut{SavesetID: id, Recipe: r})
+					return printJSON(cmd.OutOrStdout(), r)
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), r)
+				fmt.Fprintln(cmd.OutOrStdout(), r.Recipe)
 				return nil
 			})
 		},
@@ -150,4 +148,49 @@ an incremental, run the recipes of its chain from the full backup on.`,
 	recipe.Flags().BoolVar(&recipeJSON, "json", false, "print the saveset ID and the pipeline as JSON")
 	cmd.AddCommand(recipe)
 	return cmd
+}
+
+// printSaveset prints one saveset as `saveset show` does.
+func printSaveset(w io.Writer, s *api.SavesetInfo) {
+	parts := func(ps []api.Part) string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, fmt.Sprintf("%s:%d (%s)", p.Barcode, p.File, units.FormatSize(p.Bytes)))
+		}
+		return dash(strings.Join(out, ", "))
+	}
+	tw := table(w)
+	fmt.Fprintf(tw, "Saveset\t%d\n", s.ID)
+	fmt.Fprintf(tw, "Level\t%s (base %s)\n", s.Level, idOrDash(s.BaseID))
+	status := s.Status
+	if s.Expired {
+		status += ", expired: " + dash(s.ExpireReason)
+	}
+	fmt.Fprintf(tw, "Status\t%s\n", status)
+	fmt.Fprintf(tw, "Client\t%s\n", dash(s.Client))
+	fmt.Fprintf(tw, "Selection\t%s\n", s.Selection)
+	fmt.Fprintf(tw, "Policy\t%s\n", dash(s.Policy))
+	fmt.Fprintf(tw, "Job\t%d\n", s.JobID)
+	fmt.Fprintf(tw, "Created\t%s\n", s.Created.Local().Format("2006-01-02 15:04:05"))
+	if s.Finished != nil {
+		fmt.Fprintf(tw, "Finished\t%s\n", s.Finished.Local().Format("2006-01-02 15:04:05"))
+	}
+	fmt.Fprintf(tw, "Files\t%s\n", units.Thousands(s.Files))
+	fmt.Fprintf(tw, "Source\t%s\n", units.FormatSize(s.SourceBytes))
+	fmt.Fprintf(tw, "Media\t%s (ratio %s, codec %s)\n", units.FormatSize(s.MediaBytes), s.RatioText, dash(s.Codec))
+	fmt.Fprintf(tw, "Library\t%s\n", s.Library)
+	fmt.Fprintf(tw, "Parts\t%s\n", parts(s.Parts))
+	if s.IndexPart != nil {
+		fmt.Fprintf(tw, "Index\t%s, %s entries\n", parts([]api.Part{*s.IndexPart}), units.Thousands(s.IndexEntries))
+	}
+	for _, c := range s.Copies {
+		fmt.Fprintf(tw, "Copy %d\t%s in library %s, made %s\n", c.Copy, parts(c.Parts), c.Library, c.Created.Local().Format("2006-01-02 15:04:05"))
+	}
+	if s.Label != "" {
+		fmt.Fprintf(tw, "Label\t%q\n", s.Label)
+	}
+	for _, p := range s.Paths {
+		fmt.Fprintf(tw, "Path\t%s\n", p)
+	}
+	tw.Flush()
 }

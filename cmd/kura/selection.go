@@ -1,16 +1,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kura-backup/kura/internal/catalog"
-	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/walk"
 )
 
@@ -43,13 +40,13 @@ func newSelectionCmd(g *globals) *cobra.Command {
 				}
 				paths = append(paths, abs)
 			}
-			return withEnv(g, func(env *engine.Env) error {
-				s := catalog.Selection{Name: args[0], Client: env.Client, Paths: paths, Excludes: excludes, Created: time.Now()}
-				if err := env.Catalog.CreateSelection(s); err != nil {
-					return fmt.Errorf("selection %q: %w", args[0], err)
+			return withService(cmd, g, func(svc api.Service) error {
+				s, err := svc.CreateSelection(cmdContext(cmd), api.SelectionCreate{Name: args[0], Client: g.client, Paths: paths, Excludes: excludes})
+				if err != nil {
+					return err
 				}
 				if createJSON {
-					return printJSON(cmd.OutOrStdout(), selectionsJSON([]catalog.Selection{s})[0])
+					return printJSON(cmd.OutOrStdout(), s)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Selection %s: %s\n", args[0], strings.Join(paths, " "))
 				return nil
@@ -65,13 +62,13 @@ func newSelectionCmd(g *globals) *cobra.Command {
 		Short: "List selection sets",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				sels, err := env.Catalog.Selections(env.Client)
+			return withService(cmd, g, func(svc api.Service) error {
+				sels, err := svc.Selections(cmdContext(cmd), g.client)
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					return printJSON(cmd.OutOrStdout(), selectionsJSON(sels))
+					return printJSON(cmd.OutOrStdout(), sels)
 				}
 				tw := table(cmd.OutOrStdout())
 				fmt.Fprintln(tw, "NAME\tPATHS\tEXCLUDES")
@@ -90,16 +87,13 @@ func newSelectionCmd(g *globals) *cobra.Command {
 		Short: "Show a selection set",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				s, err := env.Catalog.Selection(env.Client, args[0])
-				if errors.Is(err, catalog.ErrNotFound) {
-					return engine.NotFound("no selection %q (see `kura selection list`)", args[0])
-				}
+			return withService(cmd, g, func(svc api.Service) error {
+				s, err := svc.Selection(cmdContext(cmd), g.client, args[0])
 				if err != nil {
-					return fmt.Errorf("selection %q: %w", args[0], err)
+					return err
 				}
 				if showJSON {
-					return printJSON(cmd.OutOrStdout(), selectionsJSON([]catalog.Selection{s})[0])
+					return printJSON(cmd.OutOrStdout(), s)
 				}
 				out := cmd.OutOrStdout()
 				fmt.Fprintf(out, "Selection %s (created %s)\n", s.Name, s.Created.Local().Format("2006-01-02 15:04"))
@@ -120,38 +114,11 @@ func newSelectionCmd(g *globals) *cobra.Command {
 		Short: "Delete a selection set (its savesets stay)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				err := env.Catalog.RemoveSelection(env.Client, args[0])
-				if errors.Is(err, catalog.ErrNotFound) {
-					return engine.NotFound("no selection %q (see `kura selection list`)", args[0])
-				}
-				if err != nil {
-					return fmt.Errorf("selection %q: %w", args[0], err)
-				}
-				return nil
+			return withService(cmd, g, func(svc api.Service) error {
+				return svc.RemoveSelection(cmdContext(cmd), g.client, args[0])
 			})
 		},
 	}
 	cmd.AddCommand(create, list, show, rm)
 	return cmd
-}
-
-type selectionJSON struct {
-	Name     string    `json:"name"`
-	Client   string    `json:"client"`
-	Paths    []string  `json:"paths"`
-	Excludes []string  `json:"excludes"`
-	Created  time.Time `json:"created"`
-}
-
-func selectionsJSON(sels []catalog.Selection) []selectionJSON {
-	out := []selectionJSON{}
-	for _, s := range sels {
-		x := selectionJSON{Name: s.Name, Client: s.Client, Paths: s.Paths, Excludes: s.Excludes, Created: s.Created}
-		if x.Excludes == nil {
-			x.Excludes = []string{}
-		}
-		out = append(out, x)
-	}
-	return out
 }

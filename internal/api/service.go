@@ -16,4 +16,6 @@ type Service interface {
 	LibraryService
 	TapeService
 	DriveService
+	SavesetService
+	SelectionService
 }

@@ -17,32 +17,68 @@ import (
 // damaged or hostile index that break the entry rules are left out and
 // named in an error wrapping ErrWarnings, returned with the others.
 func (e *Env) List(id int64, dir string) ([]index.Entry, error) {
+	p, err := e.ListPage(id, dir, "", 0, nil)
+	if err != nil {
+		return nil, err
+	}
+	return p.Entries, SkippedErr(p.Skipped)
+}
+
+// ListPage is one page of a listing read in pieces (kura ls through the
+// service layer): the children of dir in saveset id, in index order, that
+// come after the path after ("" = from the first), at most limit of them
+// (0 = all). Next is the path to give as after for the next page, "" when
+// the listing is complete.
+type ListPage struct {
+	Entries []index.Entry
+	Next    string
+	Skipped []Skipped // invalid entries this page passed over
+}
+
+// ListPage returns one page of the listing of dir in saveset id (see
+// List). The first page (after "") checks the whole cached index, as List
+// does, and rebuilds a damaged one from tape, telling warn (nil: Notice);
+// the pages after it open the cache as it is, so reading a listing of n
+// entries page by page costs about one pass over its index, not one per
+// page (index.Iter.After).
+func (e *Env) ListPage(id int64, dir, after string, limit int, warn func(string)) (*ListPage, error) {
 	ss, err := EnvStore{Env: e}.Saveset(id) // a copy when its own tapes are offline
 	if errors.Is(err, catalog.ErrNotFound) {
-		return nil, NotFound("no saveset %d (see `kura savesets`)", id)
+		return nil, Missing("saveset", "no saveset %d", id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("saveset %d: %w", id, err)
 	}
-	r, err := e.openIndex(ss, nil)
+	var r *index.Reader
+	if after == "" {
+		r, err = e.openIndex(ss, warn)
+	} else {
+		r, err = e.resumeIndex(ss, warn)
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
 	dir = strings.Trim(path.Clean("/"+dir), "/")
-	var entries []index.Entry
+	page := &ListPage{}
 	it := r.Children(dir)
-	for it.Next() {
-		entries = append(entries, *it.Entry())
+	if after != "" {
+		it.After(after)
+	}
+	for (limit <= 0 || len(page.Entries) < limit) && it.Next() {
+		page.Entries = append(page.Entries, *it.Entry())
 	}
 	if err := it.Err(); err != nil {
 		return nil, err
 	}
 	if bad := it.Invalid(); len(bad) > 0 {
-		return entries, skippedError(id, bad)
+		page.Skipped = []Skipped{newSkipped(id, bad)}
 	}
-	if len(entries) > 0 || dir == "" {
-		return entries, nil
+	if limit > 0 && len(page.Entries) == limit {
+		page.Next = page.Entries[limit-1].Path
+	}
+	if len(page.Entries) > 0 || dir == "" || after != "" {
+		return page, nil
 	}
 	// Nothing listed: an empty folder, or no such folder at all?
 	en, ok, err := r.Lookup(dir)
@@ -52,9 +88,20 @@ func (e *Env) List(id int64, dir string) ([]index.Entry, error) {
 	case !ok:
 		return nil, fmt.Errorf("saveset %d holds no /%s", id, dir)
 	case en.Type != index.TypeDir:
-		return []index.Entry{en}, nil
+		page.Entries = []index.Entry{en}
 	}
-	return entries, nil
+	return page, nil
+}
+
+// resumeIndex opens a saveset's cached index to go on with a listing that
+// began with openIndex (which checked all of it): as it is, without
+// checking every block again; each block read is still checked. Without a
+// cache it is openIndex.
+func (e *Env) resumeIndex(ss *catalog.Saveset, warn func(string)) (*index.Reader, error) {
+	if r, err := index.OpenFile(e.indexCachePath(ss)); err == nil {
+		return r, nil
+	}
+	return e.openIndex(ss, warn)
 }
 
 // Match is one version of a file found by Find.
@@ -69,83 +116,186 @@ type Match struct {
 // the whole path or the base name) or containing the pattern as a substring
 // when it has no glob characters.
 func (e *Env) Find(pattern string, each func(Match) error) error {
-	sets, err := e.Catalog.Savesets(catalog.SavesetFilter{Statuses: []string{"complete"}})
+	skipped, err := e.find(pattern, FindCursor{}, nil, func(m Match) (bool, error) { return true, each(m) })
 	if err != nil {
 		return err
 	}
+	return SkippedErr(skipped)
+}
+
+// FindCursor is where a search read in pages goes on: after the entry at
+// Path of saveset SavesetID.
+type FindCursor struct {
+	SavesetID int64
+	Path      string
+}
+
+// FindPage is one page of a search read in pieces (kura find through the
+// service layer).
+type FindPage struct {
+	Matches []Match
+	Next    *FindCursor // nil when the search is complete
+	Skipped []Skipped   // invalid matching entries this page passed over
+}
+
+// FindPage returns up to limit matches (0 = all) of Find that come after
+// the cursor (the zero cursor: from the first). As with ListPage, each
+// index is checked whole when the search enters it (a damaged cache is
+// rebuilt from tape and reported to warn, nil: Notice) and opened as it
+// is when a page resumes inside it.
+func (e *Env) FindPage(pattern string, after FindCursor, limit int, warn func(string)) (*FindPage, error) {
+	page := &FindPage{}
+	skipped, err := e.find(pattern, after, warn, func(m Match) (bool, error) {
+		page.Matches = append(page.Matches, m)
+		if limit > 0 && len(page.Matches) == limit {
+			page.Next = &FindCursor{SavesetID: m.SavesetID, Path: m.Entry.Path}
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	page.Skipped = skipped
+	return page, nil
+}
+
+// find calls each with the matches after the cursor until it returns
+// false or an error, and returns the invalid matching entries it passed
+// over.
+func (e *Env) find(pattern string, after FindCursor, warn func(string), each func(Match) (bool, error)) ([]Skipped, error) {
+	sets, err := e.Catalog.Savesets(catalog.SavesetFilter{Statuses: []string{"complete"}})
+	if err != nil {
+		return nil, err
+	}
 	glob := strings.ContainsAny(pattern, "*?[")
-	var skipped []error
+	var skipped []Skipped
 	pat := strings.Trim(pattern, "/")
+	match := func(p string) bool {
+		if glob {
+			ok, _ := path.Match(pat, p)
+			if !ok {
+				ok, _ = path.Match(pat, path.Base(p))
+			}
+			return ok
+		}
+		return strings.Contains(p, pat)
+	}
 	for _, ss := range sets {
-		r, err := e.openIndex(ss, nil)
+		if ss.ID < after.SavesetID {
+			continue
+		}
+		resume := ss.ID == after.SavesetID && after.Path != ""
+		open := e.openIndex
+		if resume {
+			open = e.resumeIndex
+		}
+		r, err := open(ss, warn)
 		if err != nil {
 			// Not cached and its index tape offline: a copy's index, if
 			// one is online (checked only then: it reads the inventories).
 			if c, _, cerr := e.readable(ss, true); cerr == nil && c != nil && c != ss {
-				r, err = e.openIndex(c, nil)
+				r, err = open(c, warn)
 			}
 		}
 		if err != nil {
-			return err
-		}
-		match := func(p string) bool {
-			if glob {
-				ok, _ := path.Match(pat, p)
-				if !ok {
-					ok, _ = path.Match(pat, path.Base(p))
-				}
-				return ok
-			}
-			return strings.Contains(p, pat)
+			return nil, err
 		}
 		var bad []index.InvalidEntry
-		it := r.Iter()
-		for it.Next() {
+		invalid := func(it *index.Iter) {
 			for _, b := range it.Invalid() {
 				if match(b.Path) {
 					bad = append(bad, b)
 				}
 			}
+		}
+		it := r.Iter()
+		if resume {
+			it.After(after.Path)
+		}
+		more := true
+		for more && it.Next() {
+			invalid(it)
 			en := it.Entry()
 			if match(en.Path) {
-				if err := each(Match{SavesetID: ss.ID, Created: ss.Created.Format("2006-01-02 15:04:05"), Level: ss.Level, Entry: *en}); err != nil {
+				more, err = each(Match{SavesetID: ss.ID, Created: ss.Created.Format("2006-01-02 15:04:05"), Level: ss.Level, Entry: *en})
+				if err != nil {
 					r.Close()
-					return err
+					return nil, err
 				}
 			}
 		}
-		for _, b := range it.Invalid() {
-			if match(b.Path) {
-				bad = append(bad, b)
-			}
-		}
+		invalid(it)
 		err = it.Err()
 		r.Close()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if len(bad) > 0 {
-			skipped = append(skipped, skippedError(ss.ID, bad))
+			skipped = append(skipped, newSkipped(ss.ID, bad))
+		}
+		if !more {
+			break
 		}
 	}
-	return errors.Join(skipped...)
+	return skipped, nil
 }
 
-// skippedError names the invalid entries of a saveset's index a listing
-// left out; it wraps ErrWarnings.
-func skippedError(id int64, bad []index.InvalidEntry) error {
-	const show = 10
+// SkippedExamples is how many invalid entries of one saveset a warning
+// names; it counts the rest.
+const SkippedExamples = 10
+
+// Skipped is the invalid entries of a saveset's index that a listing left
+// out: how many, and the first SkippedExamples of them (index.InvalidEntry
+// texts).
+type Skipped struct {
+	SavesetID int64
+	Count     int
+	Examples  []string
+}
+
+func newSkipped(id int64, bad []index.InvalidEntry) Skipped {
+	s := Skipped{SavesetID: id, Count: len(bad)}
+	for _, b := range bad[:min(len(bad), SkippedExamples)] {
+		s.Examples = append(s.Examples, b.Error())
+	}
+	return s
+}
+
+// Merge adds the entries a later page of the same listing skipped in the
+// same saveset.
+func (s *Skipped) Merge(o Skipped) {
+	s.Count += o.Count
+	for _, x := range o.Examples {
+		if len(s.Examples) < SkippedExamples {
+			s.Examples = append(s.Examples, x)
+		}
+	}
+}
+
+// Err is the warning that names them; it wraps ErrWarnings.
+func (s Skipped) Err() error {
 	var b strings.Builder
-	for i, e := range bad[:min(len(bad), show)] {
+	for i, x := range s.Examples {
 		if i > 0 {
 			b.WriteString("; ")
 		}
-		b.WriteString(e.Error())
+		b.WriteString(x)
 	}
-	if len(bad) > show {
-		fmt.Fprintf(&b, "; and %d more", len(bad)-show)
+	if s.Count > len(s.Examples) {
+		fmt.Fprintf(&b, "; and %d more", s.Count-len(s.Examples))
 	}
-	return fmt.Errorf("saveset %d: %w: skipped %d invalid entries: %s", id, ErrWarnings, len(bad), b.String())
+	return fmt.Errorf("saveset %d: %w: skipped %d invalid entries: %s", s.SavesetID, ErrWarnings, s.Count, b.String())
+}
+
+// SkippedErr is the warnings of a listing's skipped entries, one per
+// saveset, joined; nil when there are none.
+func SkippedErr(skipped []Skipped) error {
+	var errs []error
+	for _, s := range skipped {
+		errs = append(errs, s.Err())
+	}
+	return errors.Join(errs...)
 }
 
 // Recipe prints the shell pipeline that restores a saveset with stock tools
@@ -153,7 +303,7 @@ func skippedError(id int64, bad []index.InvalidEntry) error {
 func (e *Env) Recipe(id int64) (string, error) {
 	ss, err := e.Catalog.Saveset(id)
 	if errors.Is(err, catalog.ErrNotFound) {
-		return "", NotFound("no saveset %d (see `kura savesets`)", id)
+		return "", Missing("saveset", "no saveset %d", id)
 	}
 	if err != nil {
 		return "", fmt.Errorf("saveset %d: %w", id, err)

@@ -341,6 +341,31 @@ func (r *Reader) Children(dir string) *Iter {
 	return r.seek(dir, iterChildren)
 }
 
+// After makes it start after the entry at path p, in index order (p need
+// not be in the index): the entries up to and including p are passed over
+// without being decoded past the block that holds p, and the ones it
+// passes over are not reported by Invalid. A listing that is read page by
+// page resumes with After(last path of the previous page), so reading all
+// pages decodes each block about once (not once per page). Call it before
+// the first Next.
+func (it *Iter) After(p string) *Iter {
+	if it.err != nil {
+		return it
+	}
+	d, b := split(p)
+	// The last block whose first entry is not after p holds p's place.
+	j := sort.Search(len(it.r.blocks), func(i int) bool {
+		bi := &it.r.blocks[i]
+		if c := compareDirs(bi.dir, d); c != 0 {
+			return c > 0
+		}
+		return bi.base > b
+	})
+	it.block = max(it.block, j-1, 0)
+	it.after, it.hasAfter = p, true
+	return it
+}
+
 func (r *Reader) seek(dir string, mode iterMode) *Iter {
 	it := &Iter{r: r, mode: mode, dir: dir}
 	if dir != "" && !ValidPath(dir) {
@@ -402,18 +427,21 @@ const (
 //	}
 //	if err := it.Err(); err != nil { ... }
 type Iter struct {
-	r     *Reader
-	mode  iterMode
-	dir   string
-	skip  bool // skip entries whose parent sorts before dir
-	block int  // next block to decode
-	ents  []Entry
-	pos   int
-	buf   []byte
-	cur   *Entry
-	done  bool
-	err   error
-	bad   []InvalidEntry
+	r    *Reader
+	mode iterMode
+	dir  string
+	skip bool // skip entries whose parent sorts before dir
+	// hasAfter: skip entries up to and including after (Iter.After).
+	hasAfter bool
+	after    string
+	block    int // next block to decode
+	ents     []Entry
+	pos      int
+	buf      []byte
+	cur      *Entry
+	done     bool
+	err      error
+	bad      []InvalidEntry
 }
 
 // InvalidEntry is an entry an Iter passed over: its block is sound (CRC,
@@ -470,6 +498,12 @@ func (it *Iter) Next() bool {
 		for it.pos < len(it.ents) {
 			e := &it.ents[it.pos]
 			it.pos++
+			if it.hasAfter {
+				if Compare(e.Path, it.after) <= 0 {
+					continue
+				}
+				it.hasAfter = false
+			}
 			if it.mode == iterAll {
 				if e.invalid {
 					it.bad = append(it.bad, invalidEntry(e))

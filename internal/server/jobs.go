@@ -245,22 +245,6 @@ func (s *Server) cancelJobsOf(client, why string) {
 	}
 }
 
-func (s *Server) getSavesets(w http.ResponseWriter, r *http.Request) error {
-	var f catalog.SavesetFilter
-	if c := r.URL.Query().Get("client"); c != "" {
-		f.Clients = []string{c}
-	}
-	sets, err := s.env.Catalog.Savesets(f)
-	if err != nil {
-		return err
-	}
-	out := make([]api.Saveset, 0, len(sets))
-	for _, ss := range sets {
-		out = append(out, APISaveset(ss))
-	}
-	return writeJSON(w, out)
-}
-
 // maxConsoleOutput bounds what one console call may print.
 const maxConsoleOutput = 64 << 20
 

@@ -326,7 +326,6 @@ func (s *Server) routes() []route {
 		admin("GET", "/jobs/{id}", s.getJob),
 		admin("POST", "/jobs/{id}/cancel", s.cancelJob),
 		admin("GET", "/jobs/{id}/events", s.jobEvents),
-		admin("GET", "/savesets", s.getSavesets),
 		admin("POST", "/console", s.postConsole),
 		admin("POST", "/policies/{name}/run", s.postPolicyRun),
 		open("POST", "/enroll", s.postEnroll),
@@ -340,7 +339,7 @@ func (s *Server) routes() []route {
 		agent("POST", "/agent/jobs/{id}/result", s.agentResult),
 	}
 	// The admin resources of the service layer, one group per file.
-	for _, group := range [][]route{s.libraryRoutes(), s.tapeRoutes()} {
+	for _, group := range [][]route{s.libraryRoutes(), s.tapeRoutes(), s.savesetRoutes(), s.selectionRoutes()} {
 		rs = append(rs, group...)
 	}
 	return rs
