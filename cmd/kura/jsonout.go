@@ -132,8 +132,8 @@ func timeOrNil(t time.Time) *time.Time {
 	return &t
 }
 
-// toJobJSON converts a catalog job; withLog adds its log tail (jobs show).
-func toJobJSON(j *catalog.Job, withLog bool) jobJSON {
+// toJobJSON converts a job; withLog adds its log tail (jobs show).
+func toJobJSON(j *api.Job, withLog bool) jobJSON {
 	out := jobJSON{
 		ID: j.ID, ParentID: j.ParentID, Kind: j.Kind, State: j.State, Client: j.Client, Selection: j.Selection,
 		SavesetID: j.SavesetID, Level: j.Level, Started: j.Started, Finished: timeOrNil(j.Finished),

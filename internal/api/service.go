@@ -14,4 +14,5 @@ package api
 // Each resource group is its own interface, in the file of its wire types.
 type Service interface {
 	LibraryService
+	JobService
 }

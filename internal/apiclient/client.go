@@ -177,12 +177,6 @@ func (c *Client) Job(ctx context.Context, id int64) (*api.Job, error) {
 	return &out, c.call(ctx, "GET", "/jobs/"+strconv.FormatInt(id, 10), nil, &out)
 }
 
-// Jobs lists the newest jobs.
-func (c *Client) Jobs(ctx context.Context, limit int) ([]api.Job, error) {
-	var out []api.Job
-	return out, c.call(ctx, "GET", "/jobs?limit="+strconv.Itoa(limit), nil, &out)
-}
-
 // Cancel cancels a queued or running job.
 func (c *Client) Cancel(ctx context.Context, id int64) (*api.Job, error) {
 	var out api.Job

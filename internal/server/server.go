@@ -321,8 +321,6 @@ func (s *Server) routes() []route {
 		admin("PATCH", "/clients/{name}", s.patchClient),
 		admin("POST", "/clients/{name}/revoke", s.revokeClient),
 		admin("POST", "/jobs", s.postJob),
-		admin("GET", "/jobs", s.getJobs),
-		admin("GET", "/jobs/{id}", s.getJob),
 		admin("POST", "/jobs/{id}/cancel", s.cancelJob),
 		admin("GET", "/jobs/{id}/events", s.jobEvents),
 		admin("GET", "/savesets", s.getSavesets),
@@ -339,7 +337,7 @@ func (s *Server) routes() []route {
 		agent("POST", "/agent/jobs/{id}/result", s.agentResult),
 	}
 	// The admin resources of the service layer, one group per file.
-	for _, group := range [][]route{s.libraryRoutes()} {
+	for _, group := range [][]route{s.libraryRoutes(), s.jobRoutes()} {
 		rs = append(rs, group...)
 	}
 	return rs
