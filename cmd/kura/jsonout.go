@@ -384,35 +384,6 @@ type recipeOut struct {
 	Recipe    string `json:"recipe"` // the shell pipeline
 }
 
-// policyJSON is a policy (`policy list/show/create/edit --json`).
-type policyJSON struct {
-	Name            string     `json:"name"`
-	Client          string     `json:"client"` // "" is the local machine
-	Selection       string     `json:"selection"`
-	FullCron        string     `json:"full_cron"`
-	DiffCron        string     `json:"diff_cron"`
-	IncrCron        string     `json:"incr_cron"`
-	Zone            string     `json:"zone"` // "" = the server's
-	KeepGenerations int        `json:"keep_generations"`
-	KeepDays        int        `json:"keep_days"`
-	Library         string     `json:"library"` // "" = the default library
-	Pool            string     `json:"pool"`
-	Verify          bool       `json:"verify"`
-	BWLimitKBps     float64    `json:"bwlimit_kbps"` // 0 = the client's default
-	Compress        string     `json:"compress"`
-	CopyTo          string     `json:"copy_to"`
-	Created         time.Time  `json:"created"`
-	LastRun         *time.Time `json:"last_run,omitempty"`  // left out before the first run
-	LastSlot        *time.Time `json:"last_slot,omitempty"` // the schedule slot of that run
-}
-
-func toPolicyJSON(p *catalog.Policy) policyJSON {
-	return policyJSON{Name: p.Name, Client: p.Client, Selection: p.Selection, FullCron: p.FullCron, DiffCron: p.DiffCron,
-		IncrCron: p.IncrCron, Zone: p.Zone, KeepGenerations: p.KeepGenerations, KeepDays: p.KeepDays, Library: p.Library,
-		Pool: p.Pool, Verify: p.Verify, BWLimitKBps: units.KBps(float64(p.BWLimit)), Compress: p.Compress, CopyTo: p.CopyTo,
-		Created: p.Created, LastRun: timeOrNil(p.LastRun), LastSlot: timeOrNil(p.LastSlot)}
-}
-
 // tapeFileJSON is one tape file in `tape show --json`.
 type tapeFileJSON struct {
 	Number         int       `json:"number"` // 1-based

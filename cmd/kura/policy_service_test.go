@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The job, policy, plan and catalog-list verbs print the same and exit the
@@ -59,5 +60,88 @@ func TestPolicyJobPlanVerbsSameThroughServerAndLocally(t *testing.T) {
 	}
 	if r := admin.expect(exitUsage, "jobs", "show", "999"); !strings.Contains(r.stderr, "no job 999 (see `kura jobs list`)") {
 		t.Errorf("jobs show of a job that does not exist:\n%s", r)
+	}
+
+	// Policies: one of this machine, made on the server's home.
+	local.ok("selection", "create", "docs", src)
+	local.ok("policy", "create", "daily", "--selection", "docs", "--full", "0 1 * * 0", "--incr", "0 1 * * 1-6",
+		"--keep-generations", "2", "--zone", "Asia/Tokyo", "--bwlimit", "10MB/s")
+	local.ok("policy", "create", "byhand", "--selection", "docs", "--keep-days", "3")
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"policy", "list"}, 0},
+		{[]string{"policy", "list", "--json"}, 0},
+		{[]string{"policy", "show", "daily"}, 0},
+		{[]string{"policy", "show", "daily", "--json"}, 0},
+		{[]string{"policy", "next", "daily"}, 0},
+		{[]string{"policy", "next", "daily", "--count", "8", "--json"}, 0},
+		{[]string{"policy", "next", "byhand"}, 0},
+		{[]string{"policy", "show", "nope"}, exitUsage},
+		{[]string{"policy", "next", "nope"}, exitUsage},
+		{[]string{"policy", "rm", "nope"}, exitUsage},
+		{[]string{"policy", "edit", "nope", "--keep-days", "1"}, exitUsage},
+		{[]string{"policy", "run", "nope"}, exitUsage},
+		{[]string{"policy", "next", "daily", "--count", "0"}, exitUsage},
+	} {
+		if r := sameBothWays(t, local, admin, c.args...); r.code != c.code {
+			t.Errorf("want exit %d:\n%s", c.code, r)
+		}
+	}
+	if r := admin.expect(exitUsage, "policy", "show", "nope"); !strings.Contains(r.stderr, "no policy named \"nope\" (see `kura policy list`)") {
+		t.Errorf("policy show of a policy that does not exist:\n%s", r)
+	}
+	// The next runs are the schedules' slots in the policy's zone, a
+	// full on Sundays and incrementals on the other days, earliest first.
+	var runs []struct {
+		Time  time.Time `json:"time"`
+		Level string    `json:"level"`
+	}
+	admin.json(0, &runs, "policy", "next", "daily", "--count", "8", "--json")
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range runs {
+		at := r.Time.In(tokyo)
+		want := "incr"
+		if at.Weekday() == time.Sunday {
+			want = "full"
+		}
+		if at.Hour() != 1 || at.Minute() != 0 || r.Level != want || i > 0 && at.Sub(runs[i-1].Time) != 24*time.Hour {
+			t.Errorf("next run %d: %s %s", i, at, r.Level)
+		}
+	}
+	if len(runs) != 8 {
+		t.Errorf("policy next --count 8: %d runs", len(runs))
+	}
+	// A name taken is a conflict (exit 1); a policy through a server backs
+	// up a client, so one without is bad input (exit 2), and nothing changes.
+	if r := local.expect(exitFailure, "policy", "create", "daily", "--selection", "docs", "--keep-days", "3"); !strings.Contains(r.stderr, "exists already") {
+		t.Errorf("policy create of a name taken:\n%s", r)
+	}
+	if r := admin.expect(exitUsage, "policy", "create", "p2", "--selection", "docs", "--keep-days", "3"); !strings.Contains(r.stderr, "--client") {
+		t.Errorf("policy create through a server without --client:\n%s", r)
+	}
+	if r := admin.expect(exitUsage, "--client", "c9", "policy", "create", "p2", "--selection", "docs", "--keep-days", "3"); !strings.Contains(r.stderr, `no client named "c9"`) {
+		t.Errorf("policy create through a server for a client never enrolled:\n%s", r)
+	}
+	if r := admin.expect(exitUsage, "policy", "edit", "daily", "--keep-days", "9"); !strings.Contains(r.stderr, "--client") {
+		t.Errorf("policy edit through a server of a policy without a client:\n%s", r)
+	}
+	if r := admin.expect(exitUsage, "policy", "run", "byhand"); !strings.Contains(r.stderr, "client") {
+		t.Errorf("policy run through a server of a policy without a client:\n%s", r)
+	}
+	// A change made locally is seen through the server, and the reverse.
+	local.ok("policy", "edit", "daily", "--keep-days", "9", "--bwlimit", "0")
+	if r := admin.ok("policy", "show", "daily"); !strings.Contains(r.stdout, "2 gen + 9 days") || strings.Contains(r.stdout, "bwlimit") {
+		t.Errorf("a policy changed locally, shown through the server:\n%s", r)
+	}
+	if r := admin.ok("policy", "rm", "byhand"); !strings.Contains(r.stdout, "Policy byhand removed") {
+		t.Errorf("policy rm through the server:\n%s", r)
+	}
+	if r := local.ok("policy", "list"); strings.Contains(r.stdout, "byhand") {
+		t.Errorf("a policy removed through the server is still listed locally:\n%s", r)
 	}
 }

@@ -15,4 +15,5 @@ package api
 type Service interface {
 	LibraryService
 	JobService
+	PolicyService
 }

@@ -254,12 +254,6 @@ func (c *Client) Enroll(ctx context.Context, req api.EnrollRequest, out *api.Enr
 	return c.call(ctx, "POST", "/enroll", req, out)
 }
 
-// RunPolicy queues a run of a policy now at a level.
-func (c *Client) RunPolicy(ctx context.Context, name, level string) ([]int64, error) {
-	var out api.JobsSubmitted
-	return out.Jobs, c.call(ctx, "POST", "/policies/"+url.PathEscape(name)+"/run", api.PolicyRun{Level: level}, &out)
-}
-
 // CheckHost connects to the server trusting only the CA with fingerprint
 // fp, and checks that the server's certificate is valid for the host the
 // address names: later calls verify it that way, so a login or enrollment

@@ -145,6 +145,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, env: env, log: slog.New(slog.NewTextHandler(opts.Log, nil)),
 		svc: service.New(env), started: opts.Clock.Now(), running: map[int64]*runningJob{}}
+	s.svc.WithQueue(s.Submit).WithClock(opts.Clock.Now)
 	fail := func(err error) (*Server, error) { env.Close(); return nil, err }
 	for _, w := range env.ExposedFolders() {
 		s.log.Warn(w)
@@ -325,7 +326,6 @@ func (s *Server) routes() []route {
 		admin("GET", "/jobs/{id}/events", s.jobEvents),
 		admin("GET", "/savesets", s.getSavesets),
 		admin("POST", "/console", s.postConsole),
-		admin("POST", "/policies/{name}/run", s.postPolicyRun),
 		open("POST", "/enroll", s.postEnroll),
 		agent("GET", "/agent/orders", s.agentOrders),
 		agent("POST", "/agent/jobs/{id}/data", s.agentBackupData),
@@ -337,7 +337,7 @@ func (s *Server) routes() []route {
 		agent("POST", "/agent/jobs/{id}/result", s.agentResult),
 	}
 	// The admin resources of the service layer, one group per file.
-	for _, group := range [][]route{s.libraryRoutes(), s.jobRoutes()} {
+	for _, group := range [][]route{s.libraryRoutes(), s.jobRoutes(), s.policyRoutes()} {
 		rs = append(rs, group...)
 	}
 	return rs
