@@ -144,4 +144,31 @@ func TestPolicyJobPlanVerbsSameThroughServerAndLocally(t *testing.T) {
 	if r := local.ok("policy", "list"); strings.Contains(r.stdout, "byhand") {
 		t.Errorf("a policy removed through the server is still listed locally:\n%s", r)
 	}
+
+	// The catalog backups on tape: the server made one after its first
+	// daily prune; through the server, its library folders are searched.
+	libDir := filepath.Join(local.home, "vtl", "default")
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"catalog", "list"}, 0},
+		{[]string{"catalog", "list", "--json"}, 0},
+		{[]string{"catalog", "list", "--vtl-dir", libDir, "--vtl-dir", libDir}, 0},
+		{[]string{"catalog", "list", "--vtl-dir", filepath.Join(local.dir, "nothing")}, 0},
+	} {
+		if r := sameBothWays(t, local, admin, c.args...); r.code != c.code {
+			t.Errorf("want exit %d:\n%s", c.code, r)
+		}
+	}
+	var copies []struct {
+		Barcode string `json:"barcode"`
+		Label   *struct {
+			Savesets int `json:"savesets"`
+		} `json:"label"`
+	}
+	admin.json(0, &copies, "catalog", "list", "--json", "--vtl-dir", libDir)
+	if len(copies) == 0 || copies[0].Label == nil || copies[0].Barcode == "" {
+		t.Errorf("catalog list --json through the server: %+v", copies)
+	}
 }

@@ -120,7 +120,7 @@ func (g *globals) noServer() error {
 // consoleVerbs run on the server as they are when a server is configured.
 var consoleVerbs = []string{"tape", "drive", "selection", "savesets", "saveset", "ls", "find",
 	"verify", "copy", "plan", "prune",
-	"catalog backup", "catalog list"}
+	"catalog backup"}
 
 func isConsoleVerb(c *cobra.Command) bool {
 	path := strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")

@@ -16,4 +16,5 @@ type Service interface {
 	LibraryService
 	JobService
 	PolicyService
+	CatalogCopyService
 }
