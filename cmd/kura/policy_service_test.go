@@ -171,4 +171,32 @@ func TestPolicyJobPlanVerbsSameThroughServerAndLocally(t *testing.T) {
 	if len(copies) == 0 || copies[0].Label == nil || copies[0].Barcode == "" {
 		t.Errorf("catalog list --json through the server: %+v", copies)
 	}
+
+	// A plan from the history of the server's catalog: the same through
+	// the server as on its home, and --json is JSON alone, with where the
+	// auto figures came from as its first reasons.
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"plan", "--capacity", "3TiB", "--daily", "auto"}, 0},
+		{[]string{"plan", "--capacity", "3TiB", "--daily", "auto", "--full-every", "7", "--change-rate", "3%", "--json"}, 0},
+		{[]string{"plan", "--throughput", "25MiB/s", "--capacity", "3TiB", "--json"}, 0},
+		{[]string{"plan", "--throughput", "0", "--capacity", "3TiB"}, exitUsage},
+		{[]string{"plan", "--capacity", "3TiB", "--window", "0s"}, exitUsage},
+	} {
+		if r := sameBothWays(t, local, admin, c.args...); r.code != c.code {
+			t.Errorf("want exit %d:\n%s", c.code, r)
+		}
+	}
+	var plan struct {
+		Generations int      `json:"generations"`
+		DailyBytes  int64    `json:"daily_bytes"`
+		Reasons     []string `json:"reasons"`
+	}
+	admin.json(0, &plan, "plan", "--capacity", "3TiB", "--daily", "auto", "--json")
+	if len(plan.Reasons) < 3 || !strings.HasPrefix(plan.Reasons[0], "Throughput: ") || !strings.Contains(plan.Reasons[0], "median of 2 backup jobs") ||
+		!strings.HasPrefix(plan.Reasons[1], "Daily full: ") || plan.DailyBytes <= 0 || plan.Generations <= 0 {
+		t.Errorf("plan --json from the history through the server: %+v", plan)
+	}
 }

@@ -119,7 +119,7 @@ func (g *globals) noServer() error {
 
 // consoleVerbs run on the server as they are when a server is configured.
 var consoleVerbs = []string{"tape", "drive", "selection", "savesets", "saveset", "ls", "find",
-	"verify", "copy", "plan", "prune",
+	"verify", "copy", "prune",
 	"catalog backup"}
 
 func isConsoleVerb(c *cobra.Command) bool {

@@ -17,4 +17,5 @@ type Service interface {
 	JobService
 	PolicyService
 	CatalogCopyService
+	PlanService
 }

@@ -337,7 +337,7 @@ func (s *Server) routes() []route {
 		agent("POST", "/agent/jobs/{id}/result", s.agentResult),
 	}
 	// The admin resources of the service layer, one group per file.
-	for _, group := range [][]route{s.libraryRoutes(), s.jobRoutes(), s.policyRoutes(), s.catalogCopyRoutes()} {
+	for _, group := range [][]route{s.libraryRoutes(), s.jobRoutes(), s.policyRoutes(), s.catalogCopyRoutes(), s.planRoutes()} {
 		rs = append(rs, group...)
 	}
 	return rs
