@@ -39,6 +39,7 @@ func TestPolicyJobPlanVerbsSameThroughServerAndLocally(t *testing.T) {
 		{[]string{"jobs", "show", "999"}, exitUsage},
 		{[]string{"jobs", "list", "--state", "runing"}, exitUsage},
 		{[]string{"jobs", "list", "--kind", "Backup!"}, exitUsage},
+		{[]string{"jobs", "list", "--client", "web1", "--json"}, 0}, // a server's home holds clients' jobs
 	} {
 		if r := sameBothWays(t, local, admin, c.args...); r.code != c.code {
 			t.Errorf("want exit %d:\n%s", c.code, r)
