@@ -68,6 +68,15 @@ a server's home) select jobs before --limit counts them.`,
 	lf.StringVar(&filter.Kind, "kind", "", "only jobs of this kind (backup, restore, verify, copy, …)")
 	lf.StringVar(&filter.State, "state", "", "only jobs in this state ("+strings.Join(api.JobStates, ", ")+")")
 	lf.BoolVar(&asJSON, "json", false, "print as JSON")
+	_ = list.RegisterFlagCompletionFunc("state", func(_ *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		var out []cobra.Completion
+		for _, st := range api.JobStates {
+			if strings.HasPrefix(st, prefix) {
+				out = append(out, st)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	})
 
 	var showJSON bool
 	show := &cobra.Command{

@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,9 @@ func TestPolicyJobPlanVerbsSameThroughServerAndLocally(t *testing.T) {
 	admin.json(0, &jobs, "jobs", "list", "--state", "failed", "--json")
 	if len(jobs) != 1 || jobs[0].State != "failed" {
 		t.Errorf("jobs list --state failed: %+v", jobs)
+	}
+	if got := local.completions("jobs", "list", "--state", "f"); !slices.Equal(got, []string{"failed"}) {
+		t.Errorf("jobs list --state f<TAB>: %v", got)
 	}
 	if r := admin.expect(exitUsage, "jobs", "show", "999"); !strings.Contains(r.stderr, "no job 999 (see `kura jobs list`)") {
 		t.Errorf("jobs show of a job that does not exist:\n%s", r)
