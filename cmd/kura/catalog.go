@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/units"
@@ -63,15 +64,13 @@ folders alone.`,
 		Short: "List the catalog backups on the tapes of library folders, newest first (needs no catalog)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				copies, notes, err := env.FindCatalogBackups(dirs)
+			return withService(cmd, g, func(svc api.Service) error {
+				found, err := svc.CatalogCopies(cmdContext(cmd), dirs)
 				if err != nil {
 					return err
 				}
+				copies := found.Copies
 				if listJSON {
-					if copies == nil {
-						copies = []engine.CatalogCopy{}
-					}
 					return printJSON(cmd.OutOrStdout(), copies)
 				}
 				tw := table(cmd.OutOrStdout())
@@ -87,7 +86,7 @@ folders alone.`,
 						units.FormatSize(c.Label.Size))
 				}
 				tw.Flush()
-				printNotes(cmd.OutOrStdout(), notes)
+				printNotes(cmd.OutOrStdout(), found.Notes)
 				if len(copies) == 0 {
 					fmt.Fprintln(cmd.OutOrStdout(), "No catalog backups found.")
 				}

@@ -3,7 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"math"
+	"io"
 	"strings"
 	"time"
 
@@ -12,7 +12,7 @@ import (
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
-	"github.com/kura-backup/kura/internal/server"
+	"github.com/kura-backup/kura/internal/service"
 	"github.com/kura-backup/kura/internal/units"
 )
 
@@ -24,23 +24,30 @@ func newJobsCmd(g *globals) *cobra.Command {
 		Short: "The job monitor: past and running jobs with their figures",
 	}
 	var (
-		limit  int
+		filter api.JobFilter
 		asJSON bool
 	)
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List jobs, newest first",
-		Args:  cobra.NoArgs,
+		Long: `List jobs, newest first: every kind of job the catalog holds (backup, restore,
+verify, copy, prune, …). --kind, --state and --client (with a server, or on
+a server's home) select jobs before --limit counts them.`,
+		Example: `  kura jobs list --state failed --limit 5
+  kura jobs list --client web1 --kind backup`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				jobs, err := env.Catalog.Jobs(limit)
+			f := filter
+			f.Client = g.client
+			return serviceFor(g, true, func(svc api.Service) error {
+				jobs, err := svc.Jobs(cmdContext(cmd), f)
 				if err != nil {
 					return err
 				}
 				if asJSON {
 					out := []jobJSON{}
-					for _, j := range jobs {
-						out = append(out, toJobJSON(j, false))
+					for i := range jobs {
+						out = append(out, toJobJSON(&jobs[i], false))
 					}
 					return printJSON(cmd.OutOrStdout(), out)
 				}
@@ -56,8 +63,20 @@ func newJobsCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	intVar(list.Flags(), &limit, "limit", 50, 1, math.MaxInt32, "show at most this many jobs")
-	list.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	lf := list.Flags()
+	intVar(lf, &filter.Limit, "limit", api.DefaultJobLimit, 1, api.MaxJobLimit, "show at most this many jobs (of those selected)")
+	lf.StringVar(&filter.Kind, "kind", "", "only jobs of this kind (backup, restore, verify, copy, …)")
+	lf.StringVar(&filter.State, "state", "", "only jobs in this state ("+strings.Join(api.JobStates, ", ")+")")
+	lf.BoolVar(&asJSON, "json", false, "print as JSON")
+	_ = list.RegisterFlagCompletionFunc("state", func(_ *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		var out []cobra.Completion
+		for _, st := range api.JobStates {
+			if strings.HasPrefix(st, prefix) {
+				out = append(out, st)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	})
 
 	var showJSON bool
 	show := &cobra.Command{
@@ -69,58 +88,15 @@ func newJobsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withEnv(g, func(env *engine.Env) error {
-				j, err := env.Catalog.Job(id)
-				if errors.Is(err, catalog.ErrNotFound) {
-					return engine.NotFound("no job %d (see `kura jobs list`)", id)
-				}
+			return withService(cmd, g, func(svc api.Service) error {
+				j, err := svc.Job(cmdContext(cmd), id)
 				if err != nil {
-					return fmt.Errorf("job %d: %w", id, err)
+					return err
 				}
 				if showJSON {
 					return printJSON(cmd.OutOrStdout(), toJobJSON(j, true))
 				}
-				out := cmd.OutOrStdout()
-				fmt.Fprintf(out, "Job %d  %s %s  %s\n", j.ID, j.Kind, j.Level, j.State)
-				if j.Client != "" {
-					fmt.Fprintf(out, "  Client       %s\n", j.Client)
-				}
-				if j.Reason != "" {
-					fmt.Fprintf(out, "  Waiting      %s\n", j.Reason)
-				}
-				if j.SavesetID != 0 {
-					fmt.Fprintf(out, "  Saveset      %d (%s)\n", j.SavesetID, j.Selection)
-				}
-				fmt.Fprintf(out, "  Started      %s\n", j.Started.Local().Format("2006-01-02 15:04:05"))
-				if !j.Finished.IsZero() {
-					fmt.Fprintf(out, "  Finished     %s (%s)\n", j.Finished.Local().Format("2006-01-02 15:04:05"), elapsed(j.Started, j.Finished))
-				}
-				fmt.Fprintf(out, "  Files        %s\n", units.Thousands(j.Files))
-				fmt.Fprintf(out, "  Source       %s\n", units.FormatSize(j.SourceBytes))
-				fmt.Fprintf(out, "  Media        %s   ratio %s\n", units.FormatSize(j.MediaBytes), units.Ratio(j.SourceBytes, j.MediaBytes))
-				fmt.Fprintf(out, "  Average      %s KB/s   Peak %s KB/s\n", units.Thousands(int64(j.AvgRate/1024)), units.Thousands(int64(j.PeakRate/1024)))
-				if len(j.Tapes) > 0 {
-					fmt.Fprintf(out, "  Tapes        %s\n", strings.Join(j.Tapes, ", "))
-				}
-				for _, p := range j.Phases {
-					fmt.Fprintf(out, "  Phase %-7s %s, %s in %s: avg %s KB/s, peak %s KB/s\n", p.Name, units.Count(p.Files, "file"),
-						units.FormatSize(p.Bytes), elapsed(p.Start, p.End), units.Thousands(int64(p.AvgRate/1024)), units.Thousands(int64(p.PeakRate/1024)))
-				}
-				if j.Error != "" {
-					fmt.Fprintf(out, "  Error        %s\n", j.Error)
-				}
-				if j.WarningCount > 0 {
-					fmt.Fprintf(out, "  Warnings     %d\n", j.WarningCount)
-					for _, w := range j.Warnings {
-						fmt.Fprintf(out, "    %s\n", w)
-					}
-				}
-				if len(j.Log) > 0 {
-					fmt.Fprintln(out, "  Log")
-					for _, l := range j.Log {
-						fmt.Fprintf(out, "    %s\n", l)
-					}
-				}
+				printJob(cmd.OutOrStdout(), j)
 				return nil
 			})
 		},
@@ -169,7 +145,7 @@ func newJobsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if cancelJSON {
-				return printJSON(cmd.OutOrStdout(), toJobJSON(server.CatalogJob(j), false))
+				return printJSON(cmd.OutOrStdout(), toJobJSON(j, false))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Job %d: %s\n", j.ID, j.State)
 			return nil
@@ -178,6 +154,50 @@ func newJobsCmd(g *globals) *cobra.Command {
 	cancel.Flags().BoolVar(&cancelJSON, "json", false, "print the job as JSON (as jobs show does)")
 	cmd.AddCommand(list, show, watch, cancel)
 	return cmd
+}
+
+// printJob prints a job as jobs show does.
+func printJob(out io.Writer, j *api.Job) {
+	fmt.Fprintf(out, "Job %d  %s %s  %s\n", j.ID, j.Kind, j.Level, j.State)
+	if j.Client != "" {
+		fmt.Fprintf(out, "  Client       %s\n", j.Client)
+	}
+	if j.Reason != "" {
+		fmt.Fprintf(out, "  Waiting      %s\n", j.Reason)
+	}
+	if j.SavesetID != 0 {
+		fmt.Fprintf(out, "  Saveset      %d (%s)\n", j.SavesetID, j.Selection)
+	}
+	fmt.Fprintf(out, "  Started      %s\n", j.Started.Local().Format("2006-01-02 15:04:05"))
+	if !j.Finished.IsZero() {
+		fmt.Fprintf(out, "  Finished     %s (%s)\n", j.Finished.Local().Format("2006-01-02 15:04:05"), elapsed(j.Started, j.Finished))
+	}
+	fmt.Fprintf(out, "  Files        %s\n", units.Thousands(j.Files))
+	fmt.Fprintf(out, "  Source       %s\n", units.FormatSize(j.SourceBytes))
+	fmt.Fprintf(out, "  Media        %s   ratio %s\n", units.FormatSize(j.MediaBytes), units.Ratio(j.SourceBytes, j.MediaBytes))
+	fmt.Fprintf(out, "  Average      %s KB/s   Peak %s KB/s\n", units.Thousands(int64(j.AvgRate/1024)), units.Thousands(int64(j.PeakRate/1024)))
+	if len(j.Tapes) > 0 {
+		fmt.Fprintf(out, "  Tapes        %s\n", strings.Join(j.Tapes, ", "))
+	}
+	for _, p := range j.Phases {
+		fmt.Fprintf(out, "  Phase %-7s %s, %s in %s: avg %s KB/s, peak %s KB/s\n", p.Name, units.Count(p.Files, "file"),
+			units.FormatSize(p.Bytes), elapsed(p.Start, p.End), units.Thousands(int64(p.AvgRate/1024)), units.Thousands(int64(p.PeakRate/1024)))
+	}
+	if j.Error != "" {
+		fmt.Fprintf(out, "  Error        %s\n", j.Error)
+	}
+	if j.WarningCount > 0 {
+		fmt.Fprintf(out, "  Warnings     %d\n", j.WarningCount)
+		for _, w := range j.Warnings {
+			fmt.Fprintf(out, "    %s\n", w)
+		}
+	}
+	if len(j.Log) > 0 {
+		fmt.Fprintln(out, "  Log")
+		for _, l := range j.Log {
+			fmt.Fprintf(out, "    %s\n", l)
+		}
+	}
 }
 
 // watchLocal follows a job of another local process through the catalog.
@@ -199,12 +219,8 @@ func watchLocal(cmd *cobra.Command, env *engine.Env, id int64, asJSON bool) erro
 			}
 			continue
 		}
-		var ss *catalog.Saveset
-		if j.SavesetID != 0 {
-			ss, _ = env.Catalog.Saveset(j.SavesetID)
-		}
-		aj := new(server.APIJob(j, engine.JobFigures(j, ss)))
-		return printJobs(cmd, []*api.Job{aj}, asJSON)
+		aj := service.JobOf(env.Catalog, j)
+		return printJobs(cmd, []*api.Job{&aj}, asJSON)
 	}
 }
 

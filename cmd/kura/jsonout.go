@@ -130,8 +130,8 @@ func timeOrNil(t time.Time) *time.Time {
 	return &t
 }
 
-// toJobJSON converts a catalog job; withLog adds its log tail (jobs show).
-func toJobJSON(j *catalog.Job, withLog bool) jobJSON {
+// toJobJSON converts a job; withLog adds its log tail (jobs show).
+func toJobJSON(j *api.Job, withLog bool) jobJSON {
 	out := jobJSON{
 		ID: j.ID, ParentID: j.ParentID, Kind: j.Kind, State: j.State, Client: j.Client, Selection: j.Selection,
 		SavesetID: j.SavesetID, Level: j.Level, Started: j.Started, Finished: timeOrNil(j.Finished),
@@ -235,32 +235,3 @@ func tapeJSONOf(env *engine.Env, barcode string) (tapeJSON, error) {
 
 // recipeOut is `saveset recipe --json`.
 type recipeOut = api.Recipe
-
-// policyJSON is a policy (`policy list/show/create/edit --json`).
-type policyJSON struct {
-	Name            string     `json:"name"`
-	Client          string     `json:"client"` // "" is the local machine
-	Selection       string     `json:"selection"`
-	FullCron        string     `json:"full_cron"`
-	DiffCron        string     `json:"diff_cron"`
-	IncrCron        string     `json:"incr_cron"`
-	Zone            string     `json:"zone"` // "" = the server's
-	KeepGenerations int        `json:"keep_generations"`
-	KeepDays        int        `json:"keep_days"`
-	Library         string     `json:"library"` // "" = the default library
-	Pool            string     `json:"pool"`
-	Verify          bool       `json:"verify"`
-	BWLimitKBps     float64    `json:"bwlimit_kbps"` // 0 = the client's default
-	Compress        string     `json:"compress"`
-	CopyTo          string     `json:"copy_to"`
-	Created         time.Time  `json:"created"`
-	LastRun         *time.Time `json:"last_run,omitempty"`  // left out before the first run
-	LastSlot        *time.Time `json:"last_slot,omitempty"` // the schedule slot of that run
-}
-
-func toPolicyJSON(p *catalog.Policy) policyJSON {
-	return policyJSON{Name: p.Name, Client: p.Client, Selection: p.Selection, FullCron: p.FullCron, DiffCron: p.DiffCron,
-		IncrCron: p.IncrCron, Zone: p.Zone, KeepGenerations: p.KeepGenerations, KeepDays: p.KeepDays, Library: p.Library,
-		Pool: p.Pool, Verify: p.Verify, BWLimitKBps: units.KBps(float64(p.BWLimit)), Compress: p.Compress, CopyTo: p.CopyTo,
-		Created: p.Created, LastRun: timeOrNil(p.LastRun), LastSlot: timeOrNil(p.LastSlot)}
-}

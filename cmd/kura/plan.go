@@ -1,16 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kura-backup/kura/internal/catalog"
-	"github.com/kura-backup/kura/internal/planner"
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/service"
 	"github.com/kura-backup/kura/internal/units"
 )
 
@@ -19,8 +19,8 @@ func init() { commands = append(commands, newPlanCmd) }
 func newPlanCmd(g *globals) *cobra.Command {
 	var (
 		throughput, window, capacity, reserve, daily, change string
-		in                                                   planner.Input
-		asJSON                                               bool
+		fullEvery                                            int
+		diff, verify, asJSON                                 bool
 	)
 	cmd := &cobra.Command{
 		Use:   "plan",
@@ -39,78 +39,60 @@ average rate of recent backup jobs, and the median size of recent full backups.`
 			if capacity == "" {
 				return usageErrorf("--capacity is needed (e.g. 3TiB)")
 			}
-			var err error
-			if in.Window, err = time.ParseDuration(window); err != nil {
+			req := api.PlanRequest{FullEvery: fullEvery, Diff: diff, Verify: verify}
+			w, err := time.ParseDuration(window)
+			if err != nil {
 				return usageErrorf("--window: %v (e.g. 8h or 6h30m)", err)
 			}
-			if in.Capacity, err = units.ParseSize(capacity); err != nil {
+			req.WindowSeconds = w.Seconds()
+			if req.CapacityBytes, err = units.ParseSize(capacity); err != nil {
 				return usageErrorf("--capacity: %v", err)
 			}
-			if in.Reserve, err = parsePercent(reserve); err != nil {
+			if req.Reserve, err = parsePercent(reserve); err != nil {
 				return usageErrorf("--reserve: %v", err)
 			}
-			if in.ChangeRate, err = parsePercent(change); err != nil {
+			if req.ChangeRate, err = parsePercent(change); err != nil {
 				return usageErrorf("--change-rate: %v", err)
 			}
-			var history []*catalog.Job
-			var fulls []*catalog.Saveset
-			if throughput == "auto" || daily == "auto" {
-				env, err := openEnv(g)
-				if err != nil {
-					return err
-				}
-				defer env.Close()
-				if history, err = env.Catalog.Jobs(200); err != nil {
-					return err
-				}
-				if fulls, err = env.Catalog.Savesets(catalog.SavesetFilter{Statuses: []string{catalog.StatusComplete}, Levels: []string{catalog.LevelFull}}); err != nil {
-					return err
-				}
-			}
-			out := cmd.OutOrStdout()
 			if throughput == "auto" {
-				var rates []float64
-				for _, j := range history {
-					if j.Kind == catalog.KindBackup && (j.State == catalog.StateSucceeded || j.State == catalog.StateWarnings) && j.AvgRate > 0 {
-						rates = append(rates, j.AvgRate)
-					}
-				}
-				if len(rates) == 0 {
-					return fmt.Errorf("--throughput auto: no finished backup in this catalog yet; give a rate (e.g. 25MiB/s) or run kura bench")
-				}
-				in.Throughput = median(rates)
-				fmt.Fprintf(out, "Throughput: %s, the median of %d backup jobs.\n", units.FormatRate(in.Throughput), len(rates))
-			} else if in.Throughput, err = units.ParseRate(throughput); err != nil {
+				req.ThroughputAuto = true
+			} else if req.ThroughputBytesPerSecond, err = units.ParseRate(throughput); err != nil {
 				return usageErrorf("--throughput: %v", err)
 			}
 			switch daily {
 			case "":
 			case "auto":
-				var sizes []float64
-				for _, s := range fulls {
-					sizes = append(sizes, float64(s.SourceBytes))
-				}
-				if len(sizes) == 0 {
-					return fmt.Errorf("--daily auto: no complete full backup in this catalog yet; give a size")
-				}
-				in.Daily = int64(median(sizes))
-				fmt.Fprintf(out, "Daily full: %s, the median of %d full backups.\n", units.FormatSize(in.Daily), len(sizes))
+				req.DailyAuto = true
 			default:
-				if in.Daily, err = units.ParseSize(daily); err != nil {
+				if req.DailyBytes, err = units.ParseSize(daily); err != nil {
 					return usageErrorf("--daily: %v", err)
 				}
 			}
-			r, err := planner.Plan(in)
-			if err != nil {
-				return usageErrorf("%v", err)
+			show := func(p *api.Plan, err error) error {
+				var ae *api.Error
+				switch {
+				case errors.As(err, &ae) && ae.Field == "throughput_auto":
+					return fmt.Errorf("--throughput auto: %w; give a rate (e.g. 25MiB/s) or run kura bench", err)
+				case errors.As(err, &ae) && ae.Field == "daily_auto":
+					return fmt.Errorf("--daily auto: %w; give a size", err)
+				case err != nil:
+					return err
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), p)
+				}
+				for _, line := range p.Reasons {
+					fmt.Fprintln(cmd.OutOrStdout(), line)
+				}
+				return nil
 			}
-			if asJSON {
-				return printJSON(out, r)
+			if !req.ThroughputAuto && !req.DailyAuto && g.client == "" {
+				// Given figures only: a pure computation, the same one a
+				// server makes, that needs no home and no server.
+				return show(service.Plan(req, nil))
 			}
-			for _, line := range r.Reasons {
-				fmt.Fprintln(out, line)
-			}
-			return nil
+			// The history is the catalog's: the server's, or this home's.
+			return withService(cmd, g, func(svc api.Service) error { return show(svc.Plan(cmdContext(cmd), req)) })
 		},
 	}
 	f := cmd.Flags()
@@ -120,9 +102,9 @@ average rate of recent backup jobs, and the median size of recent full backups.`
 	f.StringVar(&reserve, "reserve", "30%", "share of the window kept for verify and other work")
 	f.StringVar(&daily, "daily", "", "size of a full backup, or auto; default: what the window allows")
 	f.StringVar(&change, "change-rate", "0", "share of the data that changes per day (with --full-every)")
-	intVar(f, &in.FullEvery, "full-every", 1, 1, 366, "days between full backups (incrementals in between)")
-	f.BoolVar(&in.Diff, "diff", false, "differentials between fulls instead of incrementals")
-	f.BoolVar(&in.Verify, "verify", false, "every backup is verified")
+	intVar(f, &fullEvery, "full-every", 1, 1, api.MaxFullEvery, "days between full backups (incrementals in between)")
+	f.BoolVar(&diff, "diff", false, "differentials between fulls instead of incrementals")
+	f.BoolVar(&verify, "verify", false, "every backup is verified")
 	f.BoolVar(&asJSON, "json", false, "print the plan as JSON")
 	return cmd
 }
@@ -134,13 +116,4 @@ func parsePercent(s string) (float64, error) {
 		return 0, fmt.Errorf("want a percentage between 0 and 100, not %q", s)
 	}
 	return v / 100, nil
-}
-
-func median(xs []float64) float64 {
-	sort.Float64s(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -34,5 +35,26 @@ func TestPlanSeedExamples(t *testing.T) {
 	r = newKura(t).expect(exitFailure, "plan", "--capacity", "1TiB")
 	if !strings.Contains(r.stderr, "no finished backup") {
 		t.Errorf("plan --throughput auto on an empty catalog: %q", r.stderr)
+	}
+}
+
+// With --throughput auto (the default), --json prints the plan alone, as
+// JSON: where the figures came from is its first reasons, and the text
+// form prints the same sentences.
+func TestPlanFromHistoryJSONIsJSONAlone(t *testing.T) {
+	t.Parallel()
+	k := newKura(t)
+	src := filepath.Join(k.dir, "src")
+	writeTree(t, src, map[string]string{"a.txt": "a\n"})
+	k.backup(src)
+	var plan struct {
+		Reasons []string `json:"reasons"`
+	}
+	k.json(0, &plan, "plan", "--capacity", "1TiB", "--daily", "auto", "--json")
+	if len(plan.Reasons) < 2 || !strings.HasPrefix(plan.Reasons[0], "Throughput: ") || !strings.HasPrefix(plan.Reasons[1], "Daily full: ") {
+		t.Fatalf("plan --json reasons: %q", plan.Reasons)
+	}
+	if r := k.ok("plan", "--capacity", "1TiB", "--daily", "auto"); r.stdout != strings.Join(plan.Reasons, "\n")+"\n" {
+		t.Errorf("plan prints other sentences than its --json reasons:\n%s\n%q", r, plan.Reasons)
 	}
 }

@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/apiclient"
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/compress"
 	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/service"
 	"github.com/kura-backup/kura/internal/units"
 )
 
@@ -62,33 +63,29 @@ expires each saveset, and "kura prune" applies the rules.`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p := cf.p
-			p.Name, p.Client = args[0], g.client
-			if p.Pool == "" {
-				p.Pool = p.Name
-			}
+			req := api.PolicyCreate{Name: args[0], Client: g.client, Selection: p.Selection, FullCron: p.FullCron,
+				DiffCron: p.DiffCron, IncrCron: p.IncrCron, Zone: p.Zone, KeepGenerations: p.KeepGenerations,
+				KeepDays: p.KeepDays, Library: p.Library, Pool: p.Pool, Verify: p.Verify, Compress: p.Compress, CopyTo: p.CopyTo}
 			if cf.bwlimit != "" {
 				bw, err := parseRate(cf.bwlimit)
 				if err != nil {
 					return err
 				}
-				p.BWLimit = bw
+				req.BWLimit = bw
 			}
-			return withEnv(g, func(env *engine.Env) error {
-				if err := env.CheckPolicy(&p, g.inServer); err != nil {
-					return usageErrorf("%v", err)
+			return withService(cmd, g, func(svc api.Service) error {
+				pol, err := svc.CreatePolicy(cmdContext(cmd), req)
+				if apiclient.Code(err) == api.CodeConflict {
+					return fmt.Errorf("%w (kura policy edit)", err)
 				}
-				if err := env.Catalog.CreatePolicy(&p); err != nil {
-					if errors.Is(err, catalog.ErrExists) {
-						return usageErrorf("policy %q exists already (kura policy edit)", p.Name)
-					}
+				if err != nil {
 					return err
 				}
 				if cf.asJSON {
-					return printJSON(cmd.OutOrStdout(), toPolicyJSON(&p))
+					return printJSON(cmd.OutOrStdout(), pol)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Policy %s created.\n", p.Name)
-				printPolicy(cmd, env, &p)
-				return nil
+				fmt.Fprintf(cmd.OutOrStdout(), "Policy %s created.\n", pol.Name)
+				return printPolicy(cmd, svc, pol)
 			})
 		},
 	}
@@ -101,51 +98,44 @@ expires each saveset, and "kura prune" applies the rules.`,
 		Short: "Change a policy: only the flags given change",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				p, err := env.Catalog.Policy(args[0])
-				if errors.Is(err, catalog.ErrNotFound) {
-					return engine.NotFound("no policy named %q (see `kura policy list`)", args[0])
+			var req api.PolicyEdit
+			fs := cmd.Flags()
+			text := func(name string, v string) *string {
+				if !fs.Changed(name) {
+					return nil
 				}
+				return &v
+			}
+			num := func(name string, v int) *int {
+				if !fs.Changed(name) {
+					return nil
+				}
+				return &v
+			}
+			req.Selection, req.FullCron, req.DiffCron = text("selection", ef.p.Selection), text("full", ef.p.FullCron), text("diff", ef.p.DiffCron)
+			req.IncrCron, req.Zone, req.Library = text("incr", ef.p.IncrCron), text("zone", ef.p.Zone), text("vtl", ef.p.Library)
+			req.Pool, req.Compress, req.CopyTo = text("pool", ef.p.Pool), text("compress", ef.p.Compress), text("copy-to", ef.p.CopyTo)
+			req.KeepGenerations, req.KeepDays = num("keep-generations", ef.p.KeepGenerations), num("keep-days", ef.p.KeepDays)
+			if fs.Changed("verify") {
+				req.Verify = &ef.p.Verify
+			}
+			if fs.Changed("bwlimit") {
+				bw, err := parseRate(ef.bwlimit)
 				if err != nil {
 					return err
 				}
-				fs := cmd.Flags()
-				set := func(name string, apply func()) {
-					if fs.Changed(name) {
-						apply()
-					}
-				}
-				set("selection", func() { p.Selection = ef.p.Selection })
-				set("full", func() { p.FullCron = ef.p.FullCron })
-				set("diff", func() { p.DiffCron = ef.p.DiffCron })
-				set("incr", func() { p.IncrCron = ef.p.IncrCron })
-				set("zone", func() { p.Zone = ef.p.Zone })
-				set("keep-generations", func() { p.KeepGenerations = ef.p.KeepGenerations })
-				set("keep-days", func() { p.KeepDays = ef.p.KeepDays })
-				set("vtl", func() { p.Library = ef.p.Library })
-				set("pool", func() { p.Pool = ef.p.Pool })
-				set("verify", func() { p.Verify = ef.p.Verify })
-				set("compress", func() { p.Compress = ef.p.Compress })
-				set("copy-to", func() { p.CopyTo = ef.p.CopyTo })
-				if fs.Changed("bwlimit") {
-					bw, err := parseRate(ef.bwlimit)
-					if err != nil {
-						return err
-					}
-					p.BWLimit = bw
-				}
-				if err := env.CheckPolicy(p, g.inServer); err != nil {
-					return usageErrorf("%v", err)
-				}
-				if err := env.Catalog.UpdatePolicy(p); err != nil {
+				req.BWLimit = &bw
+			}
+			return withService(cmd, g, func(svc api.Service) error {
+				pol, err := svc.EditPolicy(cmdContext(cmd), args[0], req)
+				if err != nil {
 					return err
 				}
 				if ef.asJSON {
-					return printJSON(cmd.OutOrStdout(), toPolicyJSON(p))
+					return printJSON(cmd.OutOrStdout(), pol)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Policy %s changed.\n", p.Name)
-				printPolicy(cmd, env, p)
-				return nil
+				fmt.Fprintf(cmd.OutOrStdout(), "Policy %s changed.\n", pol.Name)
+				return printPolicy(cmd, svc, pol)
 			})
 		},
 	}
@@ -158,29 +148,28 @@ expires each saveset, and "kura prune" applies the rules.`,
 		Short: "List policies with their schedules, retention and next run",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				ps, err := env.Catalog.Policies()
+			return withService(cmd, g, func(svc api.Service) error {
+				ps, err := svc.Policies(cmdContext(cmd))
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					out := []policyJSON{}
-					for _, p := range ps {
-						out = append(out, toPolicyJSON(p))
-					}
-					return printJSON(cmd.OutOrStdout(), out)
+					return printJSON(cmd.OutOrStdout(), ps)
 				}
 				tw := table(cmd.OutOrStdout())
 				fmt.Fprintln(tw, "POLICY\tCLIENT\tSELECTION\tSCHEDULES\tKEEP\tPOOL\tNEXT RUN\tLAST RUN")
-				now := time.Now()
-				for _, p := range ps {
-					next, level := engine.NextRun(p, now)
+				for i := range ps {
+					p := &ps[i]
+					next, err := nextRun(cmd, svc, p.Name)
+					if err != nil {
+						return err
+					}
 					nextText := "-"
-					if !next.IsZero() {
-						nextText = next.Local().Format("2006-01-02 15:04") + " " + level
+					if next != nil {
+						nextText = next.Time.Local().Format("2006-01-02 15:04") + " " + next.Level
 					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, dash(p.Client), p.Selection, schedules(p),
-						keepText(p), p.Pool, nextText, timeOrDash(p.LastRun))
+						keepText(p), p.Pool, nextText, lastRunText(p))
 				}
 				return tw.Flush()
 			})
@@ -194,34 +183,60 @@ expires each saveset, and "kura prune" applies the rules.`,
 		Short: "Show a policy",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				p, err := env.Catalog.Policy(args[0])
-				if errors.Is(err, catalog.ErrNotFound) {
-					return engine.NotFound("no policy named %q (see `kura policy list`)", args[0])
-				}
+			return withService(cmd, g, func(svc api.Service) error {
+				p, err := svc.Policy(cmdContext(cmd), args[0])
 				if err != nil {
 					return err
 				}
 				if showJSON {
-					return printJSON(cmd.OutOrStdout(), toPolicyJSON(p))
+					return printJSON(cmd.OutOrStdout(), p)
 				}
-				printPolicy(cmd, env, p)
-				return nil
+				return printPolicy(cmd, svc, p)
 			})
 		},
 	}
 	show.Flags().BoolVar(&showJSON, "json", false, "print as JSON")
+
+	var (
+		nextCount int
+		nextJSON  bool
+	)
+	next := &cobra.Command{
+		Use:   "next NAME",
+		Short: "List the next runs a policy's schedules start, with their levels",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withService(cmd, g, func(svc api.Service) error {
+				runs, err := svc.NextRuns(cmdContext(cmd), args[0], nextCount)
+				if err != nil {
+					return err
+				}
+				if nextJSON {
+					return printJSON(cmd.OutOrStdout(), runs)
+				}
+				if len(runs) == 0 {
+					fmt.Fprintf(cmd.OutOrStdout(), "Policy %s has no schedules: it runs when asked (kura policy run).\n", args[0])
+					return nil
+				}
+				tw := table(cmd.OutOrStdout())
+				fmt.Fprintln(tw, "WHEN\tLEVEL")
+				for _, r := range runs {
+					fmt.Fprintf(tw, "%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04 MST Mon"), r.Level)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	intVar(next.Flags(), &nextCount, "count", 5, 1, api.MaxNextRuns, "how many runs")
+	next.Flags().BoolVar(&nextJSON, "json", false, "print as JSON")
 
 	rm := &cobra.Command{
 		Use:   "rm NAME",
 		Short: "Remove a policy (its savesets stay, and are no longer expired automatically)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				if err := env.Catalog.DeletePolicy(args[0]); err != nil {
-					if errors.Is(err, catalog.ErrNotFound) {
-						return engine.NotFound("no policy named %q (see `kura policy list`)", args[0])
-					}
+			return withService(cmd, g, func(svc api.Service) error {
+				if err := svc.RemovePolicy(cmdContext(cmd), args[0]); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Policy %s removed; its savesets stay until you erase their tapes.\n", args[0])
@@ -270,7 +285,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 				}
 				return followAndPrint(cmd, srv, ids, runJSON)
 			case g.submit != nil:
-				ids, err := g.submit(policyJob(p, level))
+				ids, err := g.submit(service.PolicyJob(p, level))
 				if err != nil {
 					return err
 				}
@@ -300,17 +315,11 @@ expires each saveset, and "kura prune" applies the rules.`,
 	enumVar(run.Flags(), &level, "level", engine.LevelFull, backupLevels, "full, incr or diff")
 	run.Flags().BoolVar(&detach, "detach", false, "with a server: queue the job, print its ID and return")
 	run.Flags().BoolVar(&runJSON, "json", false, "print the figures as JSON")
-	cmd.AddCommand(create, edit, list, show, rm, run)
+	cmd.AddCommand(create, edit, list, show, next, rm, run)
 	return cmd
 }
 
-// policyJob is the job a policy run submits.
-func policyJob(p *catalog.Policy, level string) api.JobRequest {
-	return api.JobRequest{Kind: api.KindBackup, Client: p.Client, Selection: p.Selection, Level: level,
-		Compress: p.Compress, Library: p.Library, Verify: p.Verify, BWLimit: p.BWLimit, Policy: p.Name, Pool: p.Pool}
-}
-
-func schedules(p *catalog.Policy) string {
+func schedules(p *api.Policy) string {
 	var s []string
 	for _, c := range []struct{ l, e string }{{"full", p.FullCron}, {"diff", p.DiffCron}, {"incr", p.IncrCron}} {
 		if c.e != "" {
@@ -323,7 +332,7 @@ func schedules(p *catalog.Policy) string {
 	return strings.Join(s, "; ")
 }
 
-func keepText(p *catalog.Policy) string {
+func keepText(p *api.Policy) string {
 	var s []string
 	if p.KeepGenerations > 0 {
 		s = append(s, fmt.Sprintf("%d gen", p.KeepGenerations))
@@ -334,7 +343,27 @@ func keepText(p *catalog.Policy) string {
 	return strings.Join(s, " + ")
 }
 
-func printPolicy(cmd *cobra.Command, env *engine.Env, p *catalog.Policy) {
+func lastRunText(p *api.Policy) string {
+	if p.LastRun == nil {
+		return "-"
+	}
+	return timeOrDash(*p.LastRun)
+}
+
+// nextRun is the next run of a policy's schedules (nil: it has none).
+func nextRun(cmd *cobra.Command, svc api.Service, name string) (*api.PolicySlot, error) {
+	runs, err := svc.NextRuns(cmdContext(cmd), name, 1)
+	if err != nil || len(runs) == 0 {
+		return nil, err
+	}
+	return &runs[0], nil
+}
+
+func printPolicy(cmd *cobra.Command, svc api.Service, p *api.Policy) error {
+	next, err := nextRun(cmd, svc, p.Name)
+	if err != nil {
+		return err
+	}
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "Policy %s\n", p.Name)
 	fmt.Fprintf(out, "  Client       %s\n", orDash(p.Client, "this machine"))
@@ -344,8 +373,8 @@ func printPolicy(cmd *cobra.Command, env *engine.Env, p *catalog.Policy) {
 		fmt.Fprintf(out, " (%s)", p.Zone)
 	}
 	fmt.Fprintln(out)
-	if next, level := engine.NextRun(p, time.Now()); !next.IsZero() {
-		fmt.Fprintf(out, "  Next run     %s (%s)\n", next.Local().Format("2006-01-02 15:04 MST"), level)
+	if next != nil {
+		fmt.Fprintf(out, "  Next run     %s (%s)\n", next.Time.Local().Format("2006-01-02 15:04 MST"), next.Level)
 	}
 	fmt.Fprintf(out, "  Retention    %s\n", keepText(p))
 	fmt.Fprintf(out, "  Library      %s, pool %s\n", orDash(p.Library, engine.DefaultLibrary), p.Pool)
@@ -356,13 +385,14 @@ func printPolicy(cmd *cobra.Command, env *engine.Env, p *catalog.Policy) {
 	if p.Verify {
 		extra = append(extra, "verify")
 	}
-	if p.BWLimit > 0 {
-		extra = append(extra, "bwlimit "+units.FormatRate(float64(p.BWLimit)))
+	if p.BWLimitKBps > 0 {
+		extra = append(extra, "bwlimit "+units.FormatRate(p.BWLimitKBps*1024))
 	}
 	fmt.Fprintf(out, "  Options      %s\n", strings.Join(extra, ", "))
-	if !p.LastRun.IsZero() {
+	if p.LastRun != nil {
 		fmt.Fprintf(out, "  Last run     %s\n", p.LastRun.Local().Format("2006-01-02 15:04:05"))
 	}
+	return nil
 }
 
 func orDash(s, d string) string {

@@ -118,9 +118,7 @@ func (g *globals) noServer() error {
 }
 
 // consoleVerbs run on the server as they are when a server is configured.
-var consoleVerbs = []string{"tape erase", "tape scan",
-	"jobs list", "jobs show", "verify", "copy", "plan", "policy create", "policy edit", "policy list", "policy show", "policy rm", "prune",
-	"catalog backup", "catalog list"}
+var consoleVerbs = []string{"tape erase", "tape scan", "verify", "copy", "prune", "catalog backup"}
 
 func isConsoleVerb(c *cobra.Command) bool {
 	path := strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")

@@ -18,4 +18,8 @@ type Service interface {
 	DriveService
 	SavesetService
 	SelectionService
+	JobService
+	PolicyService
+	CatalogCopyService
+	PlanService
 }

@@ -177,12 +177,6 @@ func (c *Client) Job(ctx context.Context, id int64) (*api.Job, error) {
 	return &out, c.call(ctx, "GET", "/jobs/"+strconv.FormatInt(id, 10), nil, &out)
 }
 
-// Jobs lists the newest jobs.
-func (c *Client) Jobs(ctx context.Context, limit int) ([]api.Job, error) {
-	var out []api.Job
-	return out, c.call(ctx, "GET", "/jobs?limit="+strconv.Itoa(limit), nil, &out)
-}
-
 // Cancel cancels a queued or running job.
 func (c *Client) Cancel(ctx context.Context, id int64) (*api.Job, error) {
 	var out api.Job
@@ -258,12 +252,6 @@ func (c *Client) follow(ctx context.Context, id int64, fn func(monitor.Event) er
 // Enroll sends an agent's enrollment request (no credentials but the token).
 func (c *Client) Enroll(ctx context.Context, req api.EnrollRequest, out *api.EnrollResponse) error {
 	return c.call(ctx, "POST", "/enroll", req, out)
-}
-
-// RunPolicy queues a run of a policy now at a level.
-func (c *Client) RunPolicy(ctx context.Context, name, level string) ([]int64, error) {
-	var out api.JobsSubmitted
-	return out.Jobs, c.call(ctx, "POST", "/policies/"+url.PathEscape(name)+"/run", api.PolicyRun{Level: level}, &out)
 }
 
 // CheckHost connects to the server trusting only the CA with fingerprint

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -242,11 +243,36 @@ func (c *Catalog) Job(id int64) (*Job, error) {
 // Jobs returns the newest jobs first (highest ID first), at most limit of
 // them; limit <= 0 returns them all.
 func (c *Catalog) Jobs(limit int) ([]*Job, error) {
-	q := `SELECT id, ` + jobColumns + ` FROM jobs ORDER BY id DESC`
+	return c.FindJobs(JobFilter{Limit: limit})
+}
+
+// JobFilter selects jobs; an empty field selects every job.
+type JobFilter struct {
+	Kind   string
+	State  string
+	Client string
+	Limit  int // at most this many of the jobs that match; <= 0: all
+}
+
+// FindJobs returns the jobs that match f, newest first (highest ID
+// first). The limit counts matching jobs only.
+func (c *Catalog) FindJobs(f JobFilter) ([]*Job, error) {
+	q := `SELECT id, ` + jobColumns + ` FROM jobs`
+	var where []string
 	var args []any
-	if limit > 0 {
+	for _, w := range []struct{ col, v string }{{"kind", f.Kind}, {"state", f.State}, {"client", f.Client}} {
+		if w.v != "" {
+			where = append(where, w.col+` = ?`)
+			args = append(args, w.v)
+		}
+	}
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	q += ` ORDER BY id DESC`
+	if f.Limit > 0 {
 		q += ` LIMIT ?`
-		args = append(args, limit)
+		args = append(args, f.Limit)
 	}
 	rows, err := c.db.Query(q, args...)
 	if err != nil {

@@ -102,9 +102,10 @@ func (e *Env) ownerAlive(owner string) bool {
 }
 
 // ReapDeadJobs marks running jobs whose process died as interrupted, and
-// their running savesets incomplete. It returns the jobs it marked.
+// their running savesets incomplete (however many jobs ran since they
+// started). It returns the jobs it marked.
 func (e *Env) ReapDeadJobs() ([]int64, error) {
-	jobs, err := e.Catalog.Jobs(1000)
+	jobs, err := e.Catalog.FindJobs(catalog.JobFilter{State: catalog.StateRunning})
 	if err != nil {
 		return nil, err
 	}

@@ -215,9 +215,10 @@ func (e *Env) recyclable(expiring map[int64]bool) ([]string, error) {
 	return out, nil
 }
 
-// runningBackups counts backup and copy jobs in state running.
+// runningBackups counts backup and copy jobs in state running (however
+// many jobs ran since they started).
 func (e *Env) runningBackups() (int, error) {
-	jobs, err := e.Catalog.Jobs(1000)
+	jobs, err := e.Catalog.FindJobs(catalog.JobFilter{State: catalog.StateRunning})
 	if err != nil {
 		return 0, err
 	}

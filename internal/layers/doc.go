@@ -3,17 +3,17 @@
 // import packages of its own layer or of the layers below it, never above;
 // a new package must be placed in the table (layers_test.go) to build.
 //
-//	 7  commands     cmd/kura
-//	                   │ local mode: service in process · server mode: apiclient
-//	 6  edges        server (HTTP → service)        bench
-//	 5  services     service (api.Service on an engine.Env)
-//	 4  engine       engine (backup, restore, verify, copy, prune, scan, catalog DR)
-//	 3  jobs, agent  job (leases, phases, figures)   agent (producer/restorer over apiclient)
-//	 2  records,     catalog  library  producer  restorer  apiclient
-//	    movers
-//	 1  formats,     tape (+tapetest, faultfs)  span  stream  walk  catalogbackup
-//	    wire         api (wire types + api.Service; imports only rules, compress)
-//	 0  foundations  units rules private compress index retention schedule home pki planner monitor
+//	7  commands     cmd/kura
+//	                  │ local mode: service in process · server mode: apiclient
+//	6  edges        server (HTTP → service)        bench
+//	5  services     service (api.Service on an engine.Env)
+//	4  engine       engine (backup, restore, verify, copy, prune, scan, catalog DR)
+//	3  jobs, agent  job (leases, phases, figures)   agent (producer/restorer over apiclient)
+//	2  records,     catalog  library  producer  restorer  apiclient
+//	   movers
+//	1  formats,     tape (+tapetest, faultfs)  span  stream  walk  catalogbackup
+//	   wire         api (wire types + api.Service; imports only rules, compress)
+//	0  foundations  units rules private compress index retention schedule home pki planner monitor
 //
 // Two further rules are checked by their own packages' tests: internal/api
 // imports nothing of the catalog, the engine, the index or the monitor

@@ -6,6 +6,7 @@ import (
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/service"
 )
 
 // The server's records become wire types here, field by field: the wire
@@ -20,25 +21,7 @@ func APIClient(c *catalog.Client, connected bool) api.Client {
 }
 
 // APIJob is a job record and its figures on the wire.
-func APIJob(j *catalog.Job, f monitor.Figures) api.Job {
-	out := api.Job{ID: j.ID, Kind: j.Kind, State: j.State, Client: j.Client, Selection: j.Selection,
-		SavesetID: j.SavesetID, Level: j.Level, Started: j.Started, Finished: j.Finished, Files: j.Files,
-		SourceBytes: j.SourceBytes, MediaBytes: j.MediaBytes, AvgRate: j.AvgRate, PeakRate: j.PeakRate,
-		Tapes: j.Tapes, Warnings: j.Warnings, WarningCount: j.WarningCount, Error: j.Error, Log: j.Log,
-		Owner: j.Owner, Request: j.Request, Reason: j.Reason, ParentID: j.ParentID, Figures: APIFigures(f)}
-	if j.Phases != nil {
-		out.Phases = make([]api.Phase, len(j.Phases))
-		for i, p := range j.Phases {
-			out.Phases[i] = apiPhase(p)
-		}
-	}
-	return out
-}
-
-func apiPhase(p catalog.Phase) api.Phase {
-	return api.Phase{Name: p.Name, Start: p.Start, End: p.End, Files: p.Files, Bytes: p.Bytes,
-		MediaBytes: p.MediaBytes, AvgRate: p.AvgRate, PeakRate: p.PeakRate}
-}
+func APIJob(j *catalog.Job, f monitor.Figures) api.Job { return service.Job(j, f) }
 
 func catalogPhase(p api.Phase) catalog.Phase {
 	return catalog.Phase{Name: p.Name, Start: p.Start, End: p.End, Files: p.Files, Bytes: p.Bytes,
@@ -46,19 +29,7 @@ func catalogPhase(p api.Phase) catalog.Phase {
 }
 
 // APIFigures are a job's figures on the wire.
-func APIFigures(f monitor.Figures) api.Figures {
-	out := api.Figures{JobID: f.JobID, SavesetID: f.SavesetID, Level: f.Level, Files: f.Files,
-		SourceBytes: f.SourceBytes, MediaBytes: f.MediaBytes, AvgKBps: f.AvgKBps, PeakKBps: f.PeakKBps,
-		ElapsedSeconds: f.ElapsedSeconds, CompressionRatio: f.CompressionRatio, Tapes: f.Tapes,
-		Warnings: f.Warnings, Kind: f.Kind, Status: f.Status}
-	if f.Phases != nil {
-		out.Phases = make([]api.PhaseFigures, len(f.Phases))
-		for i, p := range f.Phases {
-			out.Phases[i] = api.PhaseFigures(p)
-		}
-	}
-	return out
-}
+func APIFigures(f monitor.Figures) api.Figures { return service.Figures(f) }
 
 // MonitorFigures are a job's figures from the wire, as the job monitor
 // prints them (the reverse of APIFigures).
@@ -121,21 +92,4 @@ func engineOutcome(o api.RestoreOutcome) engine.RestoreOutcome {
 	return engine.RestoreOutcome{To: o.To, Phase: catalogPhase(o.Phase), Files: o.Files, Bytes: o.Bytes,
 		MediaBytes: o.MediaBytes, Warnings: o.Warnings, WarningCount: o.WarningCount, Failed: o.Failed,
 		Skipped: o.Skipped, Tapes: o.Tapes, Sources: o.Sources}
-}
-
-// CatalogJob is a job on the wire as the catalog record it came from (the
-// CLI prints jobs of a server as it prints local ones).
-func CatalogJob(j *api.Job) *catalog.Job {
-	out := &catalog.Job{ID: j.ID, Kind: j.Kind, State: j.State, Client: j.Client, Selection: j.Selection,
-		SavesetID: j.SavesetID, Level: j.Level, Started: j.Started, Finished: j.Finished, Files: j.Files,
-		SourceBytes: j.SourceBytes, MediaBytes: j.MediaBytes, AvgRate: j.AvgRate, PeakRate: j.PeakRate,
-		Tapes: j.Tapes, Warnings: j.Warnings, WarningCount: j.WarningCount, Error: j.Error, Log: j.Log,
-		Owner: j.Owner, Request: j.Request, Reason: j.Reason, ParentID: j.ParentID}
-	if j.Phases != nil {
-		out.Phases = make([]catalog.Phase, len(j.Phases))
-		for i, p := range j.Phases {
-			out.Phases[i] = catalogPhase(p)
-		}
-	}
-	return out
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,41 +154,6 @@ func (s *Server) Submit(req api.JobRequest) ([]int64, error) {
 	}
 	s.q.kick()
 	return ids, nil
-}
-
-func (s *Server) getJobs(w http.ResponseWriter, r *http.Request) error {
-	limit := 50
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 || n > 10000 {
-			return badField("limit", "must be 1 to 10000")
-		}
-		limit = n
-	}
-	jobs, err := s.env.Catalog.Jobs(limit)
-	if err != nil {
-		return err
-	}
-	client := r.URL.Query().Get("client")
-	out := []api.Job{}
-	for _, j := range jobs {
-		if client == "" || j.Client == client {
-			out = append(out, apiJob(s, j))
-		}
-	}
-	return writeJSON(w, out)
-}
-
-func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id")
-	if err != nil {
-		return err
-	}
-	j, err := s.env.Catalog.Job(id)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, apiJob(s, j))
 }
 
 func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) error {

@@ -3,13 +3,13 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"time"
 
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/schedule"
+	"github.com/kura-backup/kura/internal/service"
 )
 
 // The scheduler starts policies on their schedules and prunes once a day.
@@ -25,36 +25,6 @@ const (
 	settingLastPrune = "last_prune"
 	pruneEvery       = 24 * time.Hour
 )
-
-func (s *Server) postPolicyRun(w http.ResponseWriter, r *http.Request) error {
-	var req api.PolicyRun
-	if err := readJSON(r, &req); err != nil {
-		return err
-	}
-	if err := req.Validate(); err != nil {
-		return err
-	}
-	p, err := s.env.Catalog.Policy(r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	level := orDefault(req.Level, engine.LevelFull)
-	switch level {
-	case engine.LevelFull, engine.LevelDiff, engine.LevelIncr:
-	default:
-		return badField("level", "unknown level %q (full, diff or incr)", req.Level)
-	}
-	ids, err := s.Submit(policyJob(p, level))
-	if err != nil {
-		return err
-	}
-	return writeJSONStatus(w, http.StatusAccepted, api.JobsSubmitted{Jobs: ids})
-}
-
-func policyJob(p *catalog.Policy, level string) api.JobRequest {
-	return api.JobRequest{Kind: api.KindBackup, Client: p.Client, Selection: p.Selection, Level: level,
-		Compress: p.Compress, Library: p.Library, Verify: p.Verify, BWLimit: p.BWLimit, Policy: p.Name, Pool: p.Pool}
-}
 
 // Tick runs the scheduler once at the clock's time: every policy that is
 // due gets one job (unless a job of it is still queued or running), and
@@ -139,7 +109,7 @@ func (s *Server) schedulePolicy(p *catalog.Policy, now time.Time) {
 	if err != nil || !ok {
 		return // another scheduler took the slot
 	}
-	ids, err := s.Submit(policyJob(p, level))
+	ids, err := s.Submit(service.PolicyJob(p, level))
 	if err != nil {
 		s.log.Error("scheduler: starting a policy", "policy", p.Name, "err", err)
 		return

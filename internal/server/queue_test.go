@@ -39,7 +39,7 @@ func TestOneJobPerDrive(t *testing.T) {
 	sawWaiting := ""
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		jobs, err := r.admin.Jobs(t.Context(), 10)
+		jobs, err := r.admin.Jobs(t.Context(), api.JobFilter{Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -397,7 +397,7 @@ func TestJobRequestValidation(t *testing.T) {
 		t.Errorf("enrolling c2 after a refused name: %v", err)
 	}
 
-	if jobs, err := r.admin.Jobs(t.Context(), 100); err != nil {
+	if jobs, err := r.admin.Jobs(t.Context(), api.JobFilter{Limit: 100}); err != nil {
 		t.Fatal(err)
 	} else if len(jobs) != 0 {
 		t.Errorf("%d jobs queued from invalid requests", len(jobs))

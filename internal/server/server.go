@@ -146,6 +146,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, env: env, log: slog.New(slog.NewTextHandler(opts.Log, nil)),
 		svc: service.New(env), started: opts.Clock.Now(), running: map[int64]*runningJob{}}
 	s.svc.DriveJob = s.driveJob // load/unload name the job that holds a drive
+	s.svc.WithQueue(s.Submit).WithClock(opts.Clock.Now)
 	fail := func(err error) (*Server, error) { env.Close(); return nil, err }
 	for _, w := range env.ExposedFolders() {
 		s.log.Warn(w)
@@ -322,12 +323,9 @@ func (s *Server) routes() []route {
 		admin("PATCH", "/clients/{name}", s.patchClient),
 		admin("POST", "/clients/{name}/revoke", s.revokeClient),
 		admin("POST", "/jobs", s.postJob),
-		admin("GET", "/jobs", s.getJobs),
-		admin("GET", "/jobs/{id}", s.getJob),
 		admin("POST", "/jobs/{id}/cancel", s.cancelJob),
 		admin("GET", "/jobs/{id}/events", s.jobEvents),
 		admin("POST", "/console", s.postConsole),
-		admin("POST", "/policies/{name}/run", s.postPolicyRun),
 		open("POST", "/enroll", s.postEnroll),
 		agent("GET", "/agent/orders", s.agentOrders),
 		agent("POST", "/agent/jobs/{id}/data", s.agentBackupData),
@@ -339,7 +337,7 @@ func (s *Server) routes() []route {
 		agent("POST", "/agent/jobs/{id}/result", s.agentResult),
 	}
 	// The admin resources of the service layer, one group per file.
-	for _, group := range [][]route{s.libraryRoutes(), s.tapeRoutes(), s.savesetRoutes(), s.selectionRoutes()} {
+	for _, group := range [][]route{s.libraryRoutes(), s.tapeRoutes(), s.savesetRoutes(), s.selectionRoutes(), s.jobRoutes(), s.policyRoutes(), s.catalogCopyRoutes(), s.planRoutes()} {
 		rs = append(rs, group...)
 	}
 	return rs

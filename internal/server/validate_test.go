@@ -56,7 +56,7 @@ func TestRequestsValidatedBeforeAccepted(t *testing.T) {
 		_, err := r.admin.Submit(t.Context(), tc.req)
 		wantField(t, tc.what, err, tc.field)
 	}
-	if jobs, err := r.admin.Jobs(t.Context(), 100); err != nil {
+	if jobs, err := r.admin.Jobs(t.Context(), api.JobFilter{Limit: 100}); err != nil {
 		t.Fatal(err)
 	} else if len(jobs) != 0 {
 		t.Errorf("%d jobs queued from invalid requests", len(jobs))
@@ -72,8 +72,12 @@ func TestRequestsValidatedBeforeAccepted(t *testing.T) {
 	wantField(t, "a token for ../evil", err, "name")
 	_, err = r.admin.RunPolicy(t.Context(), "nope", "weekly")
 	wantField(t, "a policy run at level weekly", err, "level")
-	_, err = r.admin.Jobs(t.Context(), 20000)
+	_, err = r.admin.Jobs(t.Context(), api.JobFilter{Limit: 20000})
 	wantField(t, "a job list of 20000", err, "limit")
+	_, err = r.admin.Jobs(t.Context(), api.JobFilter{State: "runing"})
+	wantField(t, "a job list in state runing", err, "state")
+	_, err = r.admin.Jobs(t.Context(), api.JobFilter{Kind: "Backup; --"})
+	wantField(t, "a job list of kind \"Backup; --\"", err, "kind")
 }
 
 // wantField: refused as a bad request whose JSON body names the field at

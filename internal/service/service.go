@@ -14,6 +14,7 @@ package service
 
 import (
 	"errors"
+	"time"
 
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
@@ -29,12 +30,14 @@ type Local struct {
 	// jobs. Admin actions on a drive (load, unload) refuse a held drive
 	// and name the job.
 	DriveJob func(lib string, n int) int64
+	submit   func(api.JobRequest) ([]int64, error) // the server's job queue; nil without a server
+	now      func() time.Time                      // the clock of schedules
 }
 
 var _ api.Service = (*Local)(nil)
 
 // New returns the service of env; env stays the caller's to close.
-func New(env *engine.Env) *Local { return &Local{env: env} }
+func New(env *engine.Env) *Local { return &Local{env: env, now: time.Now} }
 
 // Env is the home the service runs on.
 func (l *Local) Env() *engine.Env { return l.env }
