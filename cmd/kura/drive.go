@@ -51,6 +51,7 @@ func newDriveCmd(g *globals) *cobra.Command {
 	list.Flags().BoolVar(&listJSON, "json", false, "print as JSON")
 
 	var blockSize, bufSize *sizeFlag
+	var setJSON bool
 	set := &cobra.Command{
 		Use:   "set LIB/DRIVE",
 		Short: "Tune a drive: media block size and transfer-buffer memory",
@@ -78,6 +79,9 @@ from now on use them; readers adapt to whatever was written.`,
 				if err != nil {
 					return err
 				}
+				if setJSON {
+					return printJSON(cmd.OutOrStdout(), d)
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Drive %s/%d: block %s, buffer %s\n", libName, n,
 					units.FormatKiB(int64(d.BlockSizeBytes)), units.FormatKiB(int64(d.BufferSizeBytes)))
 				return nil
@@ -86,6 +90,7 @@ from now on use them; readers adapt to whatever was written.`,
 	}
 	blockSize = blockSizeVar(set.Flags(), "media block size, e.g. 256KiB")
 	bufSize = sizeVar(set.Flags(), "buffer", 2*library.MinBlockSize, library.MaxBufferSize, "transfer-buffer memory, e.g. 8193KiB")
+	set.Flags().BoolVar(&setJSON, "json", false, "print the drive as JSON")
 	cmd.AddCommand(list, set)
 	return cmd
 }
