@@ -60,6 +60,9 @@ func (s *Server) validate(req *api.JobRequest) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
+	if serverOnly(req.Kind) {
+		return s.validateServerOnly(req)
+	}
 	owner, err := s.env.Catalog.Client(req.Client)
 	if err != nil {
 		return apiErr(api.CodeNotFound, "no client named %q is enrolled (kura client list)", req.Client)
@@ -141,8 +144,8 @@ func (s *Server) Submit(req api.JobRequest) ([]int64, error) {
 		b, _ := json.Marshal(one)
 		j := &catalog.Job{Kind: req.Kind, State: catalog.StateQueued, Client: req.Client, Selection: req.Selection,
 			Level: req.Level, Request: b, ParentID: parent, Reason: "queued"}
-		if req.Kind == api.KindRestore {
-			j.Level = ""
+		if req.Kind != api.KindBackup && req.Kind != api.KindVerify {
+			j.Level = "" // a verify's level is the verify level, as the engine records it
 		}
 		if err := s.env.Catalog.CreateJob(j); err != nil {
 			return ids, err
@@ -314,6 +317,8 @@ func (s *Server) runJob(ctx context.Context, j *catalog.Job, rj *runningJob) {
 		err = s.runBackup(ctx, j, rj)
 	case api.KindRestore:
 		err = s.runRestore(ctx, j, rj)
+	default:
+		err = s.runServerOnly(ctx, j, rj)
 	}
 	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(err, cause) && ctx.Err() != nil {
 		err = fmt.Errorf("%w (%v)", err, cause)

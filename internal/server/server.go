@@ -63,6 +63,10 @@ type Options struct {
 	// 0 keeps the default, a negative value turns the scheduler off (tests
 	// call Tick themselves).
 	SchedulerEvery time.Duration
+	// Events, when set, also receives every job event, in order, from the
+	// goroutine that emits it (metrics, a web console): it must return
+	// promptly, as the job waits for it.
+	Events monitor.Sink
 	// AfterPrune runs after the daily prune (the catalog's own backup).
 	AfterPrune func(ctx context.Context)
 	// IdleTimeout is how long a running job waits on a silent agent before
@@ -170,6 +174,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s.bus = newBus()
 	env.Events = s.bus
+	if opts.Events != nil {
+		env.Events = monitor.SinkFunc(func(ev monitor.Event) { s.bus.Event(ev); opts.Events.Event(ev) })
+	}
 	env.Clock = opts.Clock
 	s.hub = newHub(s)
 	s.q = newQueue(s)
