@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 
 	"github.com/kura-backup/kura/internal/api"
@@ -116,4 +117,14 @@ func (s *Server) runServerOnly(ctx context.Context, j *catalog.Job, rj *runningJ
 		_, err = env.EraseTapeJob(ctx, req.Barcode, engine.EraseOptions{Force: req.Force, Drive: rj.drive, Job: j})
 	}
 	return err
+}
+
+// getPrunePlan answers what a prune would do now: a dry run is a query,
+// not a job, and changes nothing.
+func (s *Server) getPrunePlan(w http.ResponseWriter, r *http.Request) error {
+	res, err := s.env.Prune(r.Context(), engine.PruneOptions{DryRun: true})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, res)
 }

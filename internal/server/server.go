@@ -333,6 +333,7 @@ func (s *Server) routes() []route {
 		admin("GET", "/savesets", s.getSavesets),
 		admin("POST", "/console", s.postConsole),
 		admin("POST", "/policies/{name}/run", s.postPolicyRun),
+		admin("GET", "/prune", s.getPrunePlan),
 		open("POST", "/enroll", s.postEnroll),
 		agent("GET", "/agent/orders", s.agentOrders),
 		agent("POST", "/agent/jobs/{id}/data", s.agentBackupData),

@@ -227,6 +227,22 @@ func TestServerOnlyJobsRun(t *testing.T) {
 	t.Parallel()
 	f := prepareHome(t)
 	r := startServer(t, f.home, "")
+	// A dry run of prune is a query: it says what would expire, and
+	// changes nothing.
+	raw, err := r.admin.PrunePlan(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan engine.PruneResult
+	if err := json.Unmarshal(raw, &plan); err != nil || !plan.DryRun || len(plan.Expired) != 1 || plan.Expired[0] != f.older {
+		t.Errorf("prune plan %s (%v); want saveset %d to expire", raw, err, f.older)
+	}
+	if old, err := r.srv.Env().Catalog.Saveset(f.older); err != nil || old.Expired {
+		t.Errorf("the prune plan expired saveset %d (%v)", f.older, err)
+	}
+	if jobs, err := r.admin.Jobs(t.Context(), 1); err != nil || len(jobs) == 0 || jobs[0].Kind == api.KindPrune {
+		t.Errorf("the prune plan recorded a job: %+v (%v)", jobs, err)
+	}
 	for _, c := range serverOnlyJobs(f) {
 		j := r.wait(r.submit(c.req)[0])
 		if j.State != catalog.StateSucceeded || j.Kind != c.req.Kind || j.Figures.Kind != c.req.Kind || len(j.Phases) == 0 {
