@@ -121,9 +121,10 @@ type EraseOptions struct {
 // EraseRecord is what a tape erase job keeps as its result
 // (catalog.Job.Result).
 type EraseRecord struct {
-	Barcode string  `json:"barcode"`
-	Erased  bool    `json:"erased"`
-	Expired []int64 `json:"expired_savesets"` // savesets expired by --force (or those refusing without it)
+	Barcode string    `json:"barcode"`
+	Erased  bool      `json:"erased"`
+	Expired []int64   `json:"expired_savesets"` // savesets expired by --force (or those refusing without it)
+	Tape    *TapeInfo `json:"tape,omitempty"`   // the tape as it is after the erase
 }
 
 // EraseTapeJob is EraseTape as a job: it takes a drive of the tape's
@@ -173,6 +174,13 @@ func (e *Env) EraseTapeJob(ctx context.Context, barcode string, opts EraseOption
 		}
 		rec.Erased = true
 		phase.Files.Add(1)
+		if tapes, err := e.Tapes(lib.Config().Name); err == nil {
+			for i := range tapes {
+				if tapes[i].Barcode == barcode {
+					rec.Tape = &tapes[i]
+				}
+			}
+		}
 		if len(ids) > 0 {
 			e.logf(job, "savesets %v expired", ids)
 		}
