@@ -379,7 +379,7 @@ func (s *Server) runBackup(ctx context.Context, j *catalog.Job, rj *runningJob) 
 		s.log.Info("backup note", "job", j.ID, "note", res.Note)
 	}
 	if res != nil && res.Figures.SavesetID != 0 && (err == nil || errors.Is(err, engine.ErrWarnings)) && req.Policy != "" {
-		s.copyStep(ctx, env, req.Policy, res.Figures.SavesetID)
+		s.copyStep(req.Policy, res.Figures.SavesetID)
 	}
 	if bw > 0 && err == nil {
 		s.log.Info("backup within bandwidth limit", "job", j.ID, "limit", units.FormatSize(bw)+"/s")
@@ -387,19 +387,20 @@ func (s *Server) runBackup(ctx context.Context, j *catalog.Job, rj *runningJob) 
 	return err
 }
 
-// copyStep makes the second copy a policy asks for (its own job, kind
-// copy); a failed copy fails that job, not the backup.
-func (s *Server) copyStep(ctx context.Context, env *engine.Env, policy string, id int64) {
+// copyStep queues the second copy a policy asks for: a copy job of its
+// own, which takes a drive of the copy's library through the queue; a
+// failed copy fails that job, not the backup.
+func (s *Server) copyStep(policy string, id int64) {
 	p, err := s.env.Catalog.Policy(policy)
 	if err != nil || p.CopyTo == "" {
 		return
 	}
-	res, err := env.Copy(ctx, id, engine.CopyOptions{Library: p.CopyTo, Verify: p.Verify})
+	ids, err := s.Submit(api.JobRequest{Kind: api.KindCopy, Saveset: id, Library: p.CopyTo, Verify: p.Verify})
 	if err != nil {
-		s.log.Error("policy copy step failed", "policy", policy, "saveset", id, "to", p.CopyTo, "err", err)
+		s.log.Error("policy copy step not queued", "policy", policy, "saveset", id, "to", p.CopyTo, "err", err)
 		return
 	}
-	s.log.Info("policy copy step", "policy", policy, "saveset", id, "to", p.CopyTo, "job", res.Figures.JobID)
+	s.log.Info("policy copy step queued", "policy", policy, "saveset", id, "to", p.CopyTo, "job", ids[0])
 }
 
 func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob) error {
