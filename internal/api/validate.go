@@ -156,9 +156,7 @@ func (r *JobRequest) Validate() error {
 // fields: another kind's field is refused, by name, rather than ignored.
 func (r *JobRequest) validateAdmin() error {
 	if r.Client != "" {
-		if err := rules.ClientName(r.Client); err != nil {
-			return bad("client", "%v", err)
-		}
+		return bad("client", "a %s job runs on the server alone: it takes no client", r.Kind)
 	}
 	allowed := map[string]bool{}
 	for _, f := range map[string][]string{

@@ -329,3 +329,30 @@ func TestServerKilledMidServerOnlyJob(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A server-only job that names what does not exist is refused before it
+// is queued, naming what is wrong; nothing is queued.
+func TestServerOnlyJobsRefusedBeforeQueued(t *testing.T) {
+	t.Parallel()
+	f := prepareHome(t)
+	r := startServer(t, f.home, "")
+	for _, c := range []struct {
+		req  api.JobRequest
+		code string
+	}{
+		{api.JobRequest{Kind: api.KindVerify, Saveset: 999}, api.CodeNotFound},
+		{api.JobRequest{Kind: api.KindVerify, Saveset: f.adhoc.ID, Copy: 3}, api.CodeNotFound},
+		{api.JobRequest{Kind: api.KindCopy, Saveset: f.adhoc.ID, Library: "nope"}, api.CodeNotFound},
+		{api.JobRequest{Kind: api.KindCopy, Saveset: f.adhoc.ID, Library: "offsite", Drive: 2}, api.CodeBadRequest},
+		{api.JobRequest{Kind: api.KindCatalog, Library: "nope"}, api.CodeNotFound},
+		{api.JobRequest{Kind: api.KindScan, Barcode: "NOPE01"}, api.CodeNotFound},
+		{api.JobRequest{Kind: api.KindErase, Barcode: f.barcode, Drive: 9}, api.CodeBadRequest},
+		{api.JobRequest{Kind: api.KindPrune, Client: "c1"}, api.CodeBadRequest},
+	} {
+		_, err := r.admin.Submit(t.Context(), c.req)
+		wantCode(t, fmt.Sprintf("%+v", c.req), err, c.code)
+	}
+	if jobs, err := r.admin.Jobs(t.Context(), 10); err != nil || len(jobs) != 3 {
+		t.Errorf("jobs after the refusals: %d (%v); want the 3 the home was prepared with", len(jobs), err)
+	}
+}
