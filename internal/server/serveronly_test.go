@@ -288,8 +288,24 @@ func TestServerOnlyJobsCancelMidRun(t *testing.T) {
 		if j := r.wait(id); j.State != catalog.StateCanceled {
 			t.Errorf("%s job %d cancelled mid-run: %s (%s); want canceled", c.req.Kind, id, j.State, j.Error)
 		}
+		if c.req.Kind == api.KindCopy {
+			// Its partial tape file is removed (tape.FileWriter.Abort), its
+			// result says no copy was made.
+			if n := offsiteFiles(t, r); n != 0 {
+				t.Errorf("the cancelled copy left %d tape files on offsite", n)
+			}
+			var rec engine.CopyRecord
+			if j, err := r.admin.Job(t.Context(), id); err != nil || json.Unmarshal(j.Result, &rec) != nil || rec.Copy != 0 {
+				t.Errorf("the cancelled copy's result: %+v (%v)", rec, err)
+			}
+		}
 	}
 	f.intact(r)
+	// The next copy is whole.
+	j := r.wait(r.submit(api.JobRequest{Kind: api.KindCopy, Saveset: f.adhoc.ID, Library: "offsite", Verify: true})[0])
+	if j.State != catalog.StateSucceeded {
+		t.Errorf("a copy after the cancelled one: %s (%s)", j.State, j.Error)
+	}
 }
 
 // A server killed in the middle of a server-only job leaves it running in
@@ -355,4 +371,32 @@ func TestServerOnlyJobsRefusedBeforeQueued(t *testing.T) {
 	if jobs, err := r.admin.Jobs(t.Context(), 10); err != nil || len(jobs) != 3 {
 		t.Errorf("jobs after the refusals: %d (%v); want the 3 the home was prepared with", len(jobs), err)
 	}
+}
+
+// offsiteFiles counts the tape files, complete or not, on the tapes of
+// library offsite.
+func offsiteFiles(t *testing.T, r *rig) int {
+	t.Helper()
+	lib, err := r.srv.Env().OpenLibrary("offsite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tapes, err := lib.Tapes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ts := range tapes {
+		tp, err := lib.OpenTape(ts.Barcode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := tp.Files()
+		tp.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(files)
+	}
+	return n
 }
