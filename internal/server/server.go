@@ -121,8 +121,7 @@ type Server struct {
 	hub       *hub
 	q         *queue
 
-	catalogDue, catalogRunning atomic.Bool  // the catalog backup after the daily prune
-	catalogRetry               atomic.Int64 // unix nanos: not before (a drive or tape was missing)
+	catalogDue atomic.Bool // the catalog backup after the daily prune is to be queued
 
 	mu      sync.Mutex
 	running map[int64]*runningJob
