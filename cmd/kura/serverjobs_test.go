@@ -96,6 +96,22 @@ func TestServerJobVerbsPrintAsLocally(t *testing.T) {
 		local[i] = k.expect(r.code, r.args...)
 	}
 
+	// Locally each of them is a job too, in the jobs list.
+	var localJobs []struct {
+		Kind  string `json:"kind"`
+		State string `json:"state"`
+	}
+	k.json(0, &localJobs, "jobs", "list", "--json")
+	ran := map[string]int{}
+	for _, j := range localJobs {
+		ran[j.Kind+" "+j.State]++
+	}
+	for want, n := range map[string]int{"verify succeeded": 4, "copy succeeded": 2, "scan succeeded": 1, "erase succeeded": 2, "erase failed": 1, "prune succeeded": 1} {
+		if ran[want] != n {
+			t.Errorf("locally, %d jobs %q; want %d (%v)", ran[want], want, n, ran)
+		}
+	}
+
 	srv := k.start("server", "--listen", "127.0.0.1:0")
 	url := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))
 	tok, err := os.ReadFile(filepath.Join(k.home, "admin.token"))
