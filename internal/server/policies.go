@@ -70,7 +70,7 @@ func (s *Server) Tick(ctx context.Context) {
 	for _, p := range policies {
 		s.schedulePolicy(p, now)
 	}
-	s.maybePrune(ctx, now)
+	s.maybePrune(now)
 	s.maybeBackupCatalog()
 }
 
@@ -167,8 +167,9 @@ func (s *Server) policyBusy(name string) bool {
 	return false
 }
 
-// maybePrune applies retention once a day, then backs up the catalog.
-func (s *Server) maybePrune(ctx context.Context, now time.Time) {
+// maybePrune queues a prune once a day (a prune job, which the queue runs
+// at once: it takes no drive), then the catalog's own backup.
+func (s *Server) maybePrune(now time.Time) {
 	last, _ := s.env.Catalog.Setting(settingLastPrune)
 	if t, err := time.Parse(time.RFC3339Nano, last); err == nil && now.Sub(t) < pruneEvery {
 		return
@@ -176,16 +177,12 @@ func (s *Server) maybePrune(ctx context.Context, now time.Time) {
 	if err := s.env.Catalog.SetSetting(settingLastPrune, now.UTC().Format(time.RFC3339Nano)); err != nil {
 		return
 	}
-	res, err := s.env.Prune(ctx, engine.PruneOptions{Now: now})
+	ids, err := s.Submit(api.JobRequest{Kind: api.KindPrune})
 	if err != nil {
-		s.log.Error("daily prune", "err", err)
+		s.log.Error("daily prune not queued", "err", err)
 		return
 	}
-	s.log.Info("daily prune", "expired", res.Expired, "recycled", res.Recycled, "notes", res.Notes)
-	if s.opts.AfterPrune != nil {
-		s.opts.AfterPrune(ctx)
-		return
-	}
+	s.log.Info("daily prune queued", "job", ids[0])
 	// Then the catalog protects itself: a consistent snapshot to tape, a
 	// job of the queue.
 	s.catalogDue.Store(true)

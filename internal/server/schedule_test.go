@@ -54,6 +54,13 @@ func TestSchedulerRunsPoliciesAndPrunes(t *testing.T) {
 				seen[j.ID] = true
 				started = append(started, r.wait(j.ID))
 			}
+			if !seen[j.ID] && j.Kind == catalog.KindPrune {
+				// The daily prune is a job of the queue.
+				seen[j.ID] = true
+				if p := r.wait(j.ID); p.State != catalog.StateSucceeded || len(p.Request) == 0 {
+					t.Errorf("daily prune job %d: %s (%s), request %s", p.ID, p.State, p.Error, p.Request)
+				}
+			}
 		}
 		return started
 	}

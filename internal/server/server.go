@@ -67,8 +67,6 @@ type Options struct {
 	// goroutine that emits it (metrics, a web console): it must return
 	// promptly, as the job waits for it.
 	Events monitor.Sink
-	// AfterPrune runs after the daily prune (the catalog's own backup).
-	AfterPrune func(ctx context.Context)
 	// IdleTimeout is how long a running job waits on a silent agent before
 	// it fails (60 s).
 	IdleTimeout time.Duration
