@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"os/signal"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -37,17 +41,31 @@ gives catalog.db back, and "kura catalog restore" finds it from the library
 folders alone.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				rec, err := env.BackupCatalog(cmdContext(cmd), engine.CatalogBackupOptions{Library: vtl, Drive: drive})
+			if srv, err := g.server(); err != nil {
+				return err
+			} else if srv != nil {
+				defer srv.Close()
+				j, err := runServerJob(cmd, srv, api.JobRequest{Kind: api.KindCatalog, Library: vtl, Drive: drive}, backupJSON)
 				if err != nil {
 					return err
 				}
-				if backupJSON {
-					return printJSON(cmd.OutOrStdout(), rec)
+				if end := serverJobError(j); end != nil {
+					return catalogBackupError(end)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Catalog backed up to tape %s, tape file %d (library %s, job %d): %s (last ID %d), %s on tape.\n",
-					rec.Barcode, rec.File, rec.Library, rec.JobID, units.Count(int64(rec.Savesets), "saveset"), rec.LastSavesetID, units.FormatSize(rec.TapeBytes))
-				return nil
+				var rec engine.CatalogBackupResult
+				if _, err := jobResult(j, &rec); err != nil {
+					return err
+				}
+				return printCatalogBackup(cmd, &rec, backupJSON)
+			}
+			return withEnv(g, func(env *engine.Env) error {
+				ctx, cancel := signal.NotifyContext(cmdContext(cmd), os.Interrupt)
+				defer cancel()
+				rec, err := env.BackupCatalog(ctx, engine.CatalogBackupOptions{Library: vtl, Drive: drive})
+				if err != nil {
+					return catalogBackupError(err)
+				}
+				return printCatalogBackup(cmd, rec, backupJSON)
 			})
 		},
 	}
@@ -193,4 +211,22 @@ func printNotes(w io.Writer, notes []string) {
 	for _, n := range notes {
 		fmt.Fprintln(w, "Note:", n)
 	}
+}
+
+// printCatalogBackup prints where a catalog backup went.
+func printCatalogBackup(cmd *cobra.Command, rec *engine.CatalogBackupResult, asJSON bool) error {
+	if asJSON {
+		return printJSON(cmd.OutOrStdout(), rec)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "Catalog backed up to tape %s, tape file %d (library %s, job %d): %s (last ID %d), %s on tape.\n",
+		rec.Barcode, rec.File, rec.Library, rec.JobID, units.Count(int64(rec.Savesets), "saveset"), rec.LastSavesetID, units.FormatSize(rec.TapeBytes))
+	return nil
+}
+
+// catalogBackupError is the error a catalog backup ends the command with.
+func catalogBackupError(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return &exitError{Code: exitFailure, Err: errors.New("interrupted: the catalog backup was canceled and not recorded; earlier catalog backups are untouched")}
+	}
+	return err
 }

@@ -8,8 +8,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/apiclient"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/library"
+	"github.com/kura-backup/kura/internal/server"
 )
 
 func init() { commands = append(commands, newCopyCmd) }
@@ -47,6 +50,12 @@ Exit codes: 0 success, 1 failure, 2 usage, 4 the --verify phase found problems.`
 			if o.Library == "" {
 				return usageErrorf("say which library to copy to: --to-vtl NAME (see `kura vtl list`)")
 			}
+			if srv, err := g.server(); err != nil {
+				return err
+			} else if srv != nil {
+				defer srv.Close()
+				return remoteCopy(cmd, srv, id, o, asJSON)
+			}
 			return withEnv(g, func(env *engine.Env) error {
 				stop := startProgress(env, !asJSON)
 				ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -56,10 +65,7 @@ Exit codes: 0 success, 1 failure, 2 usage, 4 the --verify phase found problems.`
 				if res != nil {
 					printResult(cmd, res, asJSON)
 				}
-				if errors.Is(err, context.Canceled) {
-					return &exitError{Code: exitFailure, Err: errors.New("interrupted: the copy was canceled and not recorded; the saveset is untouched")}
-				}
-				return jobError(err)
+				return copyError(err)
 			})
 		},
 	}
@@ -69,4 +75,29 @@ Exit codes: 0 success, 1 failure, 2 usage, 4 the --verify phase found problems.`
 	f.BoolVar(&o.Verify, "verify", false, "read the copy back and check it (a phase with its own time and rate)")
 	f.BoolVar(&asJSON, "json", false, "print the figures as JSON")
 	return cmd
+}
+
+// copyError maps a copy's error to the exit codes.
+func copyError(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return &exitError{Code: exitFailure, Err: errors.New("interrupted: the copy was canceled and not recorded; the saveset is untouched")}
+	}
+	return jobError(err)
+}
+
+// remoteCopy runs the copy as a job on the server.
+func remoteCopy(cmd *cobra.Command, srv *apiclient.Client, id int64, o engine.CopyOptions, asJSON bool) error {
+	j, err := runServerJob(cmd, srv, api.JobRequest{Kind: api.KindCopy, Saveset: id, Library: o.Library, Drive: o.Drive, Verify: o.Verify}, asJSON)
+	if err != nil {
+		return err
+	}
+	var rec engine.CopyRecord
+	ok, err := jobResult(j, &rec)
+	if err != nil {
+		return err
+	}
+	if ok {
+		printResult(cmd, &engine.Result{Figures: server.MonitorFigures(j.Figures), Warnings: j.Warnings, Level: j.Level, Note: rec.Note}, asJSON)
+	}
+	return copyError(serverJobError(j))
 }

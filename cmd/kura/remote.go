@@ -23,8 +23,9 @@ import (
 // otherwise a configured server means the server: KURA_SERVER and
 // KURA_TOKEN (the token pins the server's CA), or the file `kura login`
 // wrote. The library and catalog verbs then run on the server through its
-// console endpoint, so they print exactly what they print locally; backup
-// and restore become queued jobs the CLI follows live.
+// console endpoint, so they print exactly what they print locally; backup,
+// restore, verify, copy, prune, catalog backup, tape scan and tape erase
+// become queued jobs the CLI follows live.
 
 // loginInfo is what `kura login` keeps (mode 0600).
 type loginInfo struct {
@@ -118,7 +119,7 @@ func (g *globals) noServer() error {
 }
 
 // consoleVerbs run on the server as they are when a server is configured.
-var consoleVerbs = []string{"tape erase", "tape scan", "verify", "copy", "prune", "catalog backup"}
+var consoleVerbs = []string{}
 
 func isConsoleVerb(c *cobra.Command) bool {
 	path := strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,6 +14,7 @@ import (
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/library"
+	"github.com/kura-backup/kura/internal/service"
 	"github.com/kura-backup/kura/internal/tape"
 	"github.com/kura-backup/kura/internal/units"
 )
@@ -183,27 +186,31 @@ func newTapeCmd(g *globals) *cobra.Command {
 		Short: "Relabel a tape; its data is gone (refused while it holds unexpired savesets, unless --force)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEnv(g, func(env *engine.Env) error {
-				ids, err := env.EraseTape(args[0], force)
+			if srv, err := g.server(); err != nil {
+				return err
+			} else if srv != nil {
+				defer srv.Close()
+				j, err := runServerJob(cmd, srv, api.JobRequest{Kind: api.KindErase, Barcode: args[0], Force: force}, eraseJSON)
 				if err != nil {
 					return err
 				}
-				if eraseJSON {
-					if ids == nil {
-						ids = []int64{}
-					}
-					t, err := tapeJSONOf(env, args[0])
-					if err != nil {
-						return err
-					}
-					return printJSON(cmd.OutOrStdout(), erasedJSON{tapeJSON: t, ExpiredSavesets: ids})
+				if end := serverJobError(j); end != nil {
+					return eraseError(end)
 				}
-				msg := "Tape " + args[0] + " erased."
-				if len(ids) > 0 {
-					msg += fmt.Sprintf(" Savesets %v expired.", ids)
+				var rec engine.EraseRecord
+				if _, err := jobResult(j, &rec); err != nil {
+					return err
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), msg)
-				return nil
+				return printErased(cmd, &rec, eraseJSON)
+			}
+			return withEnv(g, func(env *engine.Env) error {
+				ctx, cancel := signal.NotifyContext(cmdContext(cmd), os.Interrupt)
+				defer cancel()
+				rec, err := env.EraseTapeJob(ctx, args[0], engine.EraseOptions{Force: force})
+				if err != nil {
+					return eraseError(err)
+				}
+				return printErased(cmd, rec, eraseJSON)
 			})
 		},
 	}
@@ -220,33 +227,39 @@ holds (like Bacula's bscan). After losing the catalog: register the library
 folder (--dir, or "kura vtl register DIR"), then scan each tape.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if srv, err := g.server(); err != nil {
+				return err
+			} else if srv != nil {
+				defer srv.Close()
+				if scanDir != "" {
+					return usageErrorf("--dir with a server: register the library folder on the server first (kura vtl register DIR), then scan")
+				}
+				j, err := runServerJob(cmd, srv, api.JobRequest{Kind: api.KindScan, Barcode: args[0]}, scanJSON)
+				if err != nil {
+					return err
+				}
+				var rec engine.ScanRecord
+				if _, err := jobResult(j, &rec); err != nil {
+					return err
+				}
+				if end := serverJobError(j); end != nil {
+					return scanError(end)
+				}
+				return printScan(cmd, &rec, scanJSON)
+			}
 			return withEnv(g, func(env *engine.Env) error {
 				if scanDir != "" {
 					if _, err := env.RegisterLibrary(scanDir); err != nil {
 						return err
 					}
 				}
-				found, err := env.Scan(args[0])
+				ctx, cancel := signal.NotifyContext(cmdContext(cmd), os.Interrupt)
+				defer cancel()
+				rec, err := env.ScanTape(ctx, args[0], engine.ScanOptions{})
 				if err != nil {
-					return err
+					return scanError(err)
 				}
-				if scanJSON {
-					return printJSON(cmd.OutOrStdout(), found)
-				}
-				tw := table(cmd.OutOrStdout())
-				fmt.Fprintln(tw, "FILE\tKIND\tSAVESET\tPART\tCATALOG\tNOTE")
-				added := 0
-				for _, f := range found {
-					cat := "-"
-					if f.Added {
-						cat = "rebuilt"
-						added++
-					}
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", f.File, f.Kind, idOrDash(f.SavesetID), f.Part, cat, f.Note)
-				}
-				tw.Flush()
-				fmt.Fprintf(cmd.OutOrStdout(), "%d saveset records rebuilt from tape %s.\n", added, args[0])
-				return nil
+				return printScan(cmd, rec, scanJSON)
 			})
 		},
 	}
@@ -276,4 +289,68 @@ func describeTape(w io.Writer, l *api.TapeLayout) error {
 		ferr = errors.New(l.FilesError)
 	}
 	return tape.DescribeLayout(w, lb, damage, files, ferr)
+}
+
+// printErased prints what a tape erase did.
+func printErased(cmd *cobra.Command, rec *engine.EraseRecord, asJSON bool) error {
+	if asJSON {
+		if rec.Tape == nil {
+			return fmt.Errorf("tape %s: not found after the erase", rec.Barcode)
+		}
+		return printJSON(cmd.OutOrStdout(), erasedJSON{tapeJSON: service.Tape(*rec.Tape), ExpiredSavesets: nonNil64(rec.Expired)})
+	}
+	msg := "Tape " + rec.Barcode + " erased."
+	if len(rec.Expired) > 0 {
+		msg += fmt.Sprintf(" Savesets %v expired.", rec.Expired)
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), msg)
+	return nil
+}
+
+// eraseError is the error a tape erase ends the command with.
+func eraseError(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return &exitError{Code: exitFailure, Err: errors.New("interrupted: the erase was canceled before it began; the tape is untouched")}
+	}
+	return err
+}
+
+// printScan prints what a tape scan found.
+func printScan(cmd *cobra.Command, rec *engine.ScanRecord, asJSON bool) error {
+	if asJSON {
+		found := rec.Found
+		if found == nil {
+			found = []engine.ScanFound{}
+		}
+		return printJSON(cmd.OutOrStdout(), found)
+	}
+	tw := table(cmd.OutOrStdout())
+	fmt.Fprintln(tw, "FILE\tKIND\tSAVESET\tPART\tCATALOG\tNOTE")
+	added := 0
+	for _, f := range rec.Found {
+		cat := "-"
+		if f.Added {
+			cat = "rebuilt"
+			added++
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", f.File, f.Kind, idOrDash(f.SavesetID), f.Part, cat, f.Note)
+	}
+	tw.Flush()
+	fmt.Fprintf(cmd.OutOrStdout(), "%d saveset records rebuilt from tape %s.\n", added, rec.Barcode)
+	return nil
+}
+
+// scanError is the error a tape scan ends the command with.
+func scanError(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return &exitError{Code: exitFailure, Err: errors.New("interrupted: the scan was canceled; the records it rebuilt stay")}
+	}
+	return err
+}
+
+func nonNil64(s []int64) []int64 {
+	if s == nil {
+		return []int64{}
+	}
+	return s
 }

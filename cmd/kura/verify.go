@@ -11,8 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/apiclient"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/server"
 	"github.com/kura-backup/kura/internal/units"
 )
 
@@ -40,9 +43,11 @@ Exits 4 and names every affected file when something is wrong.`,
 			if err != nil {
 				return err
 			}
-			if g.inServer && o.Level == engine.VerifySource {
-				// The server does not have the client's files.
-				return usageErrorf("--level source compares with the files on the client: restore the saveset there and compare, or verify --level data on the server")
+			if srv, err := g.server(); err != nil {
+				return err
+			} else if srv != nil {
+				defer srv.Close()
+				return remoteVerify(cmd, srv, id, o, copyN, asJSON)
 			}
 			return withEnv(g, func(env *engine.Env) error {
 				stop := startProgress(env, !asJSON)
@@ -57,20 +62,7 @@ Exits 4 and names every affected file when something is wrong.`,
 				}
 				stop()
 				if res != nil {
-					out := cmd.OutOrStdout()
-					if asJSON {
-						r := jsonFigures(res.Figures, res.Warnings, "")
-						r.Level = res.Level
-						r.CheckedFiles = &res.Checked
-						ps := []problemJSON{}
-						for _, p := range res.Problems {
-							ps = append(ps, problemJSON{Path: p.Path, Problem: p.Problem})
-						}
-						r.Problems = &ps
-						_ = printJSON(out, r)
-					} else {
-						printVerify(out, res, id, err)
-					}
+					showVerify(cmd, res, id, err, asJSON)
 				}
 				return jobError(err)
 			})
@@ -81,6 +73,48 @@ Exits 4 and names every affected file when something is wrong.`,
 	cmd.Flags().Float64Var(&o.Sample, "sample", 0, "check only this percent of the files (data and source levels)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
+}
+
+// remoteVerify runs the verify as a job on the server.
+func remoteVerify(cmd *cobra.Command, srv *apiclient.Client, id int64, o engine.VerifyOptions, copyN int, asJSON bool) error {
+	if o.Level == engine.VerifySource {
+		// The server does not have the client's files.
+		return usageErrorf("--level source compares with the files on the client: restore the saveset there and compare, or verify --level data on the server")
+	}
+	j, err := runServerJob(cmd, srv, api.JobRequest{Kind: api.KindVerify, Saveset: id, Level: o.Level, Copy: copyN, Sample: o.Sample}, asJSON)
+	if err != nil {
+		return err
+	}
+	var rec engine.VerifyRecord
+	ok, err := jobResult(j, &rec)
+	if err != nil {
+		return err
+	}
+	end := serverJobError(j)
+	if ok {
+		res := &engine.VerifyResult{Figures: server.MonitorFigures(j.Figures), Level: rec.Level, Checked: rec.Checked,
+			Problems: rec.Problems, Warnings: rec.Warnings}
+		showVerify(cmd, res, id, end, asJSON)
+	}
+	return jobError(end)
+}
+
+// showVerify prints a verify's result as text or JSON.
+func showVerify(cmd *cobra.Command, res *engine.VerifyResult, id int64, err error, asJSON bool) {
+	out := cmd.OutOrStdout()
+	if !asJSON {
+		printVerify(out, res, id, err)
+		return
+	}
+	r := jsonFigures(res.Figures, res.Warnings, "")
+	r.Level = res.Level
+	r.CheckedFiles = &res.Checked
+	ps := []problemJSON{}
+	for _, p := range res.Problems {
+		ps = append(ps, problemJSON{Path: p.Path, Problem: p.Problem})
+	}
+	r.Problems = &ps
+	_ = printJSON(out, r)
 }
 
 // printVerify prints a verify's result. "no problems" is printed only for a

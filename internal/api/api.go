@@ -158,10 +158,17 @@ type ClientUpdate struct {
 	BWLimit *int64 `json:"bwlimit,omitempty"` // bytes/s, 0 = none
 }
 
-// Job kinds a client can submit.
+// Job kinds a client can submit. The names are the catalog's, so a job
+// reads the same in the jobs list whoever started it.
 const (
 	KindBackup  = "backup"
 	KindRestore = "restore"
+	KindVerify  = "verify"  // check a saveset (or one of its copies): saveset, level, copy
+	KindCopy    = "copy"    // copy a saveset to another library: saveset, library, drive, verify
+	KindPrune   = "prune"   // apply retention (a dry run is not a job)
+	KindCatalog = "catalog" // back up the catalog to a tape: library, drive
+	KindScan    = "scan"    // rebuild catalog records from a tape: barcode, drive
+	KindErase   = "erase"   // erase a tape: barcode, force, drive
 )
 
 // JobRequest submits a job (POST /api/v1/jobs). It is stored with the
@@ -197,6 +204,13 @@ type JobRequest struct {
 	Includes  []string  `json:"includes,omitempty"`
 	Overwrite string    `json:"overwrite,omitempty"`
 	Sync      bool      `json:"sync,omitempty"`
+
+	// verify (saveset; level media or data), copy (saveset; library is
+	// the library copied to), catalog (library), scan and erase
+	Copy    int     `json:"copy,omitempty"`    // verify: this copy of the saveset instead of its own tapes
+	Sample  float64 `json:"sample,omitempty"`  // verify: percent of the files to check
+	Barcode string  `json:"barcode,omitempty"` // scan, erase: the tape
+	Force   bool    `json:"force,omitempty"`   // erase: even with unexpired savesets on it (they are expired)
 }
 
 // PolicyRun asks for a run of a policy now (POST /api/v1/policies/NAME/run).
@@ -236,6 +250,9 @@ type Job struct {
 	Reason       string          `json:"reason,omitempty"`  // why a queued or waiting job has not started
 	ParentID     int64           `json:"parent_id,omitempty"`
 	Figures      Figures         `json:"figures"`
+	// Result is what an ended verify, copy, prune, catalog backup, scan
+	// or erase found or did, as JSON of its kind (docs/api.md).
+	Result json.RawMessage `json:"result,omitempty"`
 }
 
 // Phase is one phase of a job (scan, backup, index, verify, ...).

@@ -53,6 +53,10 @@ func clientPath(field, p string) error {
 // server's state (which client, saveset, library and drive exist is the
 // server's part).
 func (r *JobRequest) Validate() error {
+	switch r.Kind {
+	case KindVerify, KindCopy, KindPrune, KindCatalog, KindScan, KindErase:
+		return r.validateAdmin()
+	}
 	if err := rules.ClientName(r.Client); err != nil {
 		return bad("client", "%v", err)
 	}
@@ -61,6 +65,12 @@ func (r *JobRequest) Validate() error {
 	}
 	if r.BWLimit < 0 {
 		return bad("bwlimit", "must not be negative")
+	}
+	for _, f := range r.setFields() {
+		switch f {
+		case "copy", "sample", "barcode", "force":
+			return bad(f, "is not a field of a %s job", r.Kind)
+		}
 	}
 	switch r.Kind {
 	case KindBackup:
@@ -136,9 +146,108 @@ func (r *JobRequest) Validate() error {
 			return bad("overwrite", "unknown overwrite policy %q (never, older or always)", r.Overwrite)
 		}
 	default:
-		return bad("kind", "unknown job kind %q (backup or restore; verify runs through the console)", r.Kind)
+		return bad("kind", "unknown job kind %q (backup, restore, verify, copy, prune, catalog, scan or erase)", r.Kind)
 	}
 	return nil
+}
+
+// validateAdmin checks the request of a job that runs on the server alone:
+// verify, copy, prune, catalog, scan and erase. It takes only its kind's
+// fields: another kind's field is refused, by name, rather than ignored.
+func (r *JobRequest) validateAdmin() error {
+	if r.Client != "" {
+		return bad("client", "a %s job runs on the server alone: it takes no client", r.Kind)
+	}
+	allowed := map[string]bool{}
+	for _, f := range map[string][]string{
+		KindVerify:  {"saveset", "level", "copy", "sample"},
+		KindCopy:    {"saveset", "library", "drive", "verify"},
+		KindPrune:   {},
+		KindCatalog: {"library", "drive"},
+		KindScan:    {"barcode", "drive"},
+		KindErase:   {"barcode", "force", "drive"},
+	}[r.Kind] {
+		allowed[f] = true
+	}
+	for _, f := range r.setFields() {
+		if !allowed[f] {
+			return bad(f, "is not a field of a %s job", r.Kind)
+		}
+	}
+	if allowed["saveset"] && r.Saveset <= 0 {
+		return bad("saveset", "say which saveset: its ID")
+	}
+	if r.Drive < 0 {
+		return bad("drive", "must not be negative")
+	}
+	switch r.Kind {
+	case KindVerify:
+		switch r.Level {
+		case "", "media", "data":
+		case "source":
+			return bad("level", "source compares with the files on the client, which the server does not have: verify data, or restore on the client and compare")
+		default:
+			return bad("level", "unknown verify level %q (media or data)", r.Level)
+		}
+		if r.Copy < 0 {
+			return bad("copy", "must be a copy number (1, 2, ...)")
+		}
+		if r.Sample < 0 || r.Sample > 100 {
+			return bad("sample", "must be between 0 and 100 percent")
+		}
+	case KindCopy:
+		if r.Library == "" {
+			return bad("library", "say which library to copy to")
+		}
+	case KindScan, KindErase:
+		if r.Barcode == "" {
+			return bad("barcode", "say which tape")
+		}
+		if strings.IndexByte(r.Barcode, 0) >= 0 || len(r.Barcode) > 64 {
+			return bad("barcode", "%q is not a barcode", r.Barcode)
+		}
+	}
+	return nil
+}
+
+// setFields names (by JSON name) the fields of a request that are set,
+// besides kind and client.
+func (r *JobRequest) setFields() []string {
+	var out []string
+	add := func(set bool, name string) {
+		if set {
+			out = append(out, name)
+		}
+	}
+	add(len(r.Paths) > 0, "paths")
+	add(r.Selection != "", "selection")
+	add(len(r.Excludes) > 0, "excludes")
+	add(r.Level != "", "level")
+	add(r.Compress != "", "compress")
+	add(r.Library != "", "library")
+	add(r.Drive != 0, "drive")
+	add(r.Verify, "verify")
+	add(r.Label != "", "label")
+	add(r.FrameSize != 0, "frame_size")
+	add(r.BWLimit != 0, "bwlimit")
+	add(r.Streams != 0, "streams")
+	add(r.Stream != 0, "stream")
+	add(r.Policy != "", "policy")
+	add(r.Pool != "", "pool")
+	add(r.Saveset != 0, "saveset")
+	add(r.Latest, "latest")
+	add(!r.At.IsZero(), "at")
+	add(r.To != "", "to")
+	add(r.InPlace, "in_place")
+	add(r.ToClient != "", "to_client")
+	add(len(r.Includes) > 0, "includes")
+	add(r.Overwrite != "", "overwrite")
+	add(r.Sync, "sync")
+	add(r.Copy != 0, "copy")
+	add(r.Sample != 0, "sample")
+	add(r.Barcode != "", "barcode")
+	add(r.Force, "force")
+	return out
 }
 
 // Validate checks a token request.

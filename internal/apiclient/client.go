@@ -183,6 +183,14 @@ func (c *Client) Cancel(ctx context.Context, id int64) (*api.Job, error) {
 	return &out, c.call(ctx, "POST", "/jobs/"+strconv.FormatInt(id, 10)+"/cancel", struct{}{}, &out)
 }
 
+// PrunePlan says what a prune would expire and recycle now, changing
+// nothing: the JSON of a prune job's result (docs/api.md), which the
+// caller decodes.
+func (c *Client) PrunePlan(ctx context.Context) (json.RawMessage, error) {
+	var out json.RawMessage
+	return out, c.call(ctx, "GET", "/prune", nil, &out)
+}
+
 // Console runs an admin verb on the server.
 func (c *Client) Console(ctx context.Context, req api.ConsoleRequest) (*api.ConsoleResponse, error) {
 	var out api.ConsoleResponse

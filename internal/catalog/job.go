@@ -88,6 +88,10 @@ type Job struct {
 	// ParentID is, for one stream of a job split into streams, the job it
 	// belongs to; 0 for a job that is not a stream.
 	ParentID int64 `json:"parent_id,omitempty"`
+	// Result is what an ended job found or did, as JSON of its kind's
+	// result (a verify's problems, a prune's expiries, a scan's tape
+	// files): what the CLI prints after the figures. Empty while it runs.
+	Result json.RawMessage `json:"result,omitempty"`
 }
 
 func (j *Job) validate() error {
@@ -117,7 +121,7 @@ func validJobState(s string) bool {
 
 const jobColumns = `kind, state, client, selection, saveset_id, level, started, finished, files, source_bytes,
 	media_bytes, avg_rate, peak_rate, tapes, phases, warnings, warning_count, error, log, owner,
-	request, reason, parent_id`
+	request, reason, parent_id, result`
 
 func jobArgs(j *Job) ([]any, error) {
 	warnings := j.Warnings
@@ -148,7 +152,7 @@ func jobArgs(j *Job) ([]any, error) {
 	}
 	return []any{j.Kind, j.State, j.Client, j.Selection, j.SavesetID, j.Level, toDB(j.Started), toDB(j.Finished),
 		j.Files, j.SourceBytes, j.MediaBytes, j.AvgRate, j.PeakRate, enc[0], enc[1], enc[2], count, j.Error,
-		enc[3], j.Owner, string(j.Request), j.Reason, j.ParentID}, nil
+		enc[3], j.Owner, string(j.Request), j.Reason, j.ParentID, string(j.Result)}, nil
 }
 
 func scanJob(row interface{ Scan(...any) error }) (*Job, error) {
@@ -156,16 +160,19 @@ func scanJob(row interface{ Scan(...any) error }) (*Job, error) {
 		j                               Job
 		started, finished               sql.NullInt64
 		tapes, phases, warnings, logTxt string
-		request                         string
+		request, result                 string
 	)
 	err := row.Scan(&j.ID, &j.Kind, &j.State, &j.Client, &j.Selection, &j.SavesetID, &j.Level, &started,
 		&finished, &j.Files, &j.SourceBytes, &j.MediaBytes, &j.AvgRate, &j.PeakRate, &tapes, &phases,
-		&warnings, &j.WarningCount, &j.Error, &logTxt, &j.Owner, &request, &j.Reason, &j.ParentID)
+		&warnings, &j.WarningCount, &j.Error, &logTxt, &j.Owner, &request, &j.Reason, &j.ParentID, &result)
 	if err != nil {
 		return nil, err
 	}
 	if request != "" {
 		j.Request = json.RawMessage(request)
+	}
+	if result != "" {
+		j.Result = json.RawMessage(result)
 	}
 	j.Started, j.Finished = fromDB(started), fromDB(finished)
 	if j.Tapes, err = decodeList[string](tapes, "job tapes"); err != nil {

@@ -151,3 +151,24 @@ func TestMarkInterrupted(t *testing.T) {
 		t.Errorf("second MarkInterrupted = %d, %v; want 0", n, err)
 	}
 }
+
+// A job's result is kept with it, byte for byte, and an unset one reads
+// back empty.
+func TestJobResult(t *testing.T) {
+	c, _ := openTemp(t)
+	j := &Job{Kind: KindVerify, State: StateRunning, Started: t0}
+	must(t, c.CreateJob(j))
+	got, err := c.Job(j.ID)
+	must(t, err)
+	if got.Result != nil {
+		t.Fatalf("a new job's result: %q; want none", got.Result)
+	}
+	j.State, j.Finished = StateSucceeded, t0.Add(time.Second)
+	j.Result = []byte(`{"level":"data","checked_files":3,"problems":[]}`)
+	must(t, c.UpdateJob(j))
+	got, err = c.Job(j.ID)
+	must(t, err)
+	if string(got.Result) != string(j.Result) {
+		t.Fatalf("result read back: %q; want %q", got.Result, j.Result)
+	}
+}

@@ -180,4 +180,10 @@ var migrations = [][]string{
 		)`,
 		`CREATE INDEX drive_leases_job ON drive_leases (job_id)`,
 	},
+	// 6: a job's result (issue 11): what a verify, copy, prune, catalog
+	// backup, tape scan or tape erase found or did, so that a job the
+	// server ran prints as it does when run locally.
+	{
+		`ALTER TABLE jobs ADD COLUMN result TEXT NOT NULL DEFAULT ''`,
+	},
 }

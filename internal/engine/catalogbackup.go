@@ -44,7 +44,6 @@ import (
 	"github.com/kura-backup/kura/internal/catalogbackup"
 	"github.com/kura-backup/kura/internal/home"
 	"github.com/kura-backup/kura/internal/library"
-	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/private"
 	"github.com/kura-backup/kura/internal/tape"
 	"github.com/kura-backup/kura/internal/units"
@@ -68,6 +67,9 @@ var ErrNoCatalogBackup = errors.New("no good catalog backup found")
 type CatalogBackupOptions struct {
 	Library string // "" = the default library
 	Drive   int    // 0 = any free drive
+	// Job is the queued job row the backup runs as (a server's queue); nil
+	// records a new one.
+	Job *catalog.Job
 }
 
 // CatalogBackupResult says where a catalog backup is: the result of
@@ -108,40 +110,30 @@ func (e *Env) BackupCatalog(ctx context.Context, opts CatalogBackupOptions) (*Ca
 	if err != nil {
 		return nil, err
 	}
-	job := &catalog.Job{Kind: catalog.KindCatalog, State: catalog.StateRunning, Started: e.now()}
-	lock, err := e.startJob(job)
+	job, lock, err := e.beginJob(opts.Job, catalog.KindCatalog, fmt.Sprintf("catalog backup to library %s", lib.Config().Name))
 	if err != nil {
 		return nil, err
 	}
 	defer lock.release()
-	msg := fmt.Sprintf("catalog backup to library %s", lib.Config().Name)
-	e.logf(job, "%s", msg)
-	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: job.ID, Message: msg})
-
+	phase := e.startPhase(job, "catalog")
 	rec, runErr := e.backupCatalog(ctx, lib, opts, job)
 	if runErr == nil {
 		b, _ := json.Marshal(rec)
 		runErr = e.Catalog.SetSetting(SettingLastCatalogBackup, string(b))
 	}
-	job.Finished = e.now()
-	if runErr != nil {
-		job.State, job.Error = catalog.StateFailed, runErr.Error()
-		if errors.Is(runErr, context.Canceled) {
-			job.State = catalog.StateCanceled
-		}
-		e.logf(job, "failed: %v", runErr)
-	} else {
-		job.State = catalog.StateSucceeded
-		job.SourceBytes, job.MediaBytes, job.Tapes = rec.DatabaseBytes, rec.TapeBytes, []string{rec.Barcode}
-		e.logf(job, "completed: catalog of %s (%s) on tape %s, tape file %d (%s)", units.Count(int64(rec.Savesets), "saveset"),
+	if runErr == nil {
+		phase.Source.Add(rec.DatabaseBytes)
+		phase.Media.Add(rec.TapeBytes)
+		job.Tapes = []string{rec.Barcode}
+		e.logf(job, "catalog of %s (%s) on tape %s, tape file %d (%s)", units.Count(int64(rec.Savesets), "saveset"),
 			units.FormatSize(rec.DatabaseBytes), rec.Barcode, rec.File, units.FormatSize(rec.TapeBytes))
 	}
-	if err := e.Catalog.UpdateJob(job); err != nil && runErr == nil {
-		runErr = err
+	var result any
+	if rec != nil {
+		result = rec
 	}
-	e.emit(monitor.Event{Kind: monitor.JobEnded, JobID: job.ID, Message: job.State})
-	if runErr != nil {
-		return nil, runErr
+	if err := e.endJob(job, phase, result, runErr); err != nil {
+		return nil, err
 	}
 	return rec, nil
 }

@@ -60,6 +60,17 @@ type CopyOptions struct {
 	Library string // the library to copy to; not one the saveset or a copy of it is on
 	Drive   int    // drive of that library; 0 = any free drive
 	Verify  bool   // then read the copy back: a data verify phase of the copy
+	// Job is the queued job row the copy runs as (a server's queue); nil
+	// records a new one.
+	Job *catalog.Job
+}
+
+// CopyRecord is what a copy job keeps as its result (catalog.Job.Result).
+type CopyRecord struct {
+	Saveset int64  `json:"saveset"`
+	Copy    int    `json:"copy"`    // the copy's number; 0 when none was recorded
+	Library string `json:"library"` // where it is
+	Note    string `json:"note"`    // "copy 1 of saveset 12 on library offsite"
 }
 
 // maxCopyFrame bounds a frame read from the source before it is allocated:
@@ -224,8 +235,12 @@ func (e *Env) Copy(ctx context.Context, id int64, opts CopyOptions) (*Result, er
 	if from == nil {
 		return nil, fmt.Errorf("copying saveset %d: %w", ss.ID, offlineError(offline))
 	}
-	job := &catalog.Job{Kind: catalog.KindCopy, State: catalog.StateRunning, Client: ss.Client, Selection: ss.Selection,
-		SavesetID: ss.ID, Level: ss.Level, Started: e.now()}
+	job := opts.Job
+	if job == nil {
+		job = &catalog.Job{}
+	}
+	job.Kind, job.State, job.Client, job.Selection = catalog.KindCopy, catalog.StateRunning, ss.Client, ss.Selection
+	job.SavesetID, job.Level, job.Started, job.Reason = ss.ID, ss.Level, e.now(), ""
 	lock, err := e.startJob(job)
 	if err != nil {
 		return nil, err
@@ -620,6 +635,11 @@ func (c *copyRun) finish(runErr error) (*Result, error) {
 	if runErr != nil {
 		e.logf(job, "failed: %v", runErr)
 	}
+	rec := CopyRecord{Saveset: c.ss.ID, Library: c.lib.Config().Name}
+	if runErr == nil {
+		rec.Copy, rec.Note = c.copy.Copy, c.res.Note
+	}
+	job.Result, _ = json.Marshal(rec)
 	e.logf(job, "%s: %s read, %s written to tapes %s", statusText(job.State), units.FormatSize(job.SourceBytes),
 		units.FormatSize(job.MediaBytes), strings.Join(c.tapes, ", "))
 	if err := e.Catalog.UpdateJob(job); err != nil && runErr == nil {

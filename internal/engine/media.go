@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -106,6 +107,86 @@ func (e *Env) EraseTape(barcode string, force bool) ([]int64, error) {
 		_ = os.Remove(filepath.Join(home.IndexDir(e.Home), fmt.Sprintf("%d.idx", s.ID)))
 	}
 	return ids, lib.Erase(barcode)
+}
+
+// EraseOptions say how a tape erase job runs.
+type EraseOptions struct {
+	Force bool // erase even while unexpired savesets are on it (they are expired)
+	Drive int  // drive of the tape's library; 0 = any free drive
+	// Job is the queued job row the erase runs as (a server's queue); nil
+	// records a new one.
+	Job *catalog.Job
+}
+
+// EraseRecord is what a tape erase job keeps as its result
+// (catalog.Job.Result).
+type EraseRecord struct {
+	Barcode string    `json:"barcode"`
+	Erased  bool      `json:"erased"`
+	Expired []int64   `json:"expired_savesets"` // savesets expired by --force (or those refusing without it)
+	Tape    *TapeInfo `json:"tape,omitempty"`   // the tape as it is after the erase
+}
+
+// EraseTapeJob is EraseTape as a job: it takes a drive of the tape's
+// library (waiting for one, as relabelling a real tape needs the tape in a
+// drive), checks that the tape is in no drive in use, and erases it. An
+// erase cancelled before it has the drive erases nothing.
+func (e *Env) EraseTapeJob(ctx context.Context, barcode string, opts EraseOptions) (*EraseRecord, error) {
+	lib, err := e.LibraryOfTape(barcode)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDrive(lib, opts.Drive); err != nil {
+		return nil, err
+	}
+	job, lock, err := e.beginJob(opts.Job, catalog.KindErase, fmt.Sprintf("erase of tape %s (library %s)", barcode, lib.Config().Name))
+	if err != nil {
+		return nil, err
+	}
+	defer lock.release()
+	phase := e.startPhase(job, "erase")
+	rec := &EraseRecord{Barcode: barcode, Expired: []int64{}}
+	runErr := func() error {
+		drv, err := lib.Acquire(ctx, opts.Drive)
+		if err != nil {
+			return err
+		}
+		defer drv.Release()
+		// Through this drive: a tape in a drive someone uses is refused,
+		// one left in an idle drive is taken from it.
+		if _, err := drv.Load(barcode); err != nil {
+			return err
+		}
+		if err := drv.Unload(); err != nil {
+			return err
+		}
+		if err := canceled(ctx); err != nil {
+			return err
+		}
+		e.logf(job, "library %s, drive %d: tape %s", lib.Config().Name, drv.Number(), barcode)
+		job.Tapes = []string{barcode}
+		ids, err := e.EraseTape(barcode, opts.Force)
+		if ids != nil {
+			rec.Expired = ids
+		}
+		if err != nil {
+			return err
+		}
+		rec.Erased = true
+		phase.Files.Add(1)
+		if tapes, err := e.Tapes(lib.Config().Name); err == nil {
+			for i := range tapes {
+				if tapes[i].Barcode == barcode {
+					rec.Tape = &tapes[i]
+				}
+			}
+		}
+		if len(ids) > 0 {
+			e.logf(job, "savesets %v expired", ids)
+		}
+		return nil
+	}()
+	return rec, e.endJob(job, phase, rec, runErr)
 }
 
 // TapeInfo is a tape with what the catalog knows of it.

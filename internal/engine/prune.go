@@ -95,6 +95,9 @@ func orText(s, d string) string {
 type PruneOptions struct {
 	DryRun bool      // decide and report, change nothing
 	Now    time.Time // the moment retention is judged at (zero: the clock)
+	// Job is the queued job row a real prune runs as (a server's queue);
+	// nil records a new one. A dry run is a query, not a job.
+	Job *catalog.Job
 }
 
 // PruneResult is what a prune decided and did.
@@ -113,6 +116,31 @@ type PruneResult struct {
 // recycled (its first parts may sit on a tape it already left, not yet in
 // the catalog), only expiries are recorded.
 func (e *Env) Prune(ctx context.Context, opts PruneOptions) (*PruneResult, error) {
+	if opts.DryRun {
+		return e.prune(ctx, opts)
+	}
+	job, lock, err := e.beginJob(opts.Job, catalog.KindPrune, "prune: apply retention")
+	if err != nil {
+		return nil, err
+	}
+	defer lock.release()
+	phase := e.startPhase(job, "prune")
+	res, runErr := e.prune(ctx, opts)
+	var result any
+	if res != nil {
+		result = res
+		phase.Files.Add(int64(len(res.Expired)))
+		job.Tapes = res.Recycled
+		e.logf(job, "%s expired, %s recycled", units.Count(int64(len(res.Expired)), "saveset"), units.Count(int64(len(res.Recycled)), "tape"))
+		for _, n := range res.Notes {
+			e.logf(job, "note: %s", n)
+		}
+	}
+	return res, e.endJob(job, phase, result, runErr)
+}
+
+// prune is the work of Prune, and the whole of a dry run.
+func (e *Env) prune(ctx context.Context, opts PruneOptions) (*PruneResult, error) {
 	unlock, err := e.lockPrune(ctx)
 	if err != nil {
 		return nil, err
@@ -126,6 +154,9 @@ func (e *Env) Prune(ctx context.Context, opts PruneOptions) (*PruneResult, error
 	if err != nil {
 		return nil, err
 	}
+	if err := canceled(ctx); err != nil {
+		return nil, err
+	}
 	res := &PruneResult{Decisions: decisions, DryRun: opts.DryRun, Expired: []int64{}, Recycled: []string{}, Notes: []string{}}
 	expiring := map[int64]bool{}
 	for _, d := range decisions {
@@ -136,6 +167,11 @@ func (e *Env) Prune(ctx context.Context, opts PruneOptions) (*PruneResult, error
 		res.Expired = append(res.Expired, d.ID)
 		if opts.DryRun {
 			continue
+		}
+		if err := ctx.Err(); err != nil {
+			// Each expiry stands on its own: the ones made stay, with their reasons.
+			res.Expired = res.Expired[:len(res.Expired)-1]
+			return res, err
 		}
 		if err := e.Catalog.ExpireSaveset(d.ID, d.Reason); err != nil {
 			return res, err
@@ -161,6 +197,9 @@ func (e *Env) Prune(ctx context.Context, opts PruneOptions) (*PruneResult, error
 		if opts.DryRun {
 			res.Recycled = append(res.Recycled, bc)
 			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return res, err
 		}
 		if _, err := e.EraseTape(bc, false); err != nil {
 			res.Notes = append(res.Notes, fmt.Sprintf("tape %s not recycled: %v", bc, err))

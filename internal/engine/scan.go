@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -16,8 +17,10 @@ import (
 	"github.com/kura-backup/kura/internal/home"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/library"
+	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/stream"
 	"github.com/kura-backup/kura/internal/tape"
+	"github.com/kura-backup/kura/internal/units"
 )
 
 // RegisterLibrary adds an existing library folder to the catalog (after the
@@ -64,7 +67,8 @@ type ScanFound struct {
 }
 
 // Scan reads a tape and rebuilds the catalog records of the savesets whose
-// index it holds (Bacula's bscan): from the media alone.
+// index it holds (Bacula's bscan): from the media alone. It records no job
+// (a catalog restore scans with it); ScanTape is the job.
 func (e *Env) Scan(barcode string) ([]ScanFound, error) {
 	lib, err := e.LibraryOfTape(barcode)
 	if err != nil {
@@ -75,12 +79,82 @@ func (e *Env) Scan(barcode string) ([]ScanFound, error) {
 		return nil, err
 	}
 	defer t.Close()
+	return e.scanTape(context.Background(), t, nil)
+}
+
+// ScanOptions say how a tape scan job runs.
+type ScanOptions struct {
+	Drive int // drive of the tape's library; 0 = any free drive
+	// Job is the queued job row the scan runs as (a server's queue); nil
+	// records a new one.
+	Job *catalog.Job
+}
+
+// ScanRecord is what a tape scan job keeps as its result
+// (catalog.Job.Result).
+type ScanRecord struct {
+	Barcode string      `json:"barcode"`
+	Found   []ScanFound `json:"found"`
+	Rebuilt int         `json:"rebuilt"` // saveset records rebuilt
+}
+
+// ScanTape is Scan as a job: it loads the tape into a drive of its library
+// (waiting for one), reads it, and records the job with what it found. A
+// scan cancelled stops before the next tape file; the records it rebuilt
+// stay (each is whole).
+func (e *Env) ScanTape(ctx context.Context, barcode string, opts ScanOptions) (*ScanRecord, error) {
+	lib, err := e.LibraryOfTape(barcode)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDrive(lib, opts.Drive); err != nil {
+		return nil, err
+	}
+	job, lock, err := e.beginJob(opts.Job, catalog.KindScan, fmt.Sprintf("scan of tape %s (library %s)", barcode, lib.Config().Name))
+	if err != nil {
+		return nil, err
+	}
+	defer lock.release()
+	phase := e.startPhase(job, "scan")
+	rec := &ScanRecord{Barcode: barcode, Found: []ScanFound{}}
+	runErr := func() error {
+		drv, err := lib.Acquire(ctx, opts.Drive)
+		if err != nil {
+			return err
+		}
+		defer drv.Release()
+		t, err := drv.Load(barcode)
+		if err != nil {
+			return err
+		}
+		e.logf(job, "library %s, drive %d: tape %s", lib.Config().Name, drv.Number(), barcode)
+		job.Tapes = []string{barcode}
+		found, err := e.scanTape(ctx, t, phase)
+		rec.Found = append(rec.Found, found...)
+		return err
+	}()
+	for _, f := range rec.Found {
+		if f.Added {
+			rec.Rebuilt++
+		}
+	}
+	e.logf(job, "%s read, %s rebuilt", units.Count(int64(len(rec.Found)), "tape file"), units.Count(int64(rec.Rebuilt), "saveset record"))
+	return rec, e.endJob(job, phase, rec, runErr)
+}
+
+// scanTape scans every tape file of t; phase (when not nil) counts the
+// tape files and bytes read.
+func (e *Env) scanTape(ctx context.Context, t *tape.Tape, phase *monitor.Phase) ([]ScanFound, error) {
 	files, err := t.Files()
 	if err != nil {
 		return nil, err
 	}
 	var found []ScanFound
+	var stopped error
 	for _, fi := range files {
+		if stopped = ctx.Err(); stopped != nil {
+			break
+		}
 		f := ScanFound{File: fi.Number}
 		if fi.Status != tape.FileComplete {
 			f.Kind = "incomplete"
@@ -95,6 +169,11 @@ func (e *Env) Scan(barcode string) ([]ScanFound, error) {
 			f.Note = err.Error()
 		}
 		found = append(found, f)
+		if phase != nil {
+			phase.Files.Add(1)
+			phase.Source.Add(fi.Bytes)
+			phase.Media.Add(fi.Bytes)
+		}
 	}
 	// A failed saveset's data parts have no index to rebuild a record
 	// from, but their ID is taken all the same.
@@ -105,7 +184,7 @@ func (e *Env) Scan(barcode string) ([]ScanFound, error) {
 	if err := e.Catalog.ReserveSavesetIDs(top); err != nil {
 		return found, err
 	}
-	return found, nil
+	return found, stopped
 }
 
 func (e *Env) scanFile(t *tape.Tape, fi tape.FileInfo, f *ScanFound) error {

@@ -35,6 +35,9 @@ const (
 type VerifyOptions struct {
 	Level  string  // media, data (default) or source
 	Sample float64 // percent of files to check at the data level; 0 or 100 = all
+	// Job is the queued job row the verify runs as (a server's queue);
+	// nil records a new one.
+	Job *catalog.Job
 }
 
 // Problem is one thing verify found wrong.
@@ -78,23 +81,20 @@ func (e *Env) verifyJob(ctx context.Context, read *catalog.Saveset, opts VerifyO
 		level = VerifyData
 	}
 	// A verify job's level is the verify level (media, data, source).
-	job := &catalog.Job{Kind: catalog.KindVerify, State: catalog.StateRunning, Client: read.Client, Selection: read.Selection,
-		SavesetID: read.ID, Level: level, Started: e.now()}
-	lock, err := e.startJob(job)
+	job := opts.Job
+	if job == nil {
+		job = &catalog.Job{}
+	}
+	job.Client, job.Selection, job.SavesetID, job.Level = read.Client, read.Selection, read.ID, level
+	job, lock, err := e.beginJob(job, catalog.KindVerify, fmt.Sprintf("verify (%s) of %s", level, what))
 	if err != nil {
 		return nil, err
 	}
 	defer lock.release()
-	e.logf(job, "verify (%s) of %s", level, what)
 	res, verr := e.verifySaveset(ctx, read, opts, job.ID)
-	job.Finished = e.now()
+	var rec *VerifyRecord
 	if res != nil {
 		e.logf(job, "%s checked, %s", units.Count(int64(res.Checked), "file"), units.Count(int64(len(res.Problems)), "problem"))
-	}
-	if verr != nil {
-		e.logf(job, "failed: %v", verr)
-	}
-	if res != nil {
 		job.Phases = []catalog.Phase{res.phase}
 		job.Files, job.SourceBytes, job.MediaBytes = res.phase.Files, res.phase.Bytes, res.phase.MediaBytes
 		job.AvgRate, job.PeakRate = res.phase.AvgRate, res.phase.PeakRate
@@ -110,21 +110,30 @@ func (e *Env) verifyJob(ctx context.Context, read *catalog.Saveset, opts VerifyO
 			}
 			job.WarningCount++
 		}
+		rec = &VerifyRecord{Level: res.Level, Checked: res.Checked, Problems: res.Problems, Warnings: res.Warnings}
 	}
-	job.State = catalog.StateSucceeded
-	if verr != nil {
-		job.State, job.Error = catalog.StateFailed, verr.Error()
-	} else if res != nil && len(res.Warnings) > 0 {
-		job.State = catalog.StateWarnings
+	if verr == nil && res != nil && len(res.Warnings) > 0 {
 		verr = fmt.Errorf("verify %w: %d warnings", ErrWarnings, len(res.Warnings))
 	}
-	if err := e.Catalog.UpdateJob(job); err != nil && verr == nil {
-		verr = err
+	if rec == nil {
+		verr = e.endJob(job, nil, nil, verr)
+	} else {
+		verr = e.endJob(job, nil, rec, verr)
 	}
 	if res != nil {
 		res.Figures = JobFigures(job, read)
 	}
 	return res, verr
+}
+
+// VerifyRecord is what a verify job keeps as its result
+// (catalog.Job.Result): a VerifyResult without its figures, which the job
+// has.
+type VerifyRecord struct {
+	Level    string    `json:"level"`
+	Checked  int64     `json:"checked_files"`
+	Problems []Problem `json:"problems"`
+	Warnings []string  `json:"warnings"`
 }
 
 // verifySaveset runs the verify phase; it is also the verify phase of a

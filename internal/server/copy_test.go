@@ -61,6 +61,10 @@ func TestPolicyCopyStepAndRestoreFromCopyThroughAgent(t *testing.T) {
 	}
 	if cj := r.wait(copyJob); cj.State != catalog.StateSucceeded {
 		t.Fatalf("copy job: %s %s", cj.State, cj.Error)
+	} else if len(cj.Request) == 0 {
+		// Queued, it takes the copy library's drive through the queue and
+		// can be cancelled like any job.
+		t.Errorf("the policy's copy job %d did not go through the queue", cj.ID)
 	}
 	ss, err := env.Catalog.Saveset(b.SavesetID)
 	if err != nil {

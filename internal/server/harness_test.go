@@ -41,6 +41,9 @@ func TestMain(m *testing.M) {
 func serveChild(home string) int {
 	opts := fastOpts
 	opts.Home, opts.Name = home, "test"
+	if at := os.Getenv(childHoldEnv); at != "" {
+		opts.Events = holdForever(at)
+	}
 	srv, err := server.New(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -61,11 +64,12 @@ func serveChild(home string) int {
 
 // startChildServer runs a server on home in a child process; kill ends it
 // the way a crash or kill -9 would.
-func startChildServer(t *testing.T, home string) (r *rig, kill func()) {
+// env adds variables to the child's environment (childHoldEnv).
+func startChildServer(t *testing.T, home string, env ...string) (r *rig, kill func()) {
 	t.Helper()
 	lw := &logWriter{t: t, prefix: "child server: "}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childHomeEnv+"="+home)
+	cmd.Env = append(append(os.Environ(), childHomeEnv+"="+home), env...)
 	cmd.Stderr = lw
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -82,7 +86,8 @@ func startChildServer(t *testing.T, home string) (r *rig, kill func()) {
 		})
 	}
 	t.Cleanup(kill)
-	line, err := bufio.NewReader(out).ReadString('\n')
+	br := bufio.NewReader(out)
+	line, err := br.ReadString('\n')
 	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
 	if err != nil || !ok {
 		t.Fatalf("child server: %q, %v", line, err)
@@ -95,7 +100,7 @@ func startChildServer(t *testing.T, home string) (r *rig, kill func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r = &rig{t: t, home: home, url: "https://" + addr, log: lw, addr: addr, stop: kill}
+	r = &rig{t: t, home: home, url: "https://" + addr, log: lw, addr: addr, stop: kill, out: br}
 	if r.admin, err = apiclient.New(r.url, pki.PinnedTLSConfig(tok.CAFingerprint, nil), string(tokText)); err != nil {
 		t.Fatal(err)
 	}

@@ -59,6 +59,9 @@ func (s *Server) validate(req *api.JobRequest) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
+	if serverOnly(req.Kind) {
+		return s.validateServerOnly(req)
+	}
 	owner, err := s.env.Catalog.Client(req.Client)
 	if err != nil {
 		return apiErr(api.CodeNotFound, "no client named %q is enrolled (kura client list)", req.Client)
@@ -140,8 +143,8 @@ func (s *Server) Submit(req api.JobRequest) ([]int64, error) {
 		b, _ := json.Marshal(one)
 		j := &catalog.Job{Kind: req.Kind, State: catalog.StateQueued, Client: req.Client, Selection: req.Selection,
 			Level: req.Level, Request: b, ParentID: parent, Reason: "queued"}
-		if req.Kind == api.KindRestore {
-			j.Level = ""
+		if req.Kind != api.KindBackup && req.Kind != api.KindVerify {
+			j.Level = "" // a verify's level is the verify level, as the engine records it
 		}
 		if err := s.env.Catalog.CreateJob(j); err != nil {
 			return ids, err
@@ -262,6 +265,8 @@ func (s *Server) runJob(ctx context.Context, j *catalog.Job, rj *runningJob) {
 		err = s.runBackup(ctx, j, rj)
 	case api.KindRestore:
 		err = s.runRestore(ctx, j, rj)
+	default:
+		err = s.runServerOnly(ctx, j, rj)
 	}
 	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(err, cause) && ctx.Err() != nil {
 		err = fmt.Errorf("%w (%v)", err, cause)
@@ -322,7 +327,7 @@ func (s *Server) runBackup(ctx context.Context, j *catalog.Job, rj *runningJob) 
 		s.log.Info("backup note", "job", j.ID, "note", res.Note)
 	}
 	if res != nil && res.Figures.SavesetID != 0 && (err == nil || errors.Is(err, engine.ErrWarnings)) && req.Policy != "" {
-		s.copyStep(ctx, env, req.Policy, res.Figures.SavesetID)
+		s.copyStep(req.Policy, res.Figures.SavesetID)
 	}
 	if bw > 0 && err == nil {
 		s.log.Info("backup within bandwidth limit", "job", j.ID, "limit", units.FormatSize(bw)+"/s")
@@ -330,19 +335,20 @@ func (s *Server) runBackup(ctx context.Context, j *catalog.Job, rj *runningJob) 
 	return err
 }
 
-// copyStep makes the second copy a policy asks for (its own job, kind
-// copy); a failed copy fails that job, not the backup.
-func (s *Server) copyStep(ctx context.Context, env *engine.Env, policy string, id int64) {
+// copyStep queues the second copy a policy asks for: a copy job of its
+// own, which takes a drive of the copy's library through the queue; a
+// failed copy fails that job, not the backup.
+func (s *Server) copyStep(policy string, id int64) {
 	p, err := s.env.Catalog.Policy(policy)
 	if err != nil || p.CopyTo == "" {
 		return
 	}
-	res, err := env.Copy(ctx, id, engine.CopyOptions{Library: p.CopyTo, Verify: p.Verify})
+	ids, err := s.Submit(api.JobRequest{Kind: api.KindCopy, Saveset: id, Library: p.CopyTo, Verify: p.Verify})
 	if err != nil {
-		s.log.Error("policy copy step failed", "policy", policy, "saveset", id, "to", p.CopyTo, "err", err)
+		s.log.Error("policy copy step not queued", "policy", policy, "saveset", id, "to", p.CopyTo, "err", err)
 		return
 	}
-	s.log.Info("policy copy step", "policy", policy, "saveset", id, "to", p.CopyTo, "job", res.Figures.JobID)
+	s.log.Info("policy copy step queued", "policy", policy, "saveset", id, "to", p.CopyTo, "job", ids[0])
 }
 
 func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob) error {

@@ -40,45 +40,37 @@ func (s *Server) Tick(ctx context.Context) {
 	for _, p := range policies {
 		s.schedulePolicy(p, now)
 	}
-	s.maybePrune(ctx, now)
-	s.maybeBackupCatalog(ctx)
+	s.maybePrune(now)
+	s.maybeBackupCatalog()
 }
 
-// catalogJobKey is the queue's reservation key for the catalog backup (job
-// IDs are positive).
-const catalogJobKey = -1
-
-// maybeBackupCatalog starts the catalog backup the daily prune asked for,
-// once a drive of the default library is free.
-func (s *Server) maybeBackupCatalog(ctx context.Context) {
-	if !s.catalogDue.Load() || time.Now().UnixNano() < s.catalogRetry.Load() || !s.catalogRunning.CompareAndSwap(false, true) {
+// maybeBackupCatalog queues the catalog backup the daily prune asked for:
+// a catalog job, which takes a drive and a tape of the default library
+// through the queue like any job (and waits there while they are busy),
+// and can be followed and cancelled. One waiting in the queue already is
+// enough.
+func (s *Server) maybeBackupCatalog() {
+	if !s.catalogDue.Load() {
 		return
 	}
-	retryLater := func() { s.catalogRetry.Store(time.Now().Add(time.Minute).UnixNano()) }
-	lib, n, reason := s.q.reserve(catalogJobKey, api.JobRequest{Kind: api.KindBackup})
-	if reason != "" {
-		s.catalogRunning.Store(false)
-		retryLater()
-		s.log.Info("catalog backup waits", "reason", reason)
+	queued, err := s.env.Catalog.QueuedJobs()
+	if err != nil {
+		s.log.Error("catalog backup: reading the queue", "err", err)
 		return
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer s.catalogRunning.Store(false)
-		defer func() {
-			s.q.release(&runningJob{id: catalogJobKey, lib: lib, drive: n})
-			s.q.kick()
-		}()
-		cb, err := s.env.BackupCatalog(ctx, engine.CatalogBackupOptions{Library: lib, Drive: n})
-		if err != nil {
-			retryLater()
-			s.log.Error("catalog backup after the daily prune failed; retrying in a minute", "err", err)
+	for _, j := range queued {
+		if j.Kind == catalog.KindCatalog {
+			s.catalogDue.Store(false)
 			return
 		}
-		s.catalogDue.Store(false)
-		s.log.Info("catalog backed up", "tape", cb.Barcode, "file", cb.File)
-	}()
+	}
+	ids, err := s.Submit(api.JobRequest{Kind: api.KindCatalog})
+	if err != nil {
+		s.log.Error("catalog backup after the daily prune not queued", "err", err)
+		return
+	}
+	s.catalogDue.Store(false)
+	s.log.Info("catalog backup queued", "job", ids[0])
 }
 
 func (s *Server) schedulePolicy(p *catalog.Policy, now time.Time) {
@@ -145,8 +137,9 @@ func (s *Server) policyBusy(name string) bool {
 	return false
 }
 
-// maybePrune applies retention once a day, then backs up the catalog.
-func (s *Server) maybePrune(ctx context.Context, now time.Time) {
+// maybePrune queues a prune once a day (a prune job, which the queue runs
+// at once: it takes no drive), then the catalog's own backup.
+func (s *Server) maybePrune(now time.Time) {
 	last, _ := s.env.Catalog.Setting(settingLastPrune)
 	if t, err := time.Parse(time.RFC3339Nano, last); err == nil && now.Sub(t) < pruneEvery {
 		return
@@ -154,19 +147,14 @@ func (s *Server) maybePrune(ctx context.Context, now time.Time) {
 	if err := s.env.Catalog.SetSetting(settingLastPrune, now.UTC().Format(time.RFC3339Nano)); err != nil {
 		return
 	}
-	res, err := s.env.Prune(ctx, engine.PruneOptions{Now: now})
+	ids, err := s.Submit(api.JobRequest{Kind: api.KindPrune})
 	if err != nil {
-		s.log.Error("daily prune", "err", err)
+		s.log.Error("daily prune not queued", "err", err)
 		return
 	}
-	s.log.Info("daily prune", "expired", res.Expired, "recycled", res.Recycled, "notes", res.Notes)
-	if s.opts.AfterPrune != nil {
-		s.opts.AfterPrune(ctx)
-		return
-	}
-	// Then the catalog protects itself: a consistent snapshot to tape, on
-	// a drive the queue reserves for it (now, or at a later tick when
-	// every drive is busy).
+	s.log.Info("daily prune queued", "job", ids[0])
+	// Then the catalog protects itself: a consistent snapshot to tape, a
+	// job of the queue.
 	s.catalogDue.Store(true)
 }
 

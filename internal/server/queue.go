@@ -97,17 +97,13 @@ func (q *queue) schedule(ctx context.Context) {
 		if req.Kind == api.KindRestore && req.ToClient != "" {
 			agent = req.ToClient
 		}
-		c, err := s.env.Catalog.Client(agent)
-		if err != nil {
-			q.fail(j, fmt.Errorf("client %s is not enrolled", agent))
+		if serverOnly(req.Kind) {
+			agent = "" // the server alone runs it
+		} else if reason, err := q.agentReady(agent); err != nil {
+			q.fail(j, err)
 			continue
-		}
-		if !c.Revoked.IsZero() {
-			q.fail(j, fmt.Errorf("client %s was revoked", agent))
-			continue
-		}
-		if !s.hub.online(agent) {
-			q.wait(j, "waiting for agent "+agent+" to connect")
+		} else if reason != "" {
+			q.wait(j, reason)
 			continue
 		}
 		if reason := q.streamTurn(j, req); reason != "" {
@@ -115,8 +111,13 @@ func (q *queue) schedule(ctx context.Context) {
 			continue
 		}
 		rj := &runningJob{id: j.ID, agent: agent, owner: req.Client, req: req}
-		if req.Kind == api.KindBackup {
-			lib, n, reason := q.reserve(j.ID, req)
+		if needsDrive(req.Kind) {
+			r := req
+			if r.Library, err = s.driveLibrary(req); err != nil {
+				q.fail(j, err)
+				continue
+			}
+			lib, n, reason := q.reserve(j.ID, r)
 			if reason != "" {
 				q.wait(j, reason)
 				continue
@@ -133,6 +134,22 @@ func (q *queue) schedule(ctx context.Context) {
 		s.wg.Add(1) // Close waits for the job to record its end
 		go func() { defer s.wg.Done(); s.runJob(jctx, j, rj) }()
 	}
+}
+
+// agentReady says why a job's agent keeps it waiting (not connected), or
+// fails it (not enrolled, revoked); "" and nil when it is ready.
+func (q *queue) agentReady(agent string) (string, error) {
+	c, err := q.s.env.Catalog.Client(agent)
+	if err != nil {
+		return "", fmt.Errorf("client %s is not enrolled", agent)
+	}
+	if !c.Revoked.IsZero() {
+		return "", fmt.Errorf("client %s was revoked", agent)
+	}
+	if !q.s.hub.online(agent) {
+		return "waiting for agent " + agent + " to connect", nil
+	}
+	return "", nil
 }
 
 // streamTurn says why stream k of a split backup must wait, or "" when it
@@ -190,6 +207,10 @@ func (q *queue) reserve(id int64, req api.JobRequest) (string, int, string) {
 			return "", 0, fmt.Sprintf("waiting for a drive (the one drive of library %s is busy)", cfg.Name)
 		}
 		return "", 0, fmt.Sprintf("waiting for a drive (all %d drives of library %s are busy)", cfg.Drives, cfg.Name)
+	}
+	if !needsTape(req.Kind) {
+		q.drives[driveKey{cfg.Name, free}] = id
+		return cfg.Name, free, ""
 	}
 	inPool := 0
 	for k, id := range q.drives {

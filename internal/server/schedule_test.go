@@ -54,6 +54,13 @@ func TestSchedulerRunsPoliciesAndPrunes(t *testing.T) {
 				seen[j.ID] = true
 				started = append(started, r.wait(j.ID))
 			}
+			if !seen[j.ID] && j.Kind == catalog.KindPrune {
+				// The daily prune is a job of the queue.
+				seen[j.ID] = true
+				if p := r.wait(j.ID); p.State != catalog.StateSucceeded || len(p.Request) == 0 {
+					t.Errorf("daily prune job %d: %s (%s), request %s", p.ID, p.State, p.Error, p.Request)
+				}
+			}
 		}
 		return started
 	}
@@ -126,13 +133,14 @@ func TestSchedulerRunsPoliciesAndPrunes(t *testing.T) {
 		if j.Kind == catalog.KindCatalog {
 			if j := r.wait(j.ID); j.State != catalog.StateSucceeded {
 				t.Errorf("catalog backup job %d: %s %s", j.ID, j.State, j.Error)
+			} else if len(j.Request) == 0 {
+				t.Errorf("catalog backup job %d did not go through the queue", j.ID)
 			}
 			catalogJobs++
 		}
 	}
-	// One per daily prune, on a drive the queue gives it; a day whose
-	// drives are all busy at the tick waits (and may merge into the next
-	// day's), so count at least half.
+	// One per daily prune, a job of the queue; a day whose job still waits
+	// for a drive at the next prune merges into it, so count at least half.
 	if catalogJobs < 12 {
 		t.Errorf("%d catalog backups in 24 days of daily prunes", catalogJobs)
 	}

@@ -64,8 +64,10 @@ type Options struct {
 	// 0 keeps the default, a negative value turns the scheduler off (tests
 	// call Tick themselves).
 	SchedulerEvery time.Duration
-	// AfterPrune runs after the daily prune (the catalog's own backup).
-	AfterPrune func(ctx context.Context)
+	// Events, when set, also receives every job event, in order, from the
+	// goroutine that emits it (metrics, a web console): it must return
+	// promptly, as the job waits for it.
+	Events monitor.Sink
 	// IdleTimeout is how long a running job waits on a silent agent before
 	// it fails (60 s).
 	IdleTimeout time.Duration
@@ -119,8 +121,7 @@ type Server struct {
 	hub       *hub
 	q         *queue
 
-	catalogDue, catalogRunning atomic.Bool  // the catalog backup after the daily prune
-	catalogRetry               atomic.Int64 // unix nanos: not before (a drive or tape was missing)
+	catalogDue atomic.Bool // the catalog backup after the daily prune is to be queued
 
 	mu      sync.Mutex
 	running map[int64]*runningJob
@@ -174,6 +175,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s.bus = newBus()
 	env.Events = s.bus
+	if opts.Events != nil {
+		env.Events = monitor.SinkFunc(func(ev monitor.Event) { s.bus.Event(ev); opts.Events.Event(ev) })
+	}
 	env.Clock = opts.Clock
 	s.hub = newHub(s)
 	s.q = newQueue(s)
@@ -326,6 +330,7 @@ func (s *Server) routes() []route {
 		admin("POST", "/jobs/{id}/cancel", s.cancelJob),
 		admin("GET", "/jobs/{id}/events", s.jobEvents),
 		admin("POST", "/console", s.postConsole),
+		admin("GET", "/prune", s.getPrunePlan),
 		open("POST", "/enroll", s.postEnroll),
 		agent("GET", "/agent/orders", s.agentOrders),
 		agent("POST", "/agent/jobs/{id}/data", s.agentBackupData),

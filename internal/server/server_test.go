@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -58,6 +59,7 @@ type rig struct {
 	log   *logWriter
 	stop  func()
 	addr  string
+	out   *bufio.Reader // a child server's stdout, after its "listening" line
 }
 
 // fastOpts are short timeouts for tests. The scheduler is off: its daily

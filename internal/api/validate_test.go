@@ -1,0 +1,60 @@
+package api
+
+import (
+	"errors"
+	"testing"
+)
+
+// Each job kind run on the server alone takes its own fields; a missing or
+// wrong one, or another kind's, is refused naming the field.
+func TestValidateAdminJobKinds(t *testing.T) {
+	good := []JobRequest{
+		{Kind: KindVerify, Saveset: 3},
+		{Kind: KindVerify, Saveset: 3, Level: "media", Copy: 1, Sample: 10},
+		{Kind: KindCopy, Saveset: 3, Library: "offsite", Drive: 1, Verify: true},
+		{Kind: KindPrune},
+		{Kind: KindCatalog},
+		{Kind: KindCatalog, Library: "lib", Drive: 2},
+		{Kind: KindScan, Barcode: "KUR001"},
+		{Kind: KindErase, Barcode: "KUR001", Force: true},
+	}
+	for _, r := range good {
+		if err := r.Validate(); err != nil {
+			t.Errorf("%+v: %v", r, err)
+		}
+	}
+	bad := []struct {
+		req   JobRequest
+		field string
+	}{
+		{JobRequest{Kind: KindVerify}, "saveset"},
+		{JobRequest{Kind: KindVerify, Saveset: 3, Level: "source"}, "level"},
+		{JobRequest{Kind: KindVerify, Saveset: 3, Level: "full"}, "level"},
+		{JobRequest{Kind: KindVerify, Saveset: 3, Copy: -1}, "copy"},
+		{JobRequest{Kind: KindVerify, Saveset: 3, Sample: 101}, "sample"},
+		{JobRequest{Kind: KindVerify, Saveset: 3, Paths: []string{"/x"}}, "paths"},
+		{JobRequest{Kind: KindCopy, Saveset: 3}, "library"},
+		{JobRequest{Kind: KindCopy, Library: "offsite"}, "saveset"},
+		{JobRequest{Kind: KindCopy, Saveset: 3, Library: "offsite", Drive: -1}, "drive"},
+		{JobRequest{Kind: KindPrune, Saveset: 3}, "saveset"},
+		{JobRequest{Kind: KindCatalog, Barcode: "X"}, "barcode"},
+		{JobRequest{Kind: KindScan}, "barcode"},
+		{JobRequest{Kind: KindScan, Barcode: "A\x00"}, "barcode"},
+		{JobRequest{Kind: KindErase, Barcode: "KUR001", Level: "full"}, "level"},
+		{JobRequest{Kind: KindErase, Barcode: "KUR001", Client: "no/slash"}, "client"},
+		{JobRequest{Kind: KindBackup, Client: "c1", Paths: []string{"/x"}, Force: true}, "force"},
+		{JobRequest{Kind: KindRestore, Client: "c1", Latest: true, To: "/x", Barcode: "A"}, "barcode"},
+		{JobRequest{Kind: "defrag", Client: "c1"}, "kind"},
+	}
+	for _, c := range bad {
+		err := c.req.Validate()
+		var fe *FieldError
+		if !errors.As(err, &fe) || !errors.Is(err, ErrInvalid) {
+			t.Errorf("%+v: %v; want a field error", c.req, err)
+			continue
+		}
+		if fe.Field != c.field {
+			t.Errorf("%+v: field %q (%v); want %q", c.req, fe.Field, err, c.field)
+		}
+	}
+}
