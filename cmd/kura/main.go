@@ -117,9 +117,6 @@ type globals struct {
 	cpuProfile string
 	client     string // --client: whose data (with a server)
 	local      bool   // --local: ignore a configured server
-	inServer   bool   // running inside the server's console: never remote
-	// submit queues a job on the server this console runs in (nil outside).
-	submit func(api.JobRequest) ([]int64, error)
 	// stderr is the command's error stream (warnings at start-up).
 	stderr io.Writer
 	// warned is set once the home's start-up warnings are printed.
@@ -181,7 +178,6 @@ An explicit home (--home or KURA_HOME) always means that local home, and
 	}
 	root.SetHelpCommand(newHelpCmd(root))
 	usageArgs(root)
-	remoteVerbs(root, g)
 	installCompletions(root, g)
 	return root
 }

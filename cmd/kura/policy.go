@@ -14,7 +14,6 @@ import (
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/compress"
 	"github.com/kura-backup/kura/internal/engine"
-	"github.com/kura-backup/kura/internal/service"
 	"github.com/kura-backup/kura/internal/units"
 )
 
@@ -284,15 +283,6 @@ expires each saveset, and "kura prune" applies the rules.`,
 					return nil
 				}
 				return followAndPrint(cmd, srv, ids, runJSON)
-			case g.submit != nil:
-				ids, err := g.submit(service.PolicyJob(p, level))
-				if err != nil {
-					return err
-				}
-				for _, id := range ids {
-					fmt.Fprintln(cmd.OutOrStdout(), id)
-				}
-				return nil
 			case p.Client != "":
 				return fmt.Errorf("policy %s backs up client %s: run it through the server (%v)", p.Name, p.Client, g.noServer())
 			}

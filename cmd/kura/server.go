@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/server"
 )
 
@@ -45,10 +44,7 @@ On first start it creates its own certificate authority and an admin token
 			if h, err := os.Hostname(); err == nil {
 				hosts = append(hosts, h)
 			}
-			var srv *server.Server
-			submit := func(req api.JobRequest) ([]int64, error) { return srv.Submit(req) }
-			srv, err := server.New(server.Options{Home: home, Hosts: hosts, Name: name, Log: cmd.ErrOrStderr(),
-				Console: consoleRunner(home, submit)})
+			srv, err := server.New(server.Options{Home: home, Hosts: hosts, Name: name, Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}

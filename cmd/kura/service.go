@@ -28,7 +28,7 @@ func serviceFor(g *globals, anyClient bool, fn func(svc api.Service) error) erro
 		defer srv.Close()
 		return fn(srv)
 	}
-	if g.client != "" && !g.inServer && !anyClient {
+	if g.client != "" && !anyClient {
 		return usageErrorf("--client needs a server: %v", g.noServer())
 	}
 	return withEnv(g, func(env *engine.Env) error { return fn(service.New(env)) })

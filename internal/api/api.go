@@ -342,20 +342,6 @@ type Copy struct {
 	IndexPart Part      `json:"index_part"`
 }
 
-// ConsoleRequest runs an admin verb on the server (POST /api/v1/console),
-// as `kura ARGS...` would there, with the given client.
-type ConsoleRequest struct {
-	Args   []string `json:"args"`
-	Client string   `json:"client,omitempty"`
-}
-
-// ConsoleResponse is what the verb printed and its exit code.
-type ConsoleResponse struct {
-	Stdout   string `json:"stdout"`
-	Stderr   string `json:"stderr"`
-	ExitCode int    `json:"exit_code"`
-}
-
 // Order is a job order sent to an agent (GET /api/v1/agent/orders).
 type Order struct {
 	JobID     int64         `json:"job_id"`

@@ -31,7 +31,7 @@ var OpenAPI []byte
 var wireTypes = []any{
 	Error{}, ServerInfo{}, TokenRequest{}, TokenResponse{}, EnrollRequest{}, EnrollResponse{},
 	Client{}, ClientUpdate{}, JobRequest{}, PolicyRun{}, JobsSubmitted{}, Job{}, Saveset{},
-	ConsoleRequest{}, ConsoleResponse{}, Order{}, BackupEnd{}, BackupClose{}, Progress{},
+	Order{}, BackupEnd{}, BackupClose{}, Progress{},
 	RestoreResult{}, Warning{},
 }
 

@@ -281,16 +281,6 @@ func (p *PolicyRun) Validate() error {
 	return bad("level", "unknown level %q (full, diff or incr)", p.Level)
 }
 
-// Validate checks a console request.
-func (c *ConsoleRequest) Validate() error {
-	if c.Client != "" {
-		if err := rules.ClientName(c.Client); err != nil {
-			return bad("client", "%v", err)
-		}
-	}
-	return nil
-}
-
 // Validate checks a library to create: a name, and sizes that are not
 // negative (the library checks the rest of its configuration).
 func (r *LibraryCreate) Validate() error {

@@ -191,12 +191,6 @@ func (c *Client) PrunePlan(ctx context.Context) (json.RawMessage, error) {
 	return out, c.call(ctx, "GET", "/prune", nil, &out)
 }
 
-// Console runs an admin verb on the server.
-func (c *Client) Console(ctx context.Context, req api.ConsoleRequest) (*api.ConsoleResponse, error) {
-	var out api.ConsoleResponse
-	return &out, c.call(ctx, "POST", "/console", req, &out)
-}
-
 // Follow calls fn with each event of a job until the job ends (the last
 // event is job_ended, with the final figures) or fn returns an error. A
 // stream cut by the network is reopened.

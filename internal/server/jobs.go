@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -210,43 +209,6 @@ func (s *Server) cancelJobsOf(client, why string) {
 			rj.cancel(errors.New(why))
 		}
 	}
-}
-
-// maxConsoleOutput bounds what one console call may print.
-const maxConsoleOutput = 64 << 20
-
-func (s *Server) postConsole(w http.ResponseWriter, r *http.Request) error {
-	if s.opts.Console == nil {
-		return apiErr(api.CodeNotFound, "this server has no console")
-	}
-	var req api.ConsoleRequest
-	if err := readJSON(r, &req); err != nil {
-		return err
-	}
-	if err := req.Validate(); err != nil {
-		return err
-	}
-	var out, errOut limitedBuffer
-	out.max, errOut.max = maxConsoleOutput, 1<<20
-	code := s.opts.Console(r.Context(), req, &out, &errOut)
-	s.log.Info("console", "args", req.Args, "client", req.Client, "exit", code)
-	return writeJSON(w, api.ConsoleResponse{Stdout: out.String(), Stderr: errOut.String(), ExitCode: code})
-}
-
-// limitedBuffer keeps the first max bytes written to it.
-type limitedBuffer struct {
-	bytes.Buffer
-	max int
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.Len(); room < len(p) {
-		if room > 0 {
-			b.Buffer.Write(p[:room])
-		}
-		return 0, errors.New("output too long")
-	}
-	return b.Buffer.Write(p)
 }
 
 // runJob runs a started job to its end and frees its drive.

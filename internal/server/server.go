@@ -55,9 +55,6 @@ type Options struct {
 	Name  string   // server name (default: host name)
 	Clock monitor.Clock
 	Log   io.Writer // the server log (default stderr)
-	// Console runs an admin verb on the server (POST /api/v1/console);
-	// nil disables the endpoint.
-	Console func(ctx context.Context, req api.ConsoleRequest, stdout, stderr io.Writer) int
 	// PollTimeout is how long an agent's order poll is held open (25 s).
 	PollTimeout time.Duration
 	// SchedulerEvery is how often the scheduler looks at the policies (15 s);
@@ -230,7 +227,7 @@ func (s *Server) AdminTokenPath() string { return filepath.Join(s.env.Home, admi
 // CAFingerprint identifies the server's CA.
 func (s *Server) CAFingerprint() string { return s.ca.Fingerprint() }
 
-// Env is the server's engine environment (for tests and the console).
+// Env is the server's engine environment (for tests).
 func (s *Server) Env() *engine.Env { return s.env }
 
 // Serve answers on ln until ctx ends or Close is called. It starts the
@@ -329,7 +326,6 @@ func (s *Server) routes() []route {
 		admin("POST", "/jobs", s.postJob),
 		admin("POST", "/jobs/{id}/cancel", s.cancelJob),
 		admin("GET", "/jobs/{id}/events", s.jobEvents),
-		admin("POST", "/console", s.postConsole),
 		admin("GET", "/prune", s.getPrunePlan),
 		open("POST", "/enroll", s.postEnroll),
 		agent("GET", "/agent/orders", s.agentOrders),
