@@ -321,3 +321,65 @@ func TestAcquireJobLeaseTwoProcesses(t *testing.T) {
 		}
 	}
 }
+
+// A holder known to be dead loses its jobs at once, before their leases
+// expire, with their savesets and drives; a holder that may be alive keeps
+// its live jobs; an expired lease is reclaimed whatever gone says.
+func TestReclaimJobsOfGoneHolders(t *testing.T) {
+	c, _ := openTemp(t)
+	dead := &Job{Kind: KindBackup}
+	_, err := c.CreateLeasedJob(dead, "dead", t0, ttl)
+	must(t, err)
+	ss := &Saveset{JobID: dead.ID, Level: LevelFull, Status: StatusRunning}
+	must(t, c.CreateSaveset(ss))
+	dead.SavesetID = ss.ID
+	must(t, c.UpdateLeasedJob(dead, "dead"))
+	_, err = c.AcquireDriveLease("lib", 1, "dead", dead.ID, t0, ttl)
+	must(t, err)
+	live := &Job{Kind: KindBackup}
+	_, err = c.CreateLeasedJob(live, "live", t0, ttl)
+	must(t, err)
+	_, err = c.AcquireDriveLease("lib", 2, "live", live.ID, t0, ttl)
+	must(t, err)
+
+	var asked []string
+	gone := func(h string) string {
+		asked = append(asked, h)
+		if h == "dead" {
+			return "is gone (process 7 no longer runs)"
+		}
+		return ""
+	}
+	ids, err := c.ReclaimJobs(t0.Add(time.Second), gone)
+	must(t, err)
+	if len(ids) != 1 || ids[0] != dead.ID {
+		t.Fatalf("reclaimed %v, want [%d]", ids, dead.ID)
+	}
+	row, err := c.Job(dead.ID)
+	must(t, err)
+	if row.State != StateInterrupted || !strings.HasPrefix(row.Error, ReasonHolderGone) || !strings.Contains(row.Error, "process 7") {
+		t.Errorf("the dead holder's job: %s (%q)", row.State, row.Error)
+	}
+	if got, _ := c.Saveset(ss.ID); got.Status != StatusIncomplete {
+		t.Errorf("its saveset is %s, want incomplete", got.Status)
+	}
+	if row, _ := c.Job(live.ID); row.State != StateRunning {
+		t.Errorf("the live holder's job is %s, want running", row.State)
+	}
+	drives, err := c.LiveDriveLeases(t0.Add(time.Second))
+	must(t, err)
+	if len(drives) != 1 || drives[0].Holder != "live" || drives[0].Drive != 2 {
+		t.Errorf("drive leases after the reclaim: %+v; want only the live holder's drive 2", drives)
+	}
+	if len(asked) != 2 {
+		t.Errorf("gone was asked about %q; want each holder once", asked)
+	}
+
+	// Expired, the live holder's job goes too, without asking.
+	asked = nil
+	ids, err = c.ReclaimJobs(t0.Add(ttl), gone)
+	must(t, err)
+	if len(ids) != 1 || ids[0] != live.ID || len(asked) != 0 {
+		t.Errorf("reclaim at expiry: %v (asked %q), want [%d] without asking", ids, asked, live.ID)
+	}
+}
