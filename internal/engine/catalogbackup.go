@@ -43,6 +43,7 @@ import (
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/catalogbackup"
 	"github.com/kura-backup/kura/internal/home"
+	"github.com/kura-backup/kura/internal/job"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/private"
@@ -109,11 +110,11 @@ func (e *Env) BackupCatalog(ctx context.Context, opts CatalogBackupOptions) (*Ca
 		return nil, err
 	}
 	job := &catalog.Job{Kind: catalog.KindCatalog, State: catalog.StateRunning, Started: e.now()}
-	lock, err := e.startJob(job)
+	lease, ctx, err := e.startJob(ctx, job)
 	if err != nil {
 		return nil, err
 	}
-	defer lock.release()
+	defer lease.Close()
 	msg := fmt.Sprintf("catalog backup to library %s", lib.Config().Name)
 	e.logf(job, "%s", msg)
 	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: job.ID, Message: msg})
@@ -136,7 +137,7 @@ func (e *Env) BackupCatalog(ctx context.Context, opts CatalogBackupOptions) (*Ca
 		e.logf(job, "completed: catalog of %s (%s) on tape %s, tape file %d (%s)", units.Count(int64(rec.Savesets), "saveset"),
 			units.FormatSize(rec.DatabaseBytes), rec.Barcode, rec.File, units.FormatSize(rec.TapeBytes))
 	}
-	if err := e.Catalog.UpdateJob(job); err != nil && runErr == nil {
+	if err := e.finishJob(job); err != nil && runErr == nil {
 		runErr = err
 	}
 	e.emit(monitor.Event{Kind: monitor.JobEnded, JobID: job.ID, Message: job.State})
@@ -200,7 +201,11 @@ func (e *Env) backupCatalog(ctx context.Context, lib *library.Library, opts Cata
 		return nil, err
 	}
 
-	drv, err := lib.Acquire(ctx, opts.Drive)
+	n, err := e.takeDrive(ctx, job, lib, opts.Drive)
+	if err != nil {
+		return nil, err
+	}
+	drv, err := lib.Acquire(ctx, n)
 	if err != nil {
 		return nil, err
 	}
@@ -659,7 +664,12 @@ func (e *Env) installCatalog(tmp string, keepOld bool, res *CatalogRestoreResult
 		if err != nil {
 			return fmt.Errorf("reopening the catalog: %w", err)
 		}
-		e.Catalog = c
+		jobs, err := job.NewRegistry(c, e.Jobs.Options())
+		if err != nil {
+			c.Close()
+			return err
+		}
+		e.Catalog, e.Jobs = c, jobs
 		return nil
 	}
 	// The last connection to close removes the write-ahead log; one left
@@ -724,10 +734,15 @@ func (e *Env) afterCatalogRestore(ctx context.Context, dirs []string, opts Catal
 	// The snapshot holds its own job as running: the tape file says it
 	// succeeded.
 	if job, err := e.Catalog.Job(from.Label.JobID); err == nil && job.State == catalog.StateRunning && job.Kind == catalog.KindCatalog {
-		job.State, job.Finished, job.Owner = catalog.StateSucceeded, from.Written, ""
+		job.State, job.Finished = catalog.StateSucceeded, from.Written
 		job.Tapes, job.SourceBytes, job.MediaBytes = []string{from.Barcode}, from.Label.Size, from.Bytes
 		e.logf(job, "completed: on tape %s, tape file %d (this is the catalog backup that was restored)", from.Barcode, from.File)
-		if err := e.Catalog.UpdateJob(job); err != nil {
+		// Its lease, as the snapshot has it, is released with the end.
+		save := e.Catalog.UpdateJob
+		if l, err := e.Catalog.JobLease(job.ID); err == nil {
+			save = func(j *catalog.Job) error { return e.Catalog.FinishLeasedJob(j, l.Holder) }
+		}
+		if err := save(job); err != nil {
 			return err
 		}
 	}
@@ -782,9 +797,12 @@ func (e *Env) afterCatalogRestore(ctx context.Context, dirs []string, opts Catal
 		open = append(open, lib)
 	}
 
-	// Jobs that were running when the snapshot was taken: their processes
-	// are gone.
-	if _, err := e.ReapDeadJobs(); err != nil {
+	// Jobs that were running when the snapshot was taken ran on the
+	// catalog this one replaced: whatever their processes do now, they
+	// never write here again.
+	if _, err := e.Catalog.ReclaimJobs(e.Jobs.Options().Clock.Now(), func(string) string {
+		return "ran on the catalog that the restore replaced"
+	}); err != nil {
 		return err
 	}
 

@@ -226,11 +226,11 @@ func (e *Env) Copy(ctx context.Context, id int64, opts CopyOptions) (*Result, er
 	}
 	job := &catalog.Job{Kind: catalog.KindCopy, State: catalog.StateRunning, Client: ss.Client, Selection: ss.Selection,
 		SavesetID: ss.ID, Level: ss.Level, Started: e.now()}
-	lock, err := e.startJob(job)
+	lease, ctx, err := e.startJob(ctx, job)
 	if err != nil {
 		return nil, err
 	}
-	defer lock.release()
+	defer lease.Close()
 	c := &copyRun{env: e, ctx: ctx, opts: opts, job: job, ss: ss, from: from, lib: lib,
 		res: &Result{Level: ss.Level}}
 	if from != ss {
@@ -300,7 +300,11 @@ func (c *copyRun) run() error {
 		return fmt.Errorf("reading the label of saveset %d: %w", ss.ID, err)
 	}
 
-	drv, err := c.lib.Acquire(c.ctx, c.opts.Drive)
+	n, err := e.takeDrive(c.ctx, c.job, c.lib, c.opts.Drive)
+	if err != nil {
+		return err
+	}
+	drv, err := c.lib.Acquire(c.ctx, n)
 	if err != nil {
 		return err
 	}
@@ -622,7 +626,7 @@ func (c *copyRun) finish(runErr error) (*Result, error) {
 	}
 	e.logf(job, "%s: %s read, %s written to tapes %s", statusText(job.State), units.FormatSize(job.SourceBytes),
 		units.FormatSize(job.MediaBytes), strings.Join(c.tapes, ", "))
-	if err := e.Catalog.UpdateJob(job); err != nil && runErr == nil {
+	if err := e.finishJob(job); err != nil && runErr == nil {
 		runErr = err
 	}
 	c.res.Figures = JobFigures(job, c.ss)

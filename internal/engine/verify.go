@@ -80,11 +80,11 @@ func (e *Env) verifyJob(ctx context.Context, read *catalog.Saveset, opts VerifyO
 	// A verify job's level is the verify level (media, data, source).
 	job := &catalog.Job{Kind: catalog.KindVerify, State: catalog.StateRunning, Client: read.Client, Selection: read.Selection,
 		SavesetID: read.ID, Level: level, Started: e.now()}
-	lock, err := e.startJob(job)
+	lease, ctx, err := e.startJob(ctx, job)
 	if err != nil {
 		return nil, err
 	}
-	defer lock.release()
+	defer lease.Close()
 	e.logf(job, "verify (%s) of %s", level, what)
 	res, verr := e.verifySaveset(ctx, read, opts, job.ID)
 	job.Finished = e.now()
@@ -118,7 +118,7 @@ func (e *Env) verifyJob(ctx context.Context, read *catalog.Saveset, opts VerifyO
 		job.State = catalog.StateWarnings
 		verr = fmt.Errorf("verify %w: %d warnings", ErrWarnings, len(res.Warnings))
 	}
-	if err := e.Catalog.UpdateJob(job); err != nil && verr == nil {
+	if err := e.finishJob(job); err != nil && verr == nil {
 		verr = err
 	}
 	if res != nil {

@@ -263,3 +263,25 @@ func (h *Held) Close() {
 		*h.row = row
 	}
 }
+
+// TakeDrive leases drive n of library lib for job id, which this registry
+// is about to start (a queue reserves the drive of a queued job before it
+// starts it): catalog.ErrLeaseHeld if another job holds it. Once the job
+// runs here, its heartbeat renews the lease and its end releases it; until
+// then the lease lasts Options.LeaseTTL, or ReleaseDrive gives it back.
+func (g *Registry) TakeDrive(id int64, lib string, n int) error {
+	if _, err := g.cat.AcquireDriveLease(lib, n, g.opts.Holder, id, g.opts.Clock.Now(), g.opts.LeaseTTL); err != nil {
+		return fmt.Errorf("job %d: %w", id, err)
+	}
+	return nil
+}
+
+// ReleaseDrive gives back a drive TakeDrive leased for job id; a drive the
+// job's end released already is no error.
+func (g *Registry) ReleaseDrive(id int64, lib string, n int) error {
+	err := g.cat.ReleaseDriveLease(lib, n, g.opts.Holder, id)
+	if err != nil && !errors.Is(err, catalog.ErrLeaseLost) {
+		return fmt.Errorf("job %d: %w", id, err)
+	}
+	return nil
+}
