@@ -74,18 +74,15 @@ func (s *Server) Tick(ctx context.Context) {
 	s.maybeBackupCatalog(ctx)
 }
 
-// catalogJobKey is the queue's reservation key for the catalog backup (job
-// IDs are positive).
-const catalogJobKey = -1
-
 // maybeBackupCatalog starts the catalog backup the daily prune asked for,
-// once a drive of the default library is free.
+// once a drive of the default library is free: the job leases the drive
+// itself (and waits for it if another process took it meanwhile).
 func (s *Server) maybeBackupCatalog(ctx context.Context) {
 	if !s.catalogDue.Load() || time.Now().UnixNano() < s.catalogRetry.Load() || !s.catalogRunning.CompareAndSwap(false, true) {
 		return
 	}
 	retryLater := func() { s.catalogRetry.Store(time.Now().Add(time.Minute).UnixNano()) }
-	lib, n, reason := s.q.reserve(catalogJobKey, api.JobRequest{Kind: api.KindBackup})
+	lib, n, reason := s.q.reserve(0, api.JobRequest{Kind: api.KindBackup}, false)
 	if reason != "" {
 		s.catalogRunning.Store(false)
 		retryLater()
@@ -96,10 +93,7 @@ func (s *Server) maybeBackupCatalog(ctx context.Context) {
 	go func() {
 		defer s.wg.Done()
 		defer s.catalogRunning.Store(false)
-		defer func() {
-			s.q.release(&runningJob{id: catalogJobKey, lib: lib, drive: n})
-			s.q.kick()
-		}()
+		defer s.q.kick()
 		cb, err := s.env.BackupCatalog(ctx, engine.CatalogBackupOptions{Library: lib, Drive: n})
 		if err != nil {
 			retryLater()
