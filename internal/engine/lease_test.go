@@ -1,0 +1,86 @@
+package engine_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/job"
+	"github.com/kura-backup/kura/internal/monitor"
+)
+
+// manualTicker ticks when the test says so.
+type manualTicker chan time.Time
+
+func (m manualTicker) C() <-chan time.Time { return m }
+func (m manualTicker) Stop()               {}
+
+// A running backup's lease is renewed by the heartbeat (the job registry's,
+// on an injected clock and ticker), with its drive's, and released with the
+// job's end.
+func TestBackupLeaseRenewedByTheHeartbeat(t *testing.T) {
+	env, err := engine.Open(filepath.Join(t.TempDir(), "home"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	clock := monitor.NewFakeClock(time.Now())
+	ticks := make(manualTicker)
+	beats := make(chan monitor.Event, 16)
+	env.Jobs, err = job.NewRegistry(env.Catalog, job.Options{Clock: clock,
+		NewTicker: func(time.Duration) job.Ticker { return ticks },
+		Sink: monitor.SinkFunc(func(ev monitor.Event) {
+			if ev.Kind == job.HeartbeatEvent {
+				beats <- ev
+			}
+		})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	for i := range 3 {
+		must(t, os.WriteFile(filepath.Join(src, string(rune('a'+i))), []byte(strings.Repeat("x", 1000)), 0o644))
+	}
+	ttl := env.Jobs.Options().LeaseTTL
+	var renewed atomic.Bool // progress comes from the backup's workers
+	env.Events = monitor.SinkFunc(func(ev monitor.Event) {
+		if ev.Kind != monitor.Progress || !renewed.CompareAndSwap(false, true) {
+			return
+		}
+		before, err := env.Catalog.JobLease(ev.JobID)
+		if err != nil {
+			t.Errorf("the running backup has no lease: %v", err)
+			return
+		}
+		clock.Advance(ttl - time.Second) // about to expire: the heartbeat comes
+		ticks <- clock.Now()
+		<-beats
+		after, err := env.Catalog.JobLease(ev.JobID)
+		if err != nil || !after.Expires.Equal(clock.Now().Add(ttl)) || !after.Expires.After(before.Expires) {
+			t.Errorf("the lease after a heartbeat: %+v, %v (before %+v)", after, err, before)
+		}
+		drives, err := env.Catalog.LiveDriveLeases(clock.Now().Add(ttl - time.Nanosecond))
+		if err != nil || len(drives) != 1 || drives[0].JobID != ev.JobID {
+			t.Errorf("the backup's drive lease after the heartbeat: %+v, %v", drives, err)
+		}
+	})
+	res := backup(t, env, engine.BackupOptions{Paths: []string{src}})
+	if !renewed.Load() {
+		t.Fatal("the backup made no progress event")
+	}
+	j, err := env.Catalog.Job(res.Figures.JobID)
+	if err != nil || j.State != catalog.StateSucceeded || j.Owner != env.Jobs.Options().Holder {
+		t.Errorf("the backup's job: %+v, %v", j, err)
+	}
+	if _, err := env.Catalog.JobLease(j.ID); err == nil {
+		t.Error("the finished backup still has a lease")
+	}
+	if drives, _ := env.Catalog.LiveDriveLeases(clock.Now()); len(drives) != 0 {
+		t.Errorf("drive leases after the backup: %+v", drives)
+	}
+}
