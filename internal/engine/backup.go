@@ -465,6 +465,11 @@ func (b *backupRun) finish(runErr error) (*Result, error) {
 	e.emit(monitor.Event{Kind: monitor.PhaseEnded, JobID: b.job.ID, Phase: "backup"})
 	ss, job := b.ss, b.job
 	ss.Finished = end
+	if runErr == nil {
+		// A job another process reclaimed (its lease lost) never marks its
+		// saveset complete: the reclaimer recorded it incomplete.
+		runErr = e.stillHeld(job)
+	}
 	if runErr != nil {
 		b.files = b.phase.Files.Total()
 	}

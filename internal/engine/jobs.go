@@ -56,6 +56,13 @@ func (e *Env) finishJob(j *catalog.Job) error {
 	return h.Finish(j)
 }
 
+// stillHeld checks, before a job records what other processes trust (a
+// saveset complete), that its lease is still this process's, writing its
+// row: an error wrapping job.ErrLeaseLost if another process reclaimed it.
+func (e *Env) stillHeld(j *catalog.Job) error {
+	return e.updateJob(j)
+}
+
 // ReclaimDeadJobs marks interrupted the running jobs whose lease expired or
 // whose holder is known to be dead (job.Registry.Reclaim), their running
 // savesets incomplete, and frees their drives. It returns the jobs it

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,4 +84,54 @@ func TestBackupLeaseRenewedByTheHeartbeat(t *testing.T) {
 	if drives, _ := env.Catalog.LiveDriveLeases(clock.Now()); len(drives) != 0 {
 		t.Errorf("drive leases after the backup: %+v", drives)
 	}
+}
+
+// A backup whose job another process reclaimed while it ran (its holder
+// taken for dead) does not mark its saveset complete at the end: the job
+// stays interrupted, the saveset not complete, and the backup fails with
+// job.ErrLeaseLost.
+func TestReclaimedBackupDoesNotCompleteItsSaveset(t *testing.T) {
+	env, err := engine.Open(filepath.Join(t.TempDir(), "home"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	// The heartbeat never ticks: the backup learns of the reclaim at its end.
+	env.Jobs, err = job.NewRegistry(env.Catalog, job.Options{
+		NewTicker: func(time.Duration) job.Ticker { return make(manualTicker) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := job.NewRegistry(env.Catalog, job.Options{Holder: "other",
+		Gone: func(string) string { return "is taken for dead by the test" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(src, "a"), []byte("a"), 0o644))
+	var reclaimed atomic.Bool
+	env.Events = monitor.SinkFunc(func(ev monitor.Event) {
+		if ev.Kind == monitor.Progress && reclaimed.CompareAndSwap(false, true) {
+			if ids, err := other.Reclaim(); err != nil || len(ids) != 1 || ids[0] != ev.JobID {
+				t.Errorf("reclaim of the running backup: %v, %v", ids, err)
+			}
+		}
+	})
+	res, err := env.Backup(t.Context(), engine.BackupOptions{Paths: []string{src}})
+	if !reclaimed.Load() {
+		t.Fatal("the backup made no progress event")
+	}
+	if !errors.Is(err, job.ErrLeaseLost) {
+		t.Errorf("the reclaimed backup returned %v; want job.ErrLeaseLost", err)
+	}
+	jobs, jerr := env.Catalog.Jobs(1)
+	if jerr != nil || jobs[0].State != catalog.StateInterrupted {
+		t.Fatalf("the reclaimed job: %+v, %v; want interrupted", jobs, jerr)
+	}
+	ss, serr := env.Catalog.Saveset(jobs[0].SavesetID)
+	if serr != nil || ss.Status == catalog.StatusComplete || ss.Status == catalog.StatusRunning {
+		t.Errorf("the reclaimed job's saveset: %+v, %v (result %+v); want it not complete", ss, serr, res)
+	}
+	// The next backup is good.
+	backup(t, env, engine.BackupOptions{Paths: []string{src}})
 }
