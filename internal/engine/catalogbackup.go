@@ -121,6 +121,10 @@ func (e *Env) BackupCatalog(ctx context.Context, opts CatalogBackupOptions) (*Ca
 
 	rec, runErr := e.backupCatalog(ctx, lib, opts, job)
 	if runErr == nil {
+		// A job another process reclaimed records no catalog backup.
+		runErr = e.stillHeld(job)
+	}
+	if runErr == nil {
 		b, _ := json.Marshal(rec)
 		runErr = e.Catalog.SetSetting(SettingLastCatalogBackup, string(b))
 	}

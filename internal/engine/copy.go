@@ -372,6 +372,10 @@ func (c *copyRun) run() error {
 	if err := idxTmp.Close(); err != nil {
 		return err
 	}
+	// A copy job another process reclaimed records no copy.
+	if err := e.stillHeld(c.job); err != nil {
+		return err
+	}
 	return c.record(idxTmp.Name())
 }
 

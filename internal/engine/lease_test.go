@@ -12,6 +12,7 @@ import (
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/job"
+	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
 )
 
@@ -134,4 +135,62 @@ func TestReclaimedBackupDoesNotCompleteItsSaveset(t *testing.T) {
 	}
 	// The next backup is good.
 	backup(t, env, engine.BackupOptions{Paths: []string{src}})
+}
+
+// The same for a copy and a catalog backup: reclaimed while they run, they
+// record no copy and no catalog backup, and end with job.ErrLeaseLost.
+func TestReclaimedCopyAndCatalogBackupRecordNothing(t *testing.T) {
+	env, err := engine.Open(filepath.Join(t.TempDir(), "home"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	src := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(src, "a"), []byte("a"), 0o644))
+	id := backup(t, env, engine.BackupOptions{Paths: []string{src}}).Figures.SavesetID
+	createLibrary(t, env, library.Config{Name: "offsite"})
+
+	env.Jobs, err = job.NewRegistry(env.Catalog, job.Options{
+		NewTicker: func(time.Duration) job.Ticker { return make(manualTicker) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := job.NewRegistry(env.Catalog, job.Options{Holder: "other",
+		Gone: func(string) string { return "is taken for dead by the test" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reclaimAt := func(kind monitor.EventKind) *atomic.Bool {
+		var done atomic.Bool
+		env.Events = monitor.SinkFunc(func(ev monitor.Event) {
+			if ev.Kind == kind && ev.JobID != 0 && done.CompareAndSwap(false, true) {
+				if ids, err := other.Reclaim(); err != nil || len(ids) != 1 || ids[0] != ev.JobID {
+					t.Errorf("reclaim of the running job: %v, %v", ids, err)
+				}
+			}
+		})
+		return &done
+	}
+
+	done := reclaimAt(monitor.PhaseStarted)
+	_, err = env.Copy(t.Context(), id, engine.CopyOptions{Library: "offsite"})
+	if !done.Load() || !errors.Is(err, job.ErrLeaseLost) {
+		t.Errorf("the reclaimed copy: %v (reclaimed: %v); want job.ErrLeaseLost", err, done.Load())
+	}
+	if ss := saveset(t, env, id); len(ss.Copies) != 0 {
+		t.Errorf("the reclaimed copy was recorded: %+v", ss.Copies)
+	}
+
+	done = reclaimAt(monitor.JobStarted)
+	_, err = env.BackupCatalog(t.Context(), engine.CatalogBackupOptions{})
+	if !done.Load() || !errors.Is(err, job.ErrLeaseLost) {
+		t.Errorf("the reclaimed catalog backup: %v (reclaimed: %v); want job.ErrLeaseLost", err, done.Load())
+	}
+	if last, err := env.LastCatalogBackup(); err == nil && last != nil {
+		t.Errorf("the reclaimed catalog backup was recorded: %+v", last)
+	}
+	jobs, err := env.Catalog.Jobs(2)
+	if err != nil || len(jobs) != 2 || jobs[0].State != catalog.StateInterrupted || jobs[1].State != catalog.StateInterrupted {
+		t.Errorf("the reclaimed jobs: %+v, %v; want both interrupted", jobs, err)
+	}
 }
