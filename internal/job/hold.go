@@ -87,8 +87,7 @@ type Held struct {
 	lease  leaseExpiry
 
 	stop, stopped chan struct{}
-	endOnce       sync.Once
-	mu            sync.Mutex
+	mu            sync.Mutex // serialises Finish and Close
 	ended         bool
 }
 
@@ -209,19 +208,14 @@ func (h *Held) ReleaseDrive(lib string, n int) error {
 	return nil
 }
 
-// end stops the heartbeat and forgets the job; it runs once.
-func (h *Held) end() bool {
-	first := false
-	h.endOnce.Do(func() {
-		first = true
-		close(h.stop)
-		<-h.stopped
-		h.g.mu.Lock()
-		delete(h.g.held, h.id)
-		h.g.mu.Unlock()
-		h.g.wg.Done()
-	})
-	return first
+// end stops the heartbeat and forgets the job. Called once, with h.mu held.
+func (h *Held) end() {
+	close(h.stop)
+	<-h.stopped
+	h.g.mu.Lock()
+	delete(h.g.held, h.id)
+	h.g.mu.Unlock()
+	h.g.wg.Done()
 }
 
 // Finish records the job's end (row.State must be final) and releases its
@@ -232,6 +226,10 @@ func (h *Held) end() bool {
 func (h *Held) Finish(row *catalog.Job) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.finishLocked(row)
+}
+
+func (h *Held) finishLocked(row *catalog.Job) error {
 	if h.ended {
 		return nil
 	}
@@ -249,9 +247,8 @@ func (h *Held) Finish(row *catalog.Job) error {
 // recording its end". After Finish it does nothing.
 func (h *Held) Close() {
 	h.mu.Lock()
-	ended := h.ended
-	h.mu.Unlock()
-	if ended {
+	defer h.mu.Unlock()
+	if h.ended {
 		return
 	}
 	row := *h.row
@@ -259,7 +256,7 @@ func (h *Held) Close() {
 	if row.Error == "" {
 		row.Error = "the job ended before recording its end"
 	}
-	if h.Finish(&row) == nil {
+	if h.finishLocked(&row) == nil {
 		*h.row = row
 	}
 }
