@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -405,9 +406,11 @@ func (c *Catalog) ReclaimExpiredJobs(now time.Time) ([]int64, error) {
 // ReclaimJobs is ReclaimExpiredJobs that also reclaims, before its lease
 // expires, a job whose holder gone reports gone: gone returns why (the
 // holder's process is known to have died), or "" when the holder may be
-// alive. Such a job's error starts with ReasonHolderGone. gone is called
-// inside the write transaction, once per holder: it must be quick and must
-// not use the catalog. A nil gone reclaims expired leases only.
+// alive. Such a job's error starts with ReasonHolderGone. A running job with
+// no lease but an owner (one started by a Kura from before leases) is
+// reclaimed when gone reports its owner gone. gone is called inside the
+// write transaction, once per holder: it must be quick and must not use the
+// catalog. A nil gone reclaims expired leases only.
 func (c *Catalog) ReclaimJobs(now time.Time, gone func(holder string) string) ([]int64, error) {
 	var ids []int64
 	err := c.write(func(tx *sql.Tx) error {
@@ -434,10 +437,19 @@ func (c *Catalog) ReclaimJobs(now time.Time, gone func(holder string) string) ([
 			return err
 		}
 		why := map[string]string{} // gone's answer, by holder
+		if gone != nil {
+			legacy, err := legacyRunningTx(tx)
+			if err != nil {
+				return err
+			}
+			leases = append(leases, legacy...)
+			sort.Slice(leases, func(a, b int) bool { return leases[a].JobID < leases[b].JobID })
+		}
 		for _, l := range leases {
 			var reason string
+			legacy := l.Expires.IsZero() // no lease: the owner a Kura from before leases recorded
 			switch {
-			case l.Expired(now):
+			case l.Expired(now) && !legacy:
 				reason = fmt.Sprintf("%s: its holder %s last renewed it at %s and is presumed dead",
 					ReasonLeaseExpired, l.Holder, l.Heartbeat.UTC().Format(time.RFC3339))
 			default:
@@ -482,6 +494,27 @@ func (c *Catalog) ReclaimJobs(now time.Time, gone func(holder string) string) ([
 		return nil, fmt.Errorf("catalog: reclaiming jobs: %w", err)
 	}
 	return ids, nil
+}
+
+// legacyRunningTx returns, as leases with no times, the owners of the
+// running jobs that have no lease but an owner: jobs a Kura from before
+// leases started (their owner names its lock file).
+func legacyRunningTx(tx *sql.Tx) ([]*Lease, error) {
+	rows, err := tx.Query(`SELECT id, owner FROM jobs WHERE state = ? AND owner != ''
+		AND id NOT IN (SELECT job_id FROM job_leases) ORDER BY id`, StateRunning)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Lease
+	for rows.Next() {
+		var l Lease
+		if err := rows.Scan(&l.JobID, &l.Holder); err != nil {
+			return nil, err
+		}
+		out = append(out, &l)
+	}
+	return out, rows.Err()
 }
 
 func normLease(l *Lease) *Lease {

@@ -383,3 +383,48 @@ func TestReclaimJobsOfGoneHolders(t *testing.T) {
 		t.Errorf("reclaim at expiry: %v (asked %q), want [%d] without asking", ids, asked, live.ID)
 	}
 }
+
+// A job left running by a Kura from before leases (an owner, no lease) is
+// reclaimed when gone reports its owner dead, and only then; a running job
+// with neither is left alone.
+func TestReclaimJobsFromBeforeLeases(t *testing.T) {
+	c, _ := openTemp(t)
+	dead := &Job{Kind: KindBackup, State: StateRunning, Owner: "101-aa.lock", Started: t0}
+	live := &Job{Kind: KindBackup, State: StateRunning, Owner: "102-bb.lock", Started: t0}
+	bare := &Job{Kind: KindBackup, State: StateRunning, Started: t0}
+	for _, j := range []*Job{dead, live, bare} {
+		must(t, c.CreateJob(j))
+	}
+	ss := &Saveset{JobID: dead.ID, Level: LevelFull, Status: StatusRunning}
+	must(t, c.CreateSaveset(ss))
+	dead.SavesetID = ss.ID
+	must(t, c.UpdateJob(dead))
+
+	if ids, err := c.ReclaimExpiredJobs(t0.Add(time.Hour)); err != nil || len(ids) != 0 {
+		t.Fatalf("reclaim of expired leases: %v, %v; want none", ids, err)
+	}
+	gone := func(h string) string {
+		if h == "101-aa.lock" {
+			return "is gone (process 101 no longer runs)"
+		}
+		return ""
+	}
+	ids, err := c.ReclaimJobs(t0.Add(time.Hour), gone)
+	must(t, err)
+	if len(ids) != 1 || ids[0] != dead.ID {
+		t.Fatalf("reclaimed %v, want [%d]", ids, dead.ID)
+	}
+	got, err := c.Job(dead.ID)
+	must(t, err)
+	if got.State != StateInterrupted || !strings.HasPrefix(got.Error, ReasonHolderGone) || !strings.Contains(got.Error, "101-aa.lock") {
+		t.Errorf("the dead owner's job: %s (%q)", got.State, got.Error)
+	}
+	if got, _ := c.Saveset(ss.ID); got.Status != StatusIncomplete {
+		t.Errorf("its saveset is %s, want incomplete", got.Status)
+	}
+	for _, j := range []*Job{live, bare} {
+		if got, _ := c.Job(j.ID); got.State != StateRunning {
+			t.Errorf("job %d (owner %q) is %s, want running", j.ID, j.Owner, got.State)
+		}
+	}
+}

@@ -72,6 +72,21 @@ func Self() Holder {
 	return self
 }
 
+// legacyOwner reads the PID of an owner recorded by a Kura from before
+// leases: "PID-RANDOM.lock".
+func legacyOwner(owner string) (int, bool) {
+	name, ok := strings.CutSuffix(owner, ".lock")
+	if !ok {
+		return 0, false
+	}
+	p, _, ok := strings.Cut(name, "-")
+	pid, err := strconv.Atoi(p)
+	if !ok || err != nil || pid <= 0 {
+		return 0, false
+	}
+	return pid, true
+}
+
 // errNoProcess: /proc says no process has that PID.
 var errNoProcess = errors.New("no such process")
 
@@ -111,13 +126,19 @@ func procStat(pid int) (start uint64, state byte, err error) {
 // its PID started at another time (the PID was reused), or when that process
 // is a zombie (killed, not yet reaped). A holder on another host, or one
 // this process cannot read, may be alive: its lease must expire. This
-// process itself is never gone.
+// process itself is never gone. The owner a Kura from before leases
+// recorded, "PID-RANDOM.lock" (a lock file in the home's run/ folder, so a
+// process of this host), is checked by its PID.
 func HolderGone(holder string) string {
+	me := Self()
 	h, ok := ParseHolder(holder)
 	if !ok {
-		return ""
+		pid, ok := legacyOwner(holder)
+		if !ok {
+			return ""
+		}
+		h = Holder{Host: me.Host, PID: pid}
 	}
-	me := Self()
 	if h.Host != me.Host {
 		return ""
 	}

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -81,8 +82,12 @@ func TestHolderGone(t *testing.T) {
 	}
 
 	live, holder := startChild(t)
+	legacy := fmt.Sprintf("%d-0a1b.lock", live.Process.Pid) // an owner from before leases
 	if w := HolderGone(holder); w != "" {
 		t.Fatalf("a live process is gone: %q", w)
+	}
+	if w := HolderGone(legacy); w != "" {
+		t.Fatalf("a live process, named by its old lock file, is gone: %q", w)
 	}
 	// Killed, not yet reaped: a zombie.
 	must(t, live.Process.Kill())
@@ -94,5 +99,8 @@ func TestHolderGone(t *testing.T) {
 	live.Wait()
 	if w := HolderGone(holder); !strings.Contains(w, "no longer runs") {
 		t.Errorf("a killed, reaped process: %q", w)
+	}
+	if w := HolderGone(legacy); !strings.Contains(w, "no longer runs") {
+		t.Errorf("a killed, reaped process, named by its old lock file: %q", w)
 	}
 }
