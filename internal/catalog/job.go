@@ -76,8 +76,8 @@ type Job struct {
 	WarningCount int64     `json:"warning_count"` // all warnings; stored as at least len(Warnings)
 	Error        string    `json:"error"`
 	Log          []string  `json:"log"` // at most MaxLogLines are stored: the last ones
-	// Owner names the lock file the running process holds (in the home's
-	// run/ folder): a running job whose lock is free has lost its process.
+	// Owner names the process that runs the job: the holder of its lease
+	// (job_leases), as "host:pid:start:random" (internal/job).
 	Owner string `json:"owner,omitempty"`
 	// Request is the job order as JSON: what the server needs to start the
 	// job, or start it again. Empty for jobs run directly by the CLI.
@@ -298,27 +298,4 @@ func (c *Catalog) FindJobs(f JobFilter) ([]*Job, error) {
 		return nil, fmt.Errorf("catalog: listing jobs: %w", err)
 	}
 	return out, nil
-}
-
-// MarkInterrupted is run at start-up, by the one process that owns the jobs
-// (it must hold the home lock): every job still running is left from a
-// process that died, so it becomes interrupted, and every saveset still
-// running becomes incomplete. It returns the number of jobs interrupted.
-func (c *Catalog) MarkInterrupted() (int, error) {
-	var n int64
-	err := c.write(func(tx *sql.Tx) error {
-		res, err := tx.Exec(`UPDATE jobs SET state = ? WHERE state = ?`, StateInterrupted, StateRunning)
-		if err != nil {
-			return err
-		}
-		if n, err = res.RowsAffected(); err != nil {
-			return err
-		}
-		_, err = tx.Exec(`UPDATE savesets SET status = ? WHERE status = ?`, StatusIncomplete, StatusRunning)
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("catalog: marking interrupted jobs: %w", err)
-	}
-	return int(n), nil
 }

@@ -109,49 +109,6 @@ func TestJobsNewestFirst(t *testing.T) {
 	}
 }
 
-func TestMarkInterrupted(t *testing.T) {
-	c, _ := openTemp(t)
-	states := []string{StateQueued, StateRunning, StateSucceeded, StateRunning, StateFailed}
-	var jobs []*Job
-	for _, st := range states {
-		j := &Job{Kind: KindBackup, State: st}
-		must(t, c.CreateJob(j))
-		jobs = append(jobs, j)
-	}
-	statuses := []string{StatusRunning, StatusComplete, StatusRunning, StatusFailed}
-	var sets []*Saveset
-	for i, st := range statuses {
-		s := &Saveset{JobID: jobs[i+1].ID, Level: LevelFull, Status: st}
-		must(t, c.CreateSaveset(s))
-		sets = append(sets, s)
-	}
-
-	n, err := c.MarkInterrupted()
-	must(t, err)
-	if n != 2 {
-		t.Errorf("MarkInterrupted = %d, want 2", n)
-	}
-	wantStates := []string{StateQueued, StateInterrupted, StateSucceeded, StateInterrupted, StateFailed}
-	for i, j := range jobs {
-		got, err := c.Job(j.ID)
-		must(t, err)
-		if got.State != wantStates[i] {
-			t.Errorf("job %d: state %s, want %s", j.ID, got.State, wantStates[i])
-		}
-	}
-	wantStatuses := []string{StatusIncomplete, StatusComplete, StatusIncomplete, StatusFailed}
-	for i, s := range sets {
-		got, err := c.Saveset(s.ID)
-		must(t, err)
-		if got.Status != wantStatuses[i] {
-			t.Errorf("saveset %d: status %s, want %s", s.ID, got.Status, wantStatuses[i])
-		}
-	}
-	if n, err := c.MarkInterrupted(); err != nil || n != 0 {
-		t.Errorf("second MarkInterrupted = %d, %v; want 0", n, err)
-	}
-}
-
 // A job's result is kept with it, byte for byte, and an unset one reads
 // back empty.
 func TestJobResult(t *testing.T) {

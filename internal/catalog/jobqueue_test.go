@@ -137,17 +137,17 @@ func TestQueuedJobsAndReason(t *testing.T) {
 		t.Errorf("SetJobReason to unknown state: %v, want ErrInvalid", err)
 	}
 
-	// Marking the dead running jobs leaves the queue alone.
+	// Reclaiming the dead running jobs leaves the queue alone.
 	must(t, c.SetJobReason(want[1], StateWaiting, "waiting for a drive"))
 	queued, err := c.QueuedJobs()
 	must(t, err)
-	if _, err := c.MarkInterrupted(); err != nil {
+	if _, err := c.ReclaimJobs(time.Now().Add(24*time.Hour), func(string) string { return "gone" }); err != nil {
 		t.Fatal(err)
 	}
 	again, err := c.QueuedJobs()
 	must(t, err)
 	if !reflect.DeepEqual(again, queued) {
-		t.Errorf("MarkInterrupted changed the queue:\n%+v\nwant\n%+v", again, queued)
+		t.Errorf("ReclaimJobs changed the queue:\n%+v\nwant\n%+v", again, queued)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -41,8 +42,12 @@ var (
 )
 
 // ReasonLeaseExpired starts the error of a job reclaimed after its lease
-// expired.
-const ReasonLeaseExpired = "lease expired"
+// expired; ReasonHolderGone that of a job reclaimed before, because its
+// holder was known to be dead (ReclaimJobs).
+const (
+	ReasonLeaseExpired = "lease expired"
+	ReasonHolderGone   = "holder gone"
+)
 
 // Lease is who runs a job, until when.
 type Lease struct {
@@ -395,35 +400,76 @@ func (c *Catalog) jobLeases(where string, args ...any) ([]*Lease, error) {
 // leases for it are released. It returns the IDs of the jobs reclaimed, in
 // order. Any process may call it; two calls never reclaim a job twice.
 func (c *Catalog) ReclaimExpiredJobs(now time.Time) ([]int64, error) {
+	return c.ReclaimJobs(now, nil)
+}
+
+// ReclaimJobs is ReclaimExpiredJobs that also reclaims, before its lease
+// expires, a job whose holder gone reports gone: gone returns why (the
+// holder's process is known to have died), or "" when the holder may be
+// alive. Such a job's error starts with ReasonHolderGone. A running job with
+// no lease but an owner (one started by a Kura from before leases) is
+// reclaimed when gone reports its owner gone. gone is called inside the
+// write transaction, once per holder: it must be quick and must not use the
+// catalog. A nil gone reclaims expired leases only.
+func (c *Catalog) ReclaimJobs(now time.Time, gone func(holder string) string) ([]int64, error) {
 	var ids []int64
 	err := c.write(func(tx *sql.Tx) error {
 		ids = nil
-		rows, err := tx.Query(`SELECT `+leaseColumns+` FROM job_leases WHERE expires_at <= ? ORDER BY job_id`, toDB(now))
+		q, args := `SELECT `+leaseColumns+` FROM job_leases WHERE expires_at <= ? ORDER BY job_id`, []any{toDB(now)}
+		if gone != nil {
+			q, args = `SELECT `+leaseColumns+` FROM job_leases ORDER BY job_id`, nil
+		}
+		rows, err := tx.Query(q, args...)
 		if err != nil {
 			return err
 		}
-		var expired []*Lease
+		var leases []*Lease
 		for rows.Next() {
 			l, err := scanLease(rows)
 			if err != nil {
 				rows.Close()
 				return err
 			}
-			expired = append(expired, l)
+			leases = append(leases, l)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		for _, l := range expired {
+		why := map[string]string{} // gone's answer, by holder
+		if gone != nil {
+			legacy, err := legacyRunningTx(tx)
+			if err != nil {
+				return err
+			}
+			leases = append(leases, legacy...)
+			sort.Slice(leases, func(a, b int) bool { return leases[a].JobID < leases[b].JobID })
+		}
+		for _, l := range leases {
+			var reason string
+			legacy := l.Expires.IsZero() // no lease: the owner a Kura from before leases recorded
+			switch {
+			case l.Expired(now) && !legacy:
+				reason = fmt.Sprintf("%s: its holder %s last renewed it at %s and is presumed dead",
+					ReasonLeaseExpired, l.Holder, l.Heartbeat.UTC().Format(time.RFC3339))
+			default:
+				w, ok := why[l.Holder]
+				if !ok {
+					w = gone(l.Holder)
+					why[l.Holder] = w
+				}
+				if w == "" {
+					continue // live: never touched
+				}
+				reason = fmt.Sprintf("%s: its holder %s %s", ReasonHolderGone, l.Holder, w)
+			}
 			j, err := jobTx(tx, l.JobID)
 			if err != nil {
 				return err
 			}
 			if !finalState(j.State) {
 				j.State = StateInterrupted
-				j.Error = fmt.Sprintf("%s: its holder %s last renewed it at %s and is presumed dead",
-					ReasonLeaseExpired, l.Holder, l.Heartbeat.UTC().Format(time.RFC3339))
+				j.Error = reason
 				j.Finished = now
 				j.Reason = ""
 				j.Log = append(j.Log, fmt.Sprintf("%s interrupted: %s", now.UTC().Format(time.RFC3339), j.Error))
@@ -445,9 +491,30 @@ func (c *Catalog) ReclaimExpiredJobs(now time.Time) ([]int64, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("catalog: reclaiming expired jobs: %w", err)
+		return nil, fmt.Errorf("catalog: reclaiming jobs: %w", err)
 	}
 	return ids, nil
+}
+
+// legacyRunningTx returns, as leases with no times, the owners of the
+// running jobs that have no lease but an owner: jobs a Kura from before
+// leases started (their owner names its lock file).
+func legacyRunningTx(tx *sql.Tx) ([]*Lease, error) {
+	rows, err := tx.Query(`SELECT id, owner FROM jobs WHERE state = ? AND owner != ''
+		AND id NOT IN (SELECT job_id FROM job_leases) ORDER BY id`, StateRunning)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Lease
+	for rows.Next() {
+		var l Lease
+		if err := rows.Scan(&l.JobID, &l.Holder); err != nil {
+			return nil, err
+		}
+		out = append(out, &l)
+	}
+	return out, rows.Err()
 }
 
 func normLease(l *Lease) *Lease {

@@ -321,3 +321,110 @@ func TestAcquireJobLeaseTwoProcesses(t *testing.T) {
 		}
 	}
 }
+
+// A holder known to be dead loses its jobs at once, before their leases
+// expire, with their savesets and drives; a holder that may be alive keeps
+// its live jobs; an expired lease is reclaimed whatever gone says.
+func TestReclaimJobsOfGoneHolders(t *testing.T) {
+	c, _ := openTemp(t)
+	dead := &Job{Kind: KindBackup}
+	_, err := c.CreateLeasedJob(dead, "dead", t0, ttl)
+	must(t, err)
+	ss := &Saveset{JobID: dead.ID, Level: LevelFull, Status: StatusRunning}
+	must(t, c.CreateSaveset(ss))
+	dead.SavesetID = ss.ID
+	must(t, c.UpdateLeasedJob(dead, "dead"))
+	_, err = c.AcquireDriveLease("lib", 1, "dead", dead.ID, t0, ttl)
+	must(t, err)
+	live := &Job{Kind: KindBackup}
+	_, err = c.CreateLeasedJob(live, "live", t0, ttl)
+	must(t, err)
+	_, err = c.AcquireDriveLease("lib", 2, "live", live.ID, t0, ttl)
+	must(t, err)
+
+	var asked []string
+	gone := func(h string) string {
+		asked = append(asked, h)
+		if h == "dead" {
+			return "is gone (process 7 no longer runs)"
+		}
+		return ""
+	}
+	ids, err := c.ReclaimJobs(t0.Add(time.Second), gone)
+	must(t, err)
+	if len(ids) != 1 || ids[0] != dead.ID {
+		t.Fatalf("reclaimed %v, want [%d]", ids, dead.ID)
+	}
+	row, err := c.Job(dead.ID)
+	must(t, err)
+	if row.State != StateInterrupted || !strings.HasPrefix(row.Error, ReasonHolderGone) || !strings.Contains(row.Error, "process 7") {
+		t.Errorf("the dead holder's job: %s (%q)", row.State, row.Error)
+	}
+	if got, _ := c.Saveset(ss.ID); got.Status != StatusIncomplete {
+		t.Errorf("its saveset is %s, want incomplete", got.Status)
+	}
+	if row, _ := c.Job(live.ID); row.State != StateRunning {
+		t.Errorf("the live holder's job is %s, want running", row.State)
+	}
+	drives, err := c.LiveDriveLeases(t0.Add(time.Second))
+	must(t, err)
+	if len(drives) != 1 || drives[0].Holder != "live" || drives[0].Drive != 2 {
+		t.Errorf("drive leases after the reclaim: %+v; want only the live holder's drive 2", drives)
+	}
+	if len(asked) != 2 {
+		t.Errorf("gone was asked about %q; want each holder once", asked)
+	}
+
+	// Expired, the live holder's job goes too, without asking.
+	asked = nil
+	ids, err = c.ReclaimJobs(t0.Add(ttl), gone)
+	must(t, err)
+	if len(ids) != 1 || ids[0] != live.ID || len(asked) != 0 {
+		t.Errorf("reclaim at expiry: %v (asked %q), want [%d] without asking", ids, asked, live.ID)
+	}
+}
+
+// A job left running by a Kura from before leases (an owner, no lease) is
+// reclaimed when gone reports its owner dead, and only then; a running job
+// with neither is left alone.
+func TestReclaimJobsFromBeforeLeases(t *testing.T) {
+	c, _ := openTemp(t)
+	dead := &Job{Kind: KindBackup, State: StateRunning, Owner: "101-aa.lock", Started: t0}
+	live := &Job{Kind: KindBackup, State: StateRunning, Owner: "102-bb.lock", Started: t0}
+	bare := &Job{Kind: KindBackup, State: StateRunning, Started: t0}
+	for _, j := range []*Job{dead, live, bare} {
+		must(t, c.CreateJob(j))
+	}
+	ss := &Saveset{JobID: dead.ID, Level: LevelFull, Status: StatusRunning}
+	must(t, c.CreateSaveset(ss))
+	dead.SavesetID = ss.ID
+	must(t, c.UpdateJob(dead))
+
+	if ids, err := c.ReclaimExpiredJobs(t0.Add(time.Hour)); err != nil || len(ids) != 0 {
+		t.Fatalf("reclaim of expired leases: %v, %v; want none", ids, err)
+	}
+	gone := func(h string) string {
+		if h == "101-aa.lock" {
+			return "is gone (process 101 no longer runs)"
+		}
+		return ""
+	}
+	ids, err := c.ReclaimJobs(t0.Add(time.Hour), gone)
+	must(t, err)
+	if len(ids) != 1 || ids[0] != dead.ID {
+		t.Fatalf("reclaimed %v, want [%d]", ids, dead.ID)
+	}
+	got, err := c.Job(dead.ID)
+	must(t, err)
+	if got.State != StateInterrupted || !strings.HasPrefix(got.Error, ReasonHolderGone) || !strings.Contains(got.Error, "101-aa.lock") {
+		t.Errorf("the dead owner's job: %s (%q)", got.State, got.Error)
+	}
+	if got, _ := c.Saveset(ss.ID); got.Status != StatusIncomplete {
+		t.Errorf("its saveset is %s, want incomplete", got.Status)
+	}
+	for _, j := range []*Job{live, bare} {
+		if got, _ := c.Job(j.ID); got.State != StateRunning {
+			t.Errorf("job %d (owner %q) is %s, want running", j.ID, j.Owner, got.State)
+		}
+	}
+}

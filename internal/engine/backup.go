@@ -242,21 +242,27 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 	}
 	job.Kind, job.State, job.Client, job.Selection, job.Level, job.Started = "backup", "running", e.Client, selKey, level, start
 	job.Reason = ""
-	lock, err := e.startJob(job)
+	lease, ctx, err := e.startJob(ctx, job)
 	if err != nil {
 		return nil, err
 	}
-	defer lock.release()
+	defer lease.Close()
 	ss := &catalog.Saveset{JobID: job.ID, Client: e.Client, Selection: selKey, Level: level, Status: "running",
 		Created: start, Paths: paths, Label: opts.Label, Codec: opts.Compress.String(), Library: libCfg.Name, Policy: opts.Policy}
 	if base != nil {
 		ss.BaseID = base.ID
 	}
 	if err := e.Catalog.CreateSaveset(ss); err != nil {
+		job.Error = err.Error()
 		return nil, err
 	}
 	job.SavesetID = ss.ID
-	_ = e.Catalog.UpdateJob(job)
+	if err := e.updateJob(job); err != nil {
+		ss.Status = catalog.StatusFailed
+		_ = e.Catalog.UpdateSaveset(ss)
+		job.Error = err.Error()
+		return nil, err
+	}
 
 	b := &backupRun{env: e, ctx: ctx, opts: opts, job: job, ss: ss, base: base, lib: lib,
 		paths: paths, excludes: excludes, skip: skip, res: res}
@@ -322,7 +328,11 @@ func (b *backupRun) run() error {
 	e.emit(monitor.Event{Kind: monitor.PhaseStarted, JobID: b.job.ID, Phase: "backup"})
 	defer b.phase.End()
 
-	drv, err := b.lib.Acquire(b.ctx, b.opts.Drive)
+	n, err := e.takeDrive(b.ctx, b.job, b.lib, b.opts.Drive)
+	if err != nil {
+		return err
+	}
+	drv, err := b.lib.Acquire(b.ctx, n)
 	if err != nil {
 		return err
 	}
@@ -455,6 +465,11 @@ func (b *backupRun) finish(runErr error) (*Result, error) {
 	e.emit(monitor.Event{Kind: monitor.PhaseEnded, JobID: b.job.ID, Phase: "backup"})
 	ss, job := b.ss, b.job
 	ss.Finished = end
+	if runErr == nil {
+		// A job another process reclaimed (its lease lost) never marks its
+		// saveset complete: the reclaimer recorded it incomplete.
+		runErr = e.stillHeld(job)
+	}
 	if runErr != nil {
 		b.files = b.phase.Files.Total()
 	}
@@ -512,7 +527,7 @@ func (b *backupRun) finish(runErr error) (*Result, error) {
 	}
 	e.logf(job, "%s: %s, %s read, %s on tape, %s", statusText(job.State), units.Count(job.Files, "file"),
 		units.FormatSize(job.SourceBytes), units.FormatSize(job.MediaBytes), units.Count(job.WarningCount, "warning"))
-	if err := e.Catalog.UpdateJob(job); err != nil && runErr == nil {
+	if err := e.finishJob(job); err != nil && runErr == nil {
 		runErr = err
 	}
 	b.res.Warnings = b.warnings

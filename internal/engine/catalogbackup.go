@@ -43,6 +43,7 @@ import (
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/catalogbackup"
 	"github.com/kura-backup/kura/internal/home"
+	"github.com/kura-backup/kura/internal/job"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/private"
 	"github.com/kura-backup/kura/internal/tape"
@@ -110,13 +111,17 @@ func (e *Env) BackupCatalog(ctx context.Context, opts CatalogBackupOptions) (*Ca
 	if err != nil {
 		return nil, err
 	}
-	job, lock, err := e.beginJob(opts.Job, catalog.KindCatalog, fmt.Sprintf("catalog backup to library %s", lib.Config().Name))
+	job, held, ctx, err := e.beginJob(ctx, opts.Job, catalog.KindCatalog, fmt.Sprintf("catalog backup to library %s", lib.Config().Name))
 	if err != nil {
 		return nil, err
 	}
-	defer lock.release()
+	defer held.Close()
 	phase := e.startPhase(job, "catalog")
 	rec, runErr := e.backupCatalog(ctx, lib, opts, job)
+	if runErr == nil {
+		// A job another process reclaimed records no catalog backup.
+		runErr = e.stillHeld(job)
+	}
 	if runErr == nil {
 		b, _ := json.Marshal(rec)
 		runErr = e.Catalog.SetSetting(SettingLastCatalogBackup, string(b))
@@ -192,7 +197,11 @@ func (e *Env) backupCatalog(ctx context.Context, lib *library.Library, opts Cata
 		return nil, err
 	}
 
-	drv, err := lib.Acquire(ctx, opts.Drive)
+	n, err := e.takeDrive(ctx, job, lib, opts.Drive)
+	if err != nil {
+		return nil, err
+	}
+	drv, err := lib.Acquire(ctx, n)
 	if err != nil {
 		return nil, err
 	}
@@ -651,7 +660,12 @@ func (e *Env) installCatalog(tmp string, keepOld bool, res *CatalogRestoreResult
 		if err != nil {
 			return fmt.Errorf("reopening the catalog: %w", err)
 		}
-		e.Catalog = c
+		jobs, err := job.NewRegistry(c, e.Jobs.Options())
+		if err != nil {
+			c.Close()
+			return err
+		}
+		e.Catalog, e.Jobs = c, jobs
 		return nil
 	}
 	// The last connection to close removes the write-ahead log; one left
@@ -716,10 +730,15 @@ func (e *Env) afterCatalogRestore(ctx context.Context, dirs []string, opts Catal
 	// The snapshot holds its own job as running: the tape file says it
 	// succeeded.
 	if job, err := e.Catalog.Job(from.Label.JobID); err == nil && job.State == catalog.StateRunning && job.Kind == catalog.KindCatalog {
-		job.State, job.Finished, job.Owner = catalog.StateSucceeded, from.Written, ""
+		job.State, job.Finished = catalog.StateSucceeded, from.Written
 		job.Tapes, job.SourceBytes, job.MediaBytes = []string{from.Barcode}, from.Label.Size, from.Bytes
 		e.logf(job, "completed: on tape %s, tape file %d (this is the catalog backup that was restored)", from.Barcode, from.File)
-		if err := e.Catalog.UpdateJob(job); err != nil {
+		// Its lease, as the snapshot has it, is released with the end.
+		save := e.Catalog.UpdateJob
+		if l, err := e.Catalog.JobLease(job.ID); err == nil {
+			save = func(j *catalog.Job) error { return e.Catalog.FinishLeasedJob(j, l.Holder) }
+		}
+		if err := save(job); err != nil {
 			return err
 		}
 	}
@@ -774,9 +793,12 @@ func (e *Env) afterCatalogRestore(ctx context.Context, dirs []string, opts Catal
 		open = append(open, lib)
 	}
 
-	// Jobs that were running when the snapshot was taken: their processes
-	// are gone.
-	if _, err := e.ReapDeadJobs(); err != nil {
+	// Jobs that were running when the snapshot was taken ran on the
+	// catalog this one replaced: whatever their processes do now, they
+	// never write here again.
+	if _, err := e.Catalog.ReclaimJobs(e.Jobs.Options().Clock.Now(), func(string) string {
+		return "ran on the catalog that the restore replaced"
+	}); err != nil {
 		return err
 	}
 

@@ -241,11 +241,11 @@ func (e *Env) Copy(ctx context.Context, id int64, opts CopyOptions) (*Result, er
 	}
 	job.Kind, job.State, job.Client, job.Selection = catalog.KindCopy, catalog.StateRunning, ss.Client, ss.Selection
 	job.SavesetID, job.Level, job.Started, job.Reason = ss.ID, ss.Level, e.now(), ""
-	lock, err := e.startJob(job)
+	lease, ctx, err := e.startJob(ctx, job)
 	if err != nil {
 		return nil, err
 	}
-	defer lock.release()
+	defer lease.Close()
 	c := &copyRun{env: e, ctx: ctx, opts: opts, job: job, ss: ss, from: from, lib: lib,
 		res: &Result{Level: ss.Level}}
 	if from != ss {
@@ -315,7 +315,11 @@ func (c *copyRun) run() error {
 		return fmt.Errorf("reading the label of saveset %d: %w", ss.ID, err)
 	}
 
-	drv, err := c.lib.Acquire(c.ctx, c.opts.Drive)
+	n, err := e.takeDrive(c.ctx, c.job, c.lib, c.opts.Drive)
+	if err != nil {
+		return err
+	}
+	drv, err := c.lib.Acquire(c.ctx, n)
 	if err != nil {
 		return err
 	}
@@ -381,6 +385,10 @@ func (c *copyRun) run() error {
 	}
 	e.logf(c.job, "index: tape %s, tape file %d, %s", c.copy.IndexPart.Barcode, c.copy.IndexPart.File, units.FormatSize(size))
 	if err := idxTmp.Close(); err != nil {
+		return err
+	}
+	// A copy job another process reclaimed records no copy.
+	if err := e.stillHeld(c.job); err != nil {
 		return err
 	}
 	return c.record(idxTmp.Name())
@@ -642,7 +650,7 @@ func (c *copyRun) finish(runErr error) (*Result, error) {
 	job.Result, _ = json.Marshal(rec)
 	e.logf(job, "%s: %s read, %s written to tapes %s", statusText(job.State), units.FormatSize(job.SourceBytes),
 		units.FormatSize(job.MediaBytes), strings.Join(c.tapes, ", "))
-	if err := e.Catalog.UpdateJob(job); err != nil && runErr == nil {
+	if err := e.finishJob(job); err != nil && runErr == nil {
 		runErr = err
 	}
 	c.res.Figures = JobFigures(job, c.ss)

@@ -31,6 +31,7 @@ import (
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/home"
 	"github.com/kura-backup/kura/internal/index"
+	"github.com/kura-backup/kura/internal/job"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/private"
@@ -53,6 +54,11 @@ type Env struct {
 	// Notice, when set, receives the warnings of commands that are not
 	// jobs (ls, find): the CLI prints them. Jobs keep their warnings.
 	Notice func(msg string)
+	// Jobs leases the jobs this process runs in the catalog (jobs.go): its
+	// holder is this process's. Its clock is the system's, not Clock:
+	// leases are compared across processes. Tests may replace it with one
+	// on an injected clock and ticker.
+	Jobs *job.Registry
 }
 
 // notice reports a warning that belongs to no job: as a warning event and
@@ -87,8 +93,13 @@ func Open(homeDir string) (*Env, error) {
 		}
 		return nil, fmt.Errorf("opening the catalog in %s: %w", homeDir, err)
 	}
-	e := &Env{Home: homeDir, Catalog: cat, Clock: monitor.SystemClock{}, Events: monitor.Nop{}}
-	if _, err := e.ReapDeadJobs(); err != nil {
+	jobs, err := job.NewRegistry(cat, job.Options{})
+	if err != nil {
+		cat.Close()
+		return nil, err
+	}
+	e := &Env{Home: homeDir, Catalog: cat, Clock: monitor.SystemClock{}, Events: monitor.Nop{}, Jobs: jobs}
+	if _, err := e.ReclaimDeadJobs(); err != nil {
 		cat.Close()
 		return nil, fmt.Errorf("checking for jobs whose process died: %w", err)
 	}

@@ -7,31 +7,34 @@ import (
 	"fmt"
 
 	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/job"
 	"github.com/kura-backup/kura/internal/monitor"
 )
 
 // The jobs that are not backups or restores — verify, copy, prune, catalog
 // backup, tape scan and tape erase — share one life: a job row (the queued
-// row a server gives, or a new one), running under the home's job lock;
+// row a server gives, or a new one), running under this process's lease;
 // a JobStarted event; one phase with its figures; and at the end a state
 // decided by the error (canceled when the job's context was cancelled),
 // the kind's result as JSON in the row (catalog.Job.Result, what the CLI
 // prints), and a JobEnded event sent after the row is written.
 
-// beginJob records job (a new one when nil) as a running job of kind and
-// announces it. The caller releases the lock when the job has ended.
-func (e *Env) beginJob(job *catalog.Job, kind, msg string) (*catalog.Job, *jobLock, error) {
-	if job == nil {
-		job = &catalog.Job{}
+// beginJob records j (a new job when nil) as a running job of kind, leased
+// by this process (startJob), and announces it. The context returned is
+// cancelled if the lease is lost; the caller defers Close on the lease and
+// ends the job with endJob.
+func (e *Env) beginJob(ctx context.Context, j *catalog.Job, kind, msg string) (*catalog.Job, *job.Held, context.Context, error) {
+	if j == nil {
+		j = &catalog.Job{}
 	}
-	job.Kind, job.State, job.Started, job.Reason = kind, catalog.StateRunning, e.now(), ""
-	lock, err := e.startJob(job)
+	j.Kind, j.State, j.Started, j.Reason = kind, catalog.StateRunning, e.now(), ""
+	held, ctx, err := e.startJob(ctx, j)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	e.logf(job, "%s", msg)
-	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: job.ID, Message: msg})
-	return job, lock, nil
+	e.logf(j, "%s", msg)
+	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: j.ID, Message: msg})
+	return j, held, ctx, nil
 }
 
 // endJob records the end of a job begun with beginJob: its phase, its
@@ -60,7 +63,7 @@ func (e *Env) endJob(job *catalog.Job, phase *monitor.Phase, result any, runErr 
 	} else {
 		e.logf(job, "%s", statusText(job.State))
 	}
-	if err := e.Catalog.UpdateJob(job); err != nil && runErr == nil {
+	if err := e.finishJob(job); err != nil && runErr == nil {
 		runErr = err
 	}
 	e.emit(monitor.Event{Kind: monitor.JobEnded, JobID: job.ID, Message: job.State})

@@ -139,11 +139,11 @@ func (e *Env) EraseTapeJob(ctx context.Context, barcode string, opts EraseOption
 	if err := checkDrive(lib, opts.Drive); err != nil {
 		return nil, err
 	}
-	job, lock, err := e.beginJob(opts.Job, catalog.KindErase, fmt.Sprintf("erase of tape %s (library %s)", barcode, lib.Config().Name))
+	job, held, ctx, err := e.beginJob(ctx, opts.Job, catalog.KindErase, fmt.Sprintf("erase of tape %s (library %s)", barcode, lib.Config().Name))
 	if err != nil {
 		return nil, err
 	}
-	defer lock.release()
+	defer held.Close()
 	phase := e.startPhase(job, "erase")
 	rec := &EraseRecord{Barcode: barcode, Expired: []int64{}}
 	runErr := func() error {

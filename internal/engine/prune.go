@@ -119,11 +119,11 @@ func (e *Env) Prune(ctx context.Context, opts PruneOptions) (*PruneResult, error
 	if opts.DryRun {
 		return e.prune(ctx, opts)
 	}
-	job, lock, err := e.beginJob(opts.Job, catalog.KindPrune, "prune: apply retention")
+	job, held, ctx, err := e.beginJob(ctx, opts.Job, catalog.KindPrune, "prune: apply retention")
 	if err != nil {
 		return nil, err
 	}
-	defer lock.release()
+	defer held.Close()
 	phase := e.startPhase(job, "prune")
 	res, runErr := e.prune(ctx, opts)
 	var result any
@@ -254,21 +254,31 @@ func (e *Env) recyclable(expiring map[int64]bool) ([]string, error) {
 	return out, nil
 }
 
-// runningBackups counts backup and copy jobs in state running (however
-// many jobs ran since they started).
+// runningBackups counts backup and copy jobs that run: running, with a
+// live lease, once the jobs of dead holders are reclaimed.
 func (e *Env) runningBackups() (int, error) {
-	jobs, err := e.Catalog.FindJobs(catalog.JobFilter{State: catalog.StateRunning})
+	if _, err := e.ReclaimDeadJobs(); err != nil {
+		return 0, err
+	}
+	leases, err := e.Catalog.LiveJobLeases(e.Jobs.Options().Clock.Now())
 	if err != nil {
 		return 0, err
 	}
 	n := 0
-	for _, j := range jobs {
-		if j.State == catalog.StateRunning && (j.Kind == catalog.KindBackup || j.Kind == catalog.KindCopy) && e.ownerAlive(j.Owner) {
+	for _, l := range leases {
+		j, err := e.Catalog.Job(l.JobID)
+		if err != nil {
+			return 0, err
+		}
+		if j.State == catalog.StateRunning && (j.Kind == catalog.KindBackup || j.Kind == catalog.KindCopy) {
 			n++
 		}
 	}
 	return n, nil
 }
+
+// runDir holds the home's prune lock.
+func (e *Env) runDir() string { return filepath.Join(e.Home, "run") }
 
 // lockPrune takes the home's prune lock, waiting for another prune.
 func (e *Env) lockPrune(ctx context.Context) (func(), error) {

@@ -207,7 +207,7 @@ func (e *Env) FinishRestore(job *catalog.Job, ss *catalog.Saveset, opts RestoreO
 		e.logf(job, "failed: %v", runErr)
 	}
 	e.logf(job, "%s: %s, %s written, %s", statusText(job.State), units.Count(job.Files, "entry"), units.FormatSize(job.SourceBytes), units.Count(job.WarningCount, "warning"))
-	if err := e.Catalog.UpdateJob(job); err != nil && runErr == nil {
+	if err := e.finishJob(job); err != nil && runErr == nil {
 		runErr = err
 	}
 	res := &Result{Level: ss.Level, Warnings: out.Warnings, Figures: JobFigures(job, ss)}
@@ -454,11 +454,11 @@ func (e *Env) RestoreWith(ctx context.Context, job *catalog.Job, opts RestoreOpt
 	for _, n := range plan.notes {
 		e.logf(job, "%s", n)
 	}
-	lock, err := e.startJob(job)
+	lease, _, err := e.startJob(ctx, job)
 	if err != nil {
 		return nil, err
 	}
-	defer lock.release()
+	defer lease.Close()
 	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: job.ID, Message: fmt.Sprintf("restore of saveset %d (%s of %s) to %s",
 		ss.ID, ss.Level, ss.Created.Local().Format("2006-01-02 15:04:05"), to)})
 	out, runErr := run(plan.ss, job.ID, plan.total)

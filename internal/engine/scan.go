@@ -110,11 +110,11 @@ func (e *Env) ScanTape(ctx context.Context, barcode string, opts ScanOptions) (*
 	if err := checkDrive(lib, opts.Drive); err != nil {
 		return nil, err
 	}
-	job, lock, err := e.beginJob(opts.Job, catalog.KindScan, fmt.Sprintf("scan of tape %s (library %s)", barcode, lib.Config().Name))
+	job, held, ctx, err := e.beginJob(ctx, opts.Job, catalog.KindScan, fmt.Sprintf("scan of tape %s (library %s)", barcode, lib.Config().Name))
 	if err != nil {
 		return nil, err
 	}
-	defer lock.release()
+	defer held.Close()
 	phase := e.startPhase(job, "scan")
 	rec := &ScanRecord{Barcode: barcode, Found: []ScanFound{}}
 	runErr := func() error {

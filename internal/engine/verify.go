@@ -86,11 +86,11 @@ func (e *Env) verifyJob(ctx context.Context, read *catalog.Saveset, opts VerifyO
 		job = &catalog.Job{}
 	}
 	job.Client, job.Selection, job.SavesetID, job.Level = read.Client, read.Selection, read.ID, level
-	job, lock, err := e.beginJob(job, catalog.KindVerify, fmt.Sprintf("verify (%s) of %s", level, what))
+	job, held, ctx, err := e.beginJob(ctx, job, catalog.KindVerify, fmt.Sprintf("verify (%s) of %s", level, what))
 	if err != nil {
 		return nil, err
 	}
-	defer lock.release()
+	defer held.Close()
 	res, verr := e.verifySaveset(ctx, read, opts, job.ID)
 	var rec *VerifyRecord
 	if res != nil {

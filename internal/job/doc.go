@@ -62,7 +62,7 @@
 //   - A dead holder is detected within one lease. After kill -9 or a power
 //     loss nothing renews the lease; LeaseTTL (3 heartbeats by default:
 //     30 s) after the last renewal it has expired, and any process calling
-//     Registry.Reclaim (catalog.ReclaimExpiredJobs) marks the job
+//     Registry.Reclaim (catalog.ReclaimJobs) marks the job
 //     interrupted ("lease expired: its holder ... last renewed it at ..."),
 //     the saveset of a backup incomplete, and frees its drive leases, in one
 //     transaction: two reclaimers never both reclaim a job.
@@ -81,10 +81,33 @@
 // clocks must agree to well within LeaseTTL, which holds on one machine and
 // on NTP-synchronised ones.
 //
+// # Holders, and quick detection on one machine
+//
+// A process has one holder (Self): "host:pid:start:random", where start is
+// the process's start time (field 22 of /proc/PID/stat), so that a PID
+// reused by another process never passes for the holder. It is recorded in
+// each lease and in the job's catalog.Job.Owner. Waiting a whole LeaseTTL
+// is needed only when nobody can tell whether the holder lives: when the
+// holder is on this host (same host name), HolderGone checks its process at
+// once, and Reclaim takes its jobs before their leases expire if the PID no
+// longer runs, is a zombie (killed, not yet reaped), or now names a process
+// that started at another time. A holder on another host, or one whose
+// process exists as recorded, keeps its live lease: a running job whose
+// lease is live is never touched. Options.Gone replaces the check in tests.
+//
+// # Jobs whose rows their callers write
+//
+// The engine's jobs record their own figures, phases and log in their
+// catalog row; they run under Registry.Hold: the same lease, heartbeat,
+// drive leases and reclaim as Start's jobs, with the caller writing the row
+// through Held.Update and Held.Finish (which write only while the lease is
+// the registry's). A server reserves the drive of a queued job with
+// Registry.TakeDrive before it starts it; the job's heartbeat then renews
+// the drive lease and its end releases it.
+//
 // # Not yet (issue 11, next steps)
 //
-// The engine, the server and the CLI do not use this package yet: they still
-// use the flock under home/run (internal/engine/joblock.go) and the server's
-// in-memory drive map. Until they move, a job run by a Registry leaves
-// catalog.Job.Owner empty, so the engine's ReapDeadJobs leaves it alone.
+// The engine's jobs do not run as Funcs recording through *Run yet (they use
+// Hold), and the server does not start queued jobs with StartQueued nor feed
+// its event bus from a Sink.
 package job

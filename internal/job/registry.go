@@ -2,11 +2,8 @@ package job
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"sync"
 	"time"
@@ -45,8 +42,13 @@ const (
 // default.
 type Options struct {
 	// Holder names this process in the leases it takes; it must be unique
-	// among the processes sharing the catalog. Default: host:pid:random.
+	// among the processes sharing the catalog. Default: Self(), the one
+	// holder of this process (host:pid:start:random).
 	Holder string
+	// Gone says why a holder is known to be dead, or "" (see HolderGone):
+	// Reclaim takes that holder's jobs at once, before their leases expire.
+	// Default: HolderGone.
+	Gone func(holder string) string
 	// Clock tells the time of heartbeats, leases and figures. Default:
 	// monitor.SystemClock.
 	Clock monitor.Clock
@@ -64,12 +66,10 @@ type Options struct {
 
 func (o *Options) applyDefaults() error {
 	if o.Holder == "" {
-		host, _ := os.Hostname()
-		var b [4]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return err
-		}
-		o.Holder = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+		o.Holder = Self().String()
+	}
+	if o.Gone == nil {
+		o.Gone = HolderGone
 	}
 	if o.Clock == nil {
 		o.Clock = monitor.SystemClock{}
@@ -114,6 +114,7 @@ type Registry struct {
 
 	mu     sync.Mutex
 	runs   map[int64]*Handle
+	held   map[int64]*Held
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -123,7 +124,7 @@ func NewRegistry(cat *catalog.Catalog, opts Options) (*Registry, error) {
 	if err := opts.applyDefaults(); err != nil {
 		return nil, err
 	}
-	return &Registry{cat: cat, opts: opts, runs: map[int64]*Handle{}}, nil
+	return &Registry{cat: cat, opts: opts, runs: map[int64]*Handle{}, held: map[int64]*Held{}}, nil
 }
 
 // Options returns the registry's options, defaults applied.
@@ -261,10 +262,12 @@ func (g *Registry) Running() []Info {
 }
 
 // Reclaim ends, as interrupted, every job on the catalog whose lease has
-// expired (whoever held it), and returns their IDs: see
-// catalog.ReclaimExpiredJobs. A server calls it at start and now and then.
+// expired (whoever held it), or whose holder Options.Gone reports dead, and
+// returns their IDs: see catalog.ReclaimJobs. Every process calls it when it
+// opens the catalog, a server now and then too. A job whose lease is live
+// and whose holder may be alive is never touched.
 func (g *Registry) Reclaim() ([]int64, error) {
-	ids, err := g.cat.ReclaimExpiredJobs(g.opts.Clock.Now())
+	ids, err := g.cat.ReclaimJobs(g.opts.Clock.Now(), g.opts.Gone)
 	if err != nil {
 		return nil, fmt.Errorf("job: %w", err)
 	}
@@ -275,18 +278,22 @@ func (g *Registry) Reclaim() ([]int64, error) {
 	return ids, nil
 }
 
-// Close refuses new jobs, cancels the running ones (their cause wraps
-// ErrCanceled and ErrClosed) and waits until each has recorded its end.
+// Close refuses new jobs, cancels the running ones, held ones included
+// (their cause wraps ErrCanceled and ErrClosed), and waits until each has
+// recorded its end.
 func (g *Registry) Close() {
 	g.mu.Lock()
 	g.closed = true
-	hs := make([]*Handle, 0, len(g.runs))
+	var cancels []context.CancelCauseFunc
 	for _, h := range g.runs {
-		hs = append(hs, h)
+		cancels = append(cancels, h.cancel)
+	}
+	for _, h := range g.held {
+		cancels = append(cancels, h.cancel)
 	}
 	g.mu.Unlock()
-	for _, h := range hs {
-		h.cancel(fmt.Errorf("%w: %w", ErrCanceled, ErrClosed))
+	for _, cancel := range cancels {
+		cancel(fmt.Errorf("%w: %w", ErrCanceled, ErrClosed))
 	}
 	g.wg.Wait()
 }

@@ -43,12 +43,12 @@ type Run struct {
 
 	emitMu sync.Mutex // keeps one job's events in order
 
-	mu      sync.Mutex
-	row     catalog.Job // the catalog row as it will be saved
-	phases  []*monitor.Phase
-	open    *monitor.Phase // the phase running now, or nil
-	drives  []driveKey
-	expires time.Time // of the lease, as last renewed
+	mu     sync.Mutex
+	row    catalog.Job // the catalog row as it will be saved
+	phases []*monitor.Phase
+	open   *monitor.Phase // the phase running now, or nil
+	drives []driveKey
+	lease  leaseExpiry
 }
 
 type driveKey struct {
@@ -58,7 +58,7 @@ type driveKey struct {
 
 func newRun(g *Registry, row *catalog.Job, expires time.Time) *Run {
 	c := g.opts.Clock
-	return &Run{g: g, id: row.ID, row: *row, expires: expires,
+	return &Run{g: g, id: row.ID, row: *row, lease: leaseExpiry{t: expires},
 		files: monitor.NewMeter(c), source: monitor.NewMeter(c), media: monitor.NewMeter(c)}
 }
 
@@ -250,44 +250,16 @@ func (r *Run) rowLocked() *catalog.Job {
 }
 
 // heartbeat renews the lease and saves the figures at every tick until stop
-// is closed. It cancels the job when the lease is lost: taken back by a
-// reclaim, or not renewed before it expired.
+// is closed (keepLease).
 func (r *Run) heartbeat(cancel context.CancelCauseFunc, stop <-chan struct{}) {
-	t := r.g.opts.NewTicker(r.g.opts.Heartbeat)
-	defer t.Stop()
-	cat, holder := r.g.cat, r.g.opts.Holder
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C():
-		}
-		now := r.g.opts.Clock.Now()
-		l, err := cat.RenewJobLease(r.id, holder, now, r.g.opts.LeaseTTL)
-		if err == nil {
-			r.mu.Lock()
-			r.expires = l.Expires
-			row := r.rowLocked()
-			r.mu.Unlock()
-			err = cat.UpdateLeasedJob(row, holder)
-		}
-		switch {
-		case err == nil:
-			r.emit(monitor.Event{Kind: HeartbeatEvent, Time: now, Message: l.Expires.Format(time.RFC3339Nano)})
-		case errors.Is(err, catalog.ErrLeaseLost):
-			cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err))
-			return
-		default:
-			r.mu.Lock()
-			expired := !now.Before(r.expires)
-			r.mu.Unlock()
-			if expired {
-				cancel(fmt.Errorf("%w: not renewed before it expired: %w", ErrLeaseLost, err))
-				return
-			}
-			r.Logf("renewing the job's lease: %v (will try again)", err)
-		}
-	}
+	r.g.keepLease(r.id, &r.lease, cancel, stop, func() error {
+		r.mu.Lock()
+		row := r.rowLocked()
+		r.mu.Unlock()
+		return r.g.cat.UpdateLeasedJob(row, r.g.opts.Holder)
+	}, func(now time.Time, expires time.Time) {
+		r.emit(monitor.Event{Kind: HeartbeatEvent, Time: now, Message: expires.Format(time.RFC3339Nano)})
+	}, r.Logf)
 }
 
 // finish records the job's end and releases its lease and drives.

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -16,22 +17,23 @@ import (
 // online, and for a backup a drive of their library and a writable tape.
 // Jobs are considered oldest first; a job that must wait does not hold up
 // a younger one that can run (another client, another library).
+//
+// A drive is reserved with a drive lease in the catalog (job.Registry.
+// TakeDrive), not in memory: the job's heartbeat renews it and its end
+// releases it, and a CLI job on the same home, or the next server after a
+// crash, sees which drive is busy.
 type queue struct {
 	s     *Server
 	kickc chan struct{}
 
-	mu     sync.Mutex
-	drives map[driveKey]int64 // reserved drive → job
-	pools  map[int64]string   // pool of each job holding a drive
+	mu    sync.Mutex
+	pools map[int64]poolKey // library and pool of each job of ours holding a drive
 }
 
-type driveKey struct {
-	lib string
-	n   int
-}
+type poolKey struct{ lib, pool string }
 
 func newQueue(s *Server) *queue {
-	return &queue{s: s, kickc: make(chan struct{}, 1), drives: map[driveKey]int64{}, pools: map[int64]string{}}
+	return &queue{s: s, kickc: make(chan struct{}, 1), pools: map[int64]poolKey{}}
 }
 
 // kick asks the queue to look again.
@@ -45,7 +47,18 @@ func (q *queue) kick() {
 func (q *queue) run(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	var reclaimed time.Time
 	for {
+		// Jobs whose process died (another server's, a CLI's) end as
+		// interrupted and free their drives: once per heartbeat.
+		if now := time.Now(); now.Sub(reclaimed) >= q.s.env.Jobs.Options().Heartbeat {
+			reclaimed = now
+			if ids, err := q.s.env.ReclaimDeadJobs(); err != nil {
+				q.s.log.Error("reclaiming the jobs of dead processes", "err", err)
+			} else if len(ids) > 0 {
+				q.s.log.Warn("jobs of dead processes marked interrupted", "jobs", ids)
+			}
+		}
 		q.schedule(ctx)
 		select {
 		case <-ctx.Done():
@@ -65,8 +78,10 @@ func (q *queue) release(rj *runningJob) {
 	if rj.drive == 0 {
 		return
 	}
+	if err := q.s.env.Jobs.ReleaseDrive(rj.id, rj.lib, rj.drive); err != nil {
+		q.s.log.Error("releasing a drive", "job", rj.id, "library", rj.lib, "drive", rj.drive, "err", err)
+	}
 	q.mu.Lock()
-	delete(q.drives, driveKey{rj.lib, rj.drive})
 	delete(q.pools, rj.id)
 	q.mu.Unlock()
 }
@@ -117,7 +132,7 @@ func (q *queue) schedule(ctx context.Context) {
 				q.fail(j, err)
 				continue
 			}
-			lib, n, reason := q.reserve(j.ID, r)
+			lib, n, reason := q.reserve(j.ID, r, true)
 			if reason != "" {
 				q.wait(j, reason)
 				continue
@@ -178,8 +193,10 @@ func (q *queue) streamTurn(j *catalog.Job, req api.JobRequest) string {
 	return fmt.Sprintf("waiting for stream %d of %d (job %d) to start its saveset", req.Stream-1, req.Streams, prev.ID)
 }
 
-// reserve takes a free drive of the job's library, or says why it cannot.
-func (q *queue) reserve(id int64, req api.JobRequest) (string, int, string) {
+// reserve takes (take) or finds a free drive of the job's library and a
+// writable tape, or says why it cannot. A drive is free when no job holds a
+// live lease on it, whatever process runs that job.
+func (q *queue) reserve(id int64, req api.JobRequest, take bool) (string, int, string) {
 	s := q.s
 	lib, err := s.env.OpenLibrary(req.Library)
 	if err != nil {
@@ -188,13 +205,31 @@ func (q *queue) reserve(id int64, req api.JobRequest) (string, int, string) {
 	cfg := lib.Config()
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	busy := map[int]bool{}
+	if !take {
+		leases, err := s.env.Catalog.LiveDriveLeases(s.env.Jobs.Options().Clock.Now())
+		if err != nil {
+			return "", 0, "waiting for a drive: " + err.Error()
+		}
+		for _, l := range leases {
+			if l.Library == cfg.Name {
+				busy[l.Drive] = true
+			}
+		}
+	}
 	free := 0
 	for n := 1; n <= cfg.Drives; n++ {
-		if _, taken := q.drives[driveKey{cfg.Name, n}]; taken {
+		if busy[n] || (req.Drive != 0 && req.Drive != n) {
 			continue
 		}
-		if req.Drive != 0 && req.Drive != n {
-			continue
+		if take {
+			err := s.env.Jobs.TakeDrive(id, cfg.Name, n)
+			if errors.Is(err, catalog.ErrLeaseHeld) {
+				continue
+			}
+			if err != nil {
+				return "", 0, "waiting for a drive: " + err.Error()
+			}
 		}
 		free = n
 		break
@@ -209,24 +244,29 @@ func (q *queue) reserve(id int64, req api.JobRequest) (string, int, string) {
 		return "", 0, fmt.Sprintf("waiting for a drive (all %d drives of library %s are busy)", cfg.Drives, cfg.Name)
 	}
 	if !needsTape(req.Kind) {
-		q.drives[driveKey{cfg.Name, free}] = id
 		return cfg.Name, free, ""
 	}
 	inPool := 0
-	for k, id := range q.drives {
-		if k.lib == cfg.Name && q.pools[id] == req.Pool {
+	for _, k := range q.pools {
+		if k == (poolKey{cfg.Name, req.Pool}) {
 			inPool++
 		}
 	}
 	if n, err := s.env.WritableTapes(lib, req.Pool); err != nil || n <= inPool {
+		if take {
+			if err := s.env.Jobs.ReleaseDrive(id, cfg.Name, free); err != nil {
+				s.log.Error("releasing a drive", "job", id, "library", cfg.Name, "drive", free, "err", err)
+			}
+		}
 		what := "no free writable tape"
 		if req.Pool != "" {
 			what = fmt.Sprintf("no free writable tape in pool %s or scratch", req.Pool)
 		}
 		return "", 0, fmt.Sprintf("waiting for a tape (library %s has %s: kura tape add --vtl %s)", cfg.Name, what, cfg.Name)
 	}
-	q.pools[id] = req.Pool
-	q.drives[driveKey{cfg.Name, free}] = id
+	if take {
+		q.pools[id] = poolKey{cfg.Name, req.Pool}
+	}
 	return cfg.Name, free, ""
 }
 

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -141,8 +142,19 @@ func TestServerKilledMidBackup(t *testing.T) {
 	if st := savesetStatus(t, r, j.SavesetID); st != catalog.StatusIncomplete {
 		t.Errorf("its saveset %d is %q; want incomplete", j.SavesetID, st)
 	}
+	// Found at once: the dead server was a process of this host.
+	if !strings.HasPrefix(j.Error, catalog.ReasonHolderGone) {
+		t.Errorf("the interrupted job's error: %q; want its holder gone", j.Error)
+	}
+	if drives, err := r.srv.Env().Catalog.LiveDriveLeases(time.Now()); err != nil || len(drives) != 0 {
+		t.Errorf("drive leases after the restart: %+v, %v; want the dead job's freed", drives, err)
+	}
 	r.waitOnline("c1", true)
-	r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{small}})
+	next := r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{small}})
+	// On the drive the killed job held, drive 1 (the first free one).
+	if line := logLine(r.log.String(), "job starting", fmt.Sprintf(" job=%d ", next.ID)); !strings.Contains(line, " drive=1") {
+		t.Errorf("the next backup did not run on drive 1: %q", line)
+	}
 	r.restoreAndCheck("c1", first.SavesetID, small)
 	stopAgent()
 }
@@ -175,4 +187,18 @@ func TestJobAwaitingAgentWhenServerStops(t *testing.T) {
 	if st := savesetStatus(t, r, j.SavesetID); st == catalog.StatusComplete || st == catalog.StatusRunning {
 		t.Errorf("its saveset %d is %q", j.SavesetID, st)
 	}
+}
+
+// logLine returns the first line of log holding every one of subs, or "".
+func logLine(log string, subs ...string) string {
+	for _, line := range strings.Split(log, "\n") {
+		ok := true
+		for _, sub := range subs {
+			ok = ok && strings.Contains(line, sub)
+		}
+		if ok {
+			return line
+		}
+	}
+	return ""
 }

@@ -12,9 +12,12 @@
 // Invariants:
 //
 //   - A queued job is a catalog row with its request; a restart finds it
-//     and runs it. A job that was running when the server died is marked
-//     interrupted by the engine (its saveset incomplete) on the next start.
-//   - A job holds its drive from start to end, and a drive runs one job.
+//     and runs it. A job that was running when the server died is reclaimed
+//     on the next start (its lease's holder is gone, or the lease expired):
+//     interrupted, its saveset incomplete, its drive freed.
+//   - A job holds its drive from start to end, and a drive runs one job:
+//     a drive lease in the catalog, so a CLI job on the same home never
+//     takes a drive a server's job holds, nor the other way round.
 //   - An agent sees only its own jobs: every agent endpoint checks that the
 //     job's agent is the caller.
 package server
