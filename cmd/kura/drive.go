@@ -38,7 +38,7 @@ func newDriveCmd(g *globals) *cobra.Command {
 					return err
 				}
 				if _, err := env.Catalog.Library(vtl); vtl != "" && errors.Is(err, catalog.ErrNotFound) {
-					return engine.NotFound("no library named %q (see `kura vtl list`)", vtl)
+					return engine.Missing("library", "no library named %q", vtl)
 				}
 				type row struct {
 					Library string

@@ -72,7 +72,7 @@ func newJobsCmd(g *globals) *cobra.Command {
 			return withEnv(g, func(env *engine.Env) error {
 				j, err := env.Catalog.Job(id)
 				if errors.Is(err, catalog.ErrNotFound) {
-					return engine.NotFound("no job %d (see `kura jobs list`)", id)
+					return engine.Missing("job", "no job %d", id)
 				}
 				if err != nil {
 					return fmt.Errorf("job %d: %w", id, err)
@@ -185,7 +185,7 @@ func watchLocal(cmd *cobra.Command, env *engine.Env, id int64, asJSON bool) erro
 	for {
 		j, err := env.Catalog.Job(id)
 		if errors.Is(err, catalog.ErrNotFound) {
-			return engine.NotFound("no job %d (see `kura jobs list`)", id)
+			return engine.Missing("job", "no job %d", id)
 		}
 		if err != nil {
 			return fmt.Errorf("job %d: %w", id, err)

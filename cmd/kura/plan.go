@@ -102,7 +102,7 @@ average rate of recent backup jobs, and the median size of recent full backups.`
 			}
 			r, err := planner.Plan(in)
 			if err != nil {
-				return usageErrorf("%v", err)
+				return usageErrorf("%w", err)
 			}
 			if asJSON {
 				return printJSON(out, r)

@@ -75,7 +75,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 			}
 			return withEnv(g, func(env *engine.Env) error {
 				if err := env.CheckPolicy(&p, g.inServer); err != nil {
-					return usageErrorf("%v", err)
+					return usageErrorf("%w", err)
 				}
 				if err := env.Catalog.CreatePolicy(&p); err != nil {
 					if errors.Is(err, catalog.ErrExists) {
@@ -104,7 +104,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 			return withEnv(g, func(env *engine.Env) error {
 				p, err := env.Catalog.Policy(args[0])
 				if errors.Is(err, catalog.ErrNotFound) {
-					return engine.NotFound("no policy named %q (see `kura policy list`)", args[0])
+					return engine.Missing("policy", "no policy named %q", args[0])
 				}
 				if err != nil {
 					return err
@@ -135,7 +135,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 					p.BWLimit = bw
 				}
 				if err := env.CheckPolicy(p, g.inServer); err != nil {
-					return usageErrorf("%v", err)
+					return usageErrorf("%w", err)
 				}
 				if err := env.Catalog.UpdatePolicy(p); err != nil {
 					return err
@@ -197,7 +197,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 			return withEnv(g, func(env *engine.Env) error {
 				p, err := env.Catalog.Policy(args[0])
 				if errors.Is(err, catalog.ErrNotFound) {
-					return engine.NotFound("no policy named %q (see `kura policy list`)", args[0])
+					return engine.Missing("policy", "no policy named %q", args[0])
 				}
 				if err != nil {
 					return err
@@ -220,7 +220,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 			return withEnv(g, func(env *engine.Env) error {
 				if err := env.Catalog.DeletePolicy(args[0]); err != nil {
 					if errors.Is(err, catalog.ErrNotFound) {
-						return engine.NotFound("no policy named %q (see `kura policy list`)", args[0])
+						return engine.Missing("policy", "no policy named %q", args[0])
 					}
 					return err
 				}
@@ -248,7 +248,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 				}
 				p, err = env.Catalog.Policy(args[0])
 				if errors.Is(err, catalog.ErrNotFound) {
-					return engine.NotFound("no policy named %q (see `kura policy list`)", args[0])
+					return engine.Missing("policy", "no policy named %q", args[0])
 				}
 				return err
 			}); err != nil {

@@ -93,7 +93,7 @@ func newSelectionCmd(g *globals) *cobra.Command {
 			return withEnv(g, func(env *engine.Env) error {
 				s, err := env.Catalog.Selection(env.Client, args[0])
 				if errors.Is(err, catalog.ErrNotFound) {
-					return engine.NotFound("no selection %q (see `kura selection list`)", args[0])
+					return engine.Missing("selection", "no selection %q", args[0])
 				}
 				if err != nil {
 					return fmt.Errorf("selection %q: %w", args[0], err)
@@ -123,7 +123,7 @@ func newSelectionCmd(g *globals) *cobra.Command {
 			return withEnv(g, func(env *engine.Env) error {
 				err := env.Catalog.RemoveSelection(env.Client, args[0])
 				if errors.Is(err, catalog.ErrNotFound) {
-					return engine.NotFound("no selection %q (see `kura selection list`)", args[0])
+					return engine.Missing("selection", "no selection %q", args[0])
 				}
 				if err != nil {
 					return fmt.Errorf("selection %q: %w", args[0], err)

@@ -19,7 +19,7 @@ import (
 func (e *Env) List(id int64, dir string) ([]index.Entry, error) {
 	ss, err := EnvStore{Env: e}.Saveset(id) // a copy when its own tapes are offline
 	if errors.Is(err, catalog.ErrNotFound) {
-		return nil, NotFound("no saveset %d (see `kura savesets`)", id)
+		return nil, Missing("saveset", "no saveset %d", id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("saveset %d: %w", id, err)
@@ -153,7 +153,7 @@ func skippedError(id int64, bad []index.InvalidEntry) error {
 func (e *Env) Recipe(id int64) (string, error) {
 	ss, err := e.Catalog.Saveset(id)
 	if errors.Is(err, catalog.ErrNotFound) {
-		return "", NotFound("no saveset %d (see `kura savesets`)", id)
+		return "", Missing("saveset", "no saveset %d", id)
 	}
 	if err != nil {
 		return "", fmt.Errorf("saveset %d: %w", id, err)

@@ -318,8 +318,7 @@ func (e *Env) OpenLibrary(name string) (*library.Library, error) {
 				// The home's own library survived a lost catalog. Writing
 				// to it now would start a history beside the one on its
 				// tapes: the user registers it (and scans its tapes) first.
-				return nil, fmt.Errorf("%w: %s holds library %s: run `kura vtl register %s`, then `kura tape scan BARCODE` for each tape with files (docs/operations.md, \"Disaster recovery\")",
-					ErrUnregisteredLibrary, dir, DefaultLibrary, dir)
+				return nil, &UnregisteredLibraryError{Name: DefaultLibrary, Dir: dir}
 			}
 			return e.CreateLibrary(library.Config{Name: DefaultLibrary})
 		}
@@ -351,11 +350,6 @@ type NotFoundError struct {
 func (e *NotFoundError) Error() string        { return e.Msg }
 func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
-// NotFound returns an ErrNotFound whose message is format and args.
-func NotFound(format string, args ...any) error {
-	return &NotFoundError{Msg: fmt.Sprintf(format, args...)}
-}
-
 // Missing returns an ErrNotFound about a thing of kind what.
 func Missing(what, format string, args ...any) error {
 	return &NotFoundError{What: what, Msg: fmt.Sprintf(format, args...)}
@@ -365,7 +359,7 @@ func Missing(what, format string, args ...any) error {
 func (e *Env) LibraryOfTape(barcode string) (*library.Library, error) {
 	name, err := e.Catalog.TapeLibrary(barcode)
 	if errors.Is(err, catalog.ErrNotFound) {
-		return nil, NotFound("no tape %s (see `kura tape list`)", barcode)
+		return nil, Missing("tape", "no tape %s", barcode)
 	}
 	if err != nil {
 		return nil, err

@@ -125,7 +125,7 @@ func (e *Env) Tapes(libName string) ([]TapeInfo, error) {
 	if libName != "" {
 		rec, err := e.Catalog.Library(libName)
 		if errors.Is(err, catalog.ErrNotFound) {
-			return nil, NotFound("no library named %q (see `kura vtl list`)", libName)
+			return nil, Missing("library", "no library named %q", libName)
 		}
 		if err != nil {
 			return nil, err
