@@ -86,7 +86,7 @@ func hint(err error) string {
 	case errors.Is(err, engine.ErrTapesOffline):
 		return importHint
 	case errors.Is(err, engine.ErrNoCopyLibrary):
-		return " (--to-vtl NAME; see `kura vtl list`)"
+		return see("library")
 	case errors.Is(err, engine.ErrPolicyClient):
 		return see("client")
 	case errors.Is(err, engine.ErrPolicySelection):

@@ -170,7 +170,7 @@ func partBarcodes(parts []catalog.Part) []string {
 func (e *Env) copyable(ss *catalog.Saveset, lib string) error {
 	switch {
 	case lib == "":
-		return sayf(ErrNoCopyLibrary, "say which library to copy to")
+		return sayf(ErrNoCopyLibrary, "say which library to copy to: --to-vtl NAME")
 	case ss.Expired:
 		return fmt.Errorf("saveset %d has expired; it is not copied", ss.ID)
 	case ss.Status != catalog.StatusComplete:
