@@ -56,12 +56,12 @@ skipped or changed file is listed), 4 the --verify phase found problems.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
 			if o.Compress, err = compress.ParseLevel(comp); err != nil {
-				return usageErrorf("%v", err)
+				return usageErrorf("%w", err)
 			}
 			o.FrameSize = int(frameSize.v) // 0: the stream's default
 			// The limits a server applies (api.JobRequest), here too.
 			if err := engine.CheckLabel(o.Label); err != nil {
-				return usageErrorf("%v", err)
+				return usageErrorf("%w", err)
 			}
 			if len(args) == 0 && o.Selection == "" {
 				return usageErrorf("give one or more paths to back up, or --selection NAME")

@@ -150,7 +150,12 @@ the server. A home whose catalog holds savesets or jobs is replaced only with
 					return err
 				}
 				if restoreJSON {
-					if perr := printJSON(cmd.OutOrStdout(), res); perr != nil {
+					// The notes as the user reads them, with the commands.
+					out := struct {
+						*engine.CatalogRestoreResult
+						Notes []string `json:"notes,omitempty"`
+					}{res, catalogNotes(res.Notes)}
+					if perr := printJSON(cmd.OutOrStdout(), out); perr != nil {
 						return perr
 					}
 				} else {
@@ -204,7 +209,7 @@ func printCatalogRestore(w io.Writer, res *engine.CatalogRestoreResult) {
 	} else {
 		fmt.Fprintf(w, "Savesets written after %s on tapes not in these libraries come back with `kura tape scan BARCODE`.\n", when)
 	}
-	printNotes(w, res.Notes)
+	printNotes(w, catalogNotes(res.Notes))
 }
 
 func printNotes(w io.Writer, notes []string) {

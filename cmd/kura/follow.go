@@ -197,7 +197,8 @@ func remoteProgress(cmd *cobra.Command, ids []int64, enabled bool) *progressView
 	return v
 }
 
-func (v *progressView) event(ev monitor.Event) error {
+func (v *progressView) event(e api.Event) error {
+	ev := server.MonitorEvent(e)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	switch ev.Kind {

@@ -205,7 +205,7 @@ func watchLocal(cmd *cobra.Command, env *engine.Env, id int64, asJSON bool) erro
 	for {
 		j, err := env.Catalog.Job(id)
 		if errors.Is(err, catalog.ErrNotFound) {
-			return engine.NotFound("no job %d (see `kura jobs list`)", id)
+			return engine.Missing("job", "no job %d", id)
 		}
 		if err != nil {
 			return fmt.Errorf("job %d: %w", id, err)

@@ -49,7 +49,7 @@ one), whatever login exists.`,
 			var ca *x509.Certificate
 			c, err := apiclient.New(server, pki.PinnedTLSConfig(t.CAFingerprint, func(c *x509.Certificate) { ca = c }), token)
 			if err != nil {
-				return usageErrorf("%v", err)
+				return usageErrorf("%w", err)
 			}
 			defer c.Close()
 			info, err := c.Server(cmdContext(cmd))

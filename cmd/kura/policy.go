@@ -262,7 +262,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 				}
 				p, err = env.Catalog.Policy(args[0])
 				if errors.Is(err, catalog.ErrNotFound) {
-					return engine.NotFound("no policy named %q (see `kura policy list`)", args[0])
+					return engine.Missing("policy", "no policy named %q", args[0])
 				}
 				return err
 			}); err != nil {

@@ -138,6 +138,10 @@ type Options struct {
 	ProgressEvery time.Duration
 }
 
+// ErrNotEnrolled: Open found no agent configuration: the machine was
+// never enrolled (the CLI says how to enroll it).
+var ErrNotEnrolled = errors.New("this machine is not enrolled")
+
 // Agent is an enrolled agent.
 type Agent struct {
 	opts Options
@@ -166,7 +170,7 @@ func Open(opts Options) (*Agent, error) {
 	dir := Dir(opts.Home)
 	b, err := os.ReadFile(filepath.Join(dir, configFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("this machine is not enrolled (no %s): run `kura agent enroll --server URL --token TOKEN` first", filepath.Join(dir, configFile))
+		return nil, fmt.Errorf("%w (no %s)", ErrNotEnrolled, filepath.Join(dir, configFile))
 	}
 	if err != nil {
 		return nil, err

@@ -85,7 +85,8 @@ func ExitCode(code string) int {
 // field at fault by its JSON name, when the request failed validation; for
 // not_found it names what was not found ("saveset", "library", "tape",
 // "drive", "selection", "policy", "client", "job", "copy"), so that a
-// client can say where to look.
+// client can say where to look; for conflict it names, when it is one of
+// the Field* states below, what the user can set right.
 type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
@@ -93,6 +94,16 @@ type Error struct {
 
 	cause error // the error it was made from, in process (never sent)
 }
+
+// The states a conflict names in its Field when a client can say what to
+// do about them.
+const (
+	FieldUnregisteredLibrary = "unregistered_library" // the home's library folder is not in the catalog
+	FieldNoTape              = "no_tape"              // no writable tape in the library
+	FieldNoPoolTape          = "no_pool_tape"         // no writable tape the pool accepts
+	FieldTapesOffline        = "tapes_offline"        // the tapes needed are exported
+	FieldNotComplete         = "not_complete"         // the saveset named is not complete
+)
 
 func (e *Error) Error() string { return e.Message }
 

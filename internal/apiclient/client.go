@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/kura-backup/kura/internal/api"
-	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/pki"
 )
 
@@ -194,7 +193,7 @@ func (c *Client) PrunePlan(ctx context.Context) (json.RawMessage, error) {
 // Follow calls fn with each event of a job until the job ends (the last
 // event is job_ended, with the final figures) or fn returns an error. A
 // stream cut by the network is reopened.
-func (c *Client) Follow(ctx context.Context, id int64, fn func(monitor.Event) error) error {
+func (c *Client) Follow(ctx context.Context, id int64, fn func(api.Event) error) error {
 	backoff := 250 * time.Millisecond
 	for {
 		ended, err := c.follow(ctx, id, fn)
@@ -216,7 +215,7 @@ func (c *Client) Follow(ctx context.Context, id int64, fn func(monitor.Event) er
 
 var errStop = errors.New("stop")
 
-func (c *Client) follow(ctx context.Context, id int64, fn func(monitor.Event) error) (bool, error) {
+func (c *Client) follow(ctx context.Context, id int64, fn func(api.Event) error) (bool, error) {
 	req, err := c.NewRequest(ctx, "GET", "/jobs/"+strconv.FormatInt(id, 10)+"/events", nil)
 	if err != nil {
 		return true, err
@@ -234,14 +233,14 @@ func (c *Client) follow(ctx context.Context, id int64, fn func(monitor.Event) er
 		if !strings.HasPrefix(line, "data: ") {
 			continue
 		}
-		var ev monitor.Event
+		var ev api.Event
 		if err := json.Unmarshal([]byte(line[len("data: "):]), &ev); err != nil {
 			return true, fmt.Errorf("event stream: %w", err)
 		}
 		if err := fn(ev); err != nil {
 			return true, err
 		}
-		if ev.Kind == monitor.JobEnded {
+		if ev.Kind == api.EventJobEnded {
 			return true, nil
 		}
 	}

@@ -34,6 +34,16 @@ func (c Combo) String() string { return fmt.Sprintf("%d KiB – %d KiB", c.Block
 // Suites and their repeats.
 var suiteRepeats = map[string]int{"quick": 1, "seed": 3}
 
+// NoDataError: Run found no manifest in the data folder Dir (the CLI says
+// how to make the data).
+type NoDataError struct {
+	Dir string
+	Err error
+}
+
+func (e *NoDataError) Error() string { return "reading the data folder's manifest: " + e.Err.Error() }
+func (e *NoDataError) Unwrap() error { return e.Err }
+
 // RunOptions say what `kura bench run` measures.
 type RunOptions struct {
 	Data     string   // a folder made by gen
@@ -144,7 +154,7 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 	}
 	man, err := ReadManifest(o.Data)
 	if err != nil {
-		return nil, fmt.Errorf("reading the data folder's manifest (make the data with `kura bench gen --out %s`): %w", o.Data, err)
+		return nil, &NoDataError{Dir: o.Data, Err: err}
 	}
 	if err := os.MkdirAll(o.Scratch, 0o755); err != nil {
 		return nil, err

@@ -177,7 +177,7 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 		sel, err := e.Catalog.Selection(e.Client, opts.Selection)
 		if err != nil {
 			if errors.Is(err, catalog.ErrNotFound) {
-				return nil, NotFound("no selection %q (see `kura selection list`)", opts.Selection)
+				return nil, Missing("selection", "no selection %q", opts.Selection)
 			}
 			return nil, fmt.Errorf("selection %q: %w", opts.Selection, err)
 		}

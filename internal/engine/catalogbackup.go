@@ -474,8 +474,38 @@ type CatalogRestoreResult struct {
 	Rebuilt []int64  `json:"rebuilt"`
 	// Rescan are the tapes to scan with `kura tape scan` (NoScan, or a
 	// scan that failed).
-	Rescan []string `json:"rescan,omitempty"`
-	Notes  []string `json:"notes,omitempty"`
+	Rescan []string      `json:"rescan,omitempty"`
+	Notes  []CatalogNote `json:"notes,omitempty"`
+}
+
+// CatalogNote is one thing a catalog restore has to say. Most are words
+// only; a note of a Kind asks the user to act, and carries what the CLI
+// needs to say how.
+type CatalogNote struct {
+	Text string `json:"text"`
+	// Kind is "", NoteLostLibrary (the folder Dir of library Library is
+	// gone) or NoteExportedTape (tape Barcode is exported; it holds
+	// savesets the catalog lacks if it was written after Since).
+	Kind    string    `json:"kind,omitempty"`
+	Library string    `json:"library,omitempty"`
+	Dir     string    `json:"dir,omitempty"`
+	Barcode string    `json:"barcode,omitempty"`
+	Since   time.Time `json:"since,omitzero"`
+}
+
+// The kinds of CatalogNote that ask the user to act.
+const (
+	NoteLostLibrary  = "lost_library"
+	NoteExportedTape = "exported_tape"
+)
+
+// plainNotes are notes of words only.
+func plainNotes(texts []string) []CatalogNote {
+	out := make([]CatalogNote, len(texts))
+	for i, t := range texts {
+		out[i] = CatalogNote{Text: t}
+	}
+	return out
 }
 
 // RestoreCatalog installs a catalog backup found on the tapes of library
@@ -506,7 +536,7 @@ func (e *Env) RestoreCatalog(ctx context.Context, opts CatalogRestoreOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	res := &CatalogRestoreResult{Notes: notes, Scanned: []string{}, Rebuilt: []int64{}}
+	res := &CatalogRestoreResult{Notes: plainNotes(notes), Scanned: []string{}, Rebuilt: []int64{}}
 	var cands []CatalogCopy
 	for _, c := range copies {
 		if opts.Barcode == "" || (c.Barcode == opts.Barcode && (opts.File == 0 || c.File == opts.File)) {
@@ -706,7 +736,7 @@ func (e *Env) installCatalog(tmp string, keepOld bool, res *CatalogRestoreResult
 		if err := private.MkdirAll(idx); err != nil {
 			return err
 		}
-		res.Notes = append(res.Notes, fmt.Sprintf("the replaced catalog is %s, its index cache %s", res.Replaced, idx+".replaced-"+stamp))
+		res.Notes = append(res.Notes, CatalogNote{Text: fmt.Sprintf("the replaced catalog is %s, its index cache %s", res.Replaced, idx+".replaced-"+stamp)})
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		if rerr := reopen(); rerr != nil {
@@ -725,7 +755,9 @@ func (e *Env) installCatalog(tmp string, keepOld bool, res *CatalogRestoreResult
 // savesets written after the backup.
 func (e *Env) afterCatalogRestore(ctx context.Context, dirs []string, opts CatalogRestoreOptions, res *CatalogRestoreResult) error {
 	from := res.From
-	note := func(format string, args ...any) { res.Notes = append(res.Notes, fmt.Sprintf(format, args...)) }
+	note := func(format string, args ...any) {
+		res.Notes = append(res.Notes, CatalogNote{Text: fmt.Sprintf(format, args...)})
+	}
 
 	// The snapshot holds its own job as running: the tape file says it
 	// succeeded.
@@ -784,7 +816,8 @@ func (e *Env) afterCatalogRestore(ctx context.Context, dirs []string, opts Catal
 	for _, rec := range libs {
 		lib, err := library.Open(rec.Dir)
 		if err != nil {
-			note("library %s is not in %s: bring its folder back and run `kura catalog restore --force --vtl-dir DIR` with every library folder, or `kura vtl register DIR`", rec.Name, rec.Dir)
+			res.Notes = append(res.Notes, CatalogNote{Text: fmt.Sprintf("library %s is not in %s", rec.Name, rec.Dir),
+				Kind: NoteLostLibrary, Library: rec.Name, Dir: rec.Dir})
 			continue
 		}
 		if err := e.registerTapes(lib); err != nil {
@@ -818,8 +851,10 @@ func (e *Env) afterCatalogRestore(ctx context.Context, dirs []string, opts Catal
 		}
 		for _, ts := range tapes {
 			if ts.MailSlot > 0 {
-				note("tape %s is exported: import it, and scan it with `kura tape scan %s` if it was written after %s",
-					ts.Barcode, ts.Barcode, from.Label.Created.Local().Format("2006-01-02 15:04:05"))
+				res.Notes = append(res.Notes, CatalogNote{
+					Text: fmt.Sprintf("tape %s is exported: import it, and scan it if it was written after %s",
+						ts.Barcode, from.Label.Created.Local().Format("2006-01-02 15:04:05")),
+					Kind: NoteExportedTape, Barcode: ts.Barcode, Since: from.Label.Created})
 				continue
 			}
 			t, err := lib.OpenTape(ts.Barcode)

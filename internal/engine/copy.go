@@ -181,7 +181,7 @@ func partBarcodes(parts []catalog.Part) []string {
 func (e *Env) copyable(ss *catalog.Saveset, lib string) error {
 	switch {
 	case lib == "":
-		return errors.New("say which library to copy to (--to-vtl NAME; see `kura vtl list`)")
+		return sayf(ErrNoCopyLibrary, "say which library to copy to: --to-vtl NAME")
 	case ss.Expired:
 		return fmt.Errorf("saveset %d has expired; it is not copied", ss.ID)
 	case ss.Status != catalog.StatusComplete:
@@ -208,7 +208,7 @@ func (e *Env) copyable(ss *catalog.Saveset, lib string) error {
 func (e *Env) Copy(ctx context.Context, id int64, opts CopyOptions) (*Result, error) {
 	ss, err := e.Catalog.Saveset(id)
 	if errors.Is(err, catalog.ErrNotFound) {
-		return nil, NotFound("no saveset %d (see `kura savesets`)", id)
+		return nil, Missing("saveset", "no saveset %d", id)
 	}
 	if err != nil {
 		return nil, err
@@ -217,7 +217,7 @@ func (e *Env) Copy(ctx context.Context, id int64, opts CopyOptions) (*Result, er
 		return nil, err
 	}
 	if _, err := e.Catalog.Library(opts.Library); errors.Is(err, catalog.ErrNotFound) {
-		return nil, NotFound("no library named %q (see `kura vtl list`)", opts.Library)
+		return nil, Missing("library", "no library named %q", opts.Library)
 	} else if err != nil {
 		return nil, err
 	}
@@ -666,14 +666,14 @@ func (c *copyRun) finish(runErr error) (*Result, error) {
 func (e *Env) VerifyCopy(ctx context.Context, id int64, n int, opts VerifyOptions) (*VerifyResult, error) {
 	ss, err := e.Catalog.Saveset(id)
 	if errors.Is(err, catalog.ErrNotFound) {
-		return nil, NotFound("no saveset %d (see `kura savesets`)", id)
+		return nil, Missing("saveset", "no saveset %d", id)
 	}
 	if err != nil {
 		return nil, err
 	}
 	i := slices.IndexFunc(ss.Copies, func(c catalog.Copy) bool { return c.Copy == n })
 	if i < 0 {
-		return nil, NotFound("saveset %d has no copy %d (see `kura savesets --json`)", id, n)
+		return nil, Missing("copy", "saveset %d has no copy %d", id, n)
 	}
 	view := copyView(ss, ss.Copies[i])
 	return e.verifyJob(ctx, view, opts, fmt.Sprintf("copy %d of saveset %d on library %s", n, ss.ID, view.Library))

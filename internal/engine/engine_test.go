@@ -585,8 +585,8 @@ func TestRestoreNamesExportedTapes(t *testing.T) {
 	}
 	must(t, lib.Export(bc))
 	_, err = env.Restore(context.Background(), engine.RestoreOptions{SavesetID: res.Figures.SavesetID, To: t.TempDir()})
-	if err == nil || !strings.Contains(err.Error(), bc) || !strings.Contains(err.Error(), "kura tape import") {
-		t.Fatalf("restore from an exported tape: %v; want the barcode and how to import it", err)
+	if !errors.Is(err, engine.ErrTapesOffline) || !strings.Contains(err.Error(), bc) {
+		t.Fatalf("restore from an exported tape: %v; want ErrTapesOffline naming the barcode", err)
 	}
 	must(t, lib.Import(bc))
 	restore(t, env, engine.RestoreOptions{SavesetID: res.Figures.SavesetID, To: t.TempDir()})
@@ -644,8 +644,9 @@ func TestLostCatalogRefusesToWriteUntilRegistered(t *testing.T) {
 	}
 	before := tapeFiles()
 	_, err = env2.Backup(context.Background(), engine.BackupOptions{Paths: []string{src}})
-	if !errors.Is(err, engine.ErrUnregisteredLibrary) || !strings.Contains(err.Error(), "kura vtl register "+libDir) {
-		t.Fatalf("backup into a lost catalog: err = %v, want ErrUnregisteredLibrary naming the register command", err)
+	var ul *engine.UnregisteredLibraryError
+	if !errors.Is(err, engine.ErrUnregisteredLibrary) || !errors.As(err, &ul) || ul.Dir != libDir || !strings.Contains(err.Error(), libDir) {
+		t.Fatalf("backup into a lost catalog: err = %v, want an UnregisteredLibraryError naming the folder %s", err, libDir)
 	}
 	if n := tapeFiles(); n != before {
 		t.Fatalf("the refused backup wrote to the tape: %d entries, were %d", n, before)

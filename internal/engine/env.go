@@ -329,8 +329,7 @@ func (e *Env) OpenLibrary(name string) (*library.Library, error) {
 				// The home's own library survived a lost catalog. Writing
 				// to it now would start a history beside the one on its
 				// tapes: the user registers it (and scans its tapes) first.
-				return nil, fmt.Errorf("%w: %s holds library %s: run `kura vtl register %s`, then `kura tape scan BARCODE` for each tape with files (docs/operations.md, \"Disaster recovery\")",
-					ErrUnregisteredLibrary, dir, DefaultLibrary, dir)
+				return nil, &UnregisteredLibraryError{Name: DefaultLibrary, Dir: dir}
 			}
 			return e.CreateLibrary(library.Config{Name: DefaultLibrary})
 		}
@@ -361,11 +360,6 @@ type NotFoundError struct {
 
 func (e *NotFoundError) Error() string        { return e.Msg }
 func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
-
-// NotFound returns an ErrNotFound whose message is format and args.
-func NotFound(format string, args ...any) error {
-	return &NotFoundError{Msg: fmt.Sprintf(format, args...)}
-}
 
 // Missing returns an ErrNotFound about a thing of kind what.
 func Missing(what, format string, args ...any) error {

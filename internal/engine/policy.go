@@ -66,12 +66,12 @@ func (e *Env) CheckPolicy(p *catalog.Policy, needClient bool) error {
 		return fmt.Errorf("policy name: %w", err)
 	}
 	if needClient && p.Client == "" {
-		return errors.New("a policy on a server needs --client NAME (see `kura client list`)")
+		return sayf(ErrPolicyClient, "a policy on a server needs --client NAME")
 	}
 	if p.Client != "" {
 		c, err := e.Catalog.Client(p.Client)
 		if errors.Is(err, catalog.ErrNotFound) {
-			return NotFound("no client named %q is enrolled (see `kura client list`)", p.Client)
+			return Missing("client", "no client named %q is enrolled", p.Client)
 		}
 		if err != nil {
 			return err
@@ -81,14 +81,10 @@ func (e *Env) CheckPolicy(p *catalog.Policy, needClient bool) error {
 		}
 	}
 	if p.Selection == "" {
-		return errors.New("a policy needs --selection NAME (make one with `kura selection create`)")
+		return sayf(ErrPolicySelection, "a policy needs --selection NAME")
 	}
 	if _, err := e.Catalog.Selection(p.Client, p.Selection); err != nil {
-		who := "this machine"
-		if p.Client != "" {
-			who = "client " + p.Client
-		}
-		return fmt.Errorf("%s has no selection set %q (make one with `kura selection create --client %s %s PATH…`)", who, p.Selection, p.Client, p.Selection)
+		return &NoSelectionSetError{Client: p.Client, Selection: p.Selection}
 	}
 	if _, err := PolicySchedules(p); err != nil {
 		return err
@@ -107,7 +103,7 @@ func (e *Env) CheckPolicy(p *catalog.Policy, needClient bool) error {
 			continue
 		}
 		if _, err := e.Catalog.Library(lib); err != nil {
-			return NotFound("no library named %q (see `kura vtl list`)", lib)
+			return Missing("library", "no library named %q", lib)
 		}
 	}
 	if p.CopyTo != "" && (p.CopyTo == p.Library || p.Library == "" && p.CopyTo == DefaultLibrary) {

@@ -58,7 +58,7 @@ func (e *Env) ChooseSaveset(opts RestoreOptions) (*catalog.Saveset, error) {
 	case opts.SavesetID != 0:
 		ss, err := e.Catalog.Saveset(opts.SavesetID)
 		if errors.Is(err, catalog.ErrNotFound) {
-			return nil, NotFound("no saveset %d (see `kura savesets`)", opts.SavesetID)
+			return nil, Missing("saveset", "no saveset %d", opts.SavesetID)
 		}
 		if err != nil {
 			return nil, err
@@ -67,7 +67,7 @@ func (e *Env) ChooseSaveset(opts RestoreOptions) (*catalog.Saveset, error) {
 			return nil, fmt.Errorf("saveset %d has expired; its data may be overwritten", ss.ID)
 		}
 		if ss.Status != "complete" {
-			return nil, fmt.Errorf("saveset %d is %s, not complete: choose another (see `kura savesets`)", ss.ID, ss.Status)
+			return nil, sayf(ErrNotComplete, "saveset %d is %s, not complete: choose another", ss.ID, ss.Status)
 		}
 		return ss, nil
 	case opts.Latest || !opts.At.IsZero():
@@ -77,7 +77,7 @@ func (e *Env) ChooseSaveset(opts RestoreOptions) (*catalog.Saveset, error) {
 		}
 		ss, err := e.Catalog.LastSaveset(e.Client, opts.Selection, nil, before)
 		if errors.Is(err, catalog.ErrNotFound) {
-			return nil, NotFound("no complete saveset matches (see `kura savesets`)")
+			return nil, Missing("saveset", "no complete saveset matches")
 		}
 		return ss, err
 	}
@@ -386,8 +386,7 @@ func (e *Env) checkChain(ss *catalog.Saveset, includes []string, copies bool) (*
 		}
 	}
 	if len(includes) > 0 && len(plan.unmatched) == len(includes) {
-		return nil, fmt.Errorf("%w: no path in saveset %d matches --include %s (see `kura ls %d`; paths have no leading /)",
-			ErrNothingToRestore, ss.ID, strings.Join(includes, ", --include "), ss.ID)
+		return nil, &NoMatchError{Saveset: ss.ID, Includes: includes}
 	}
 	ids := make([]int64, 0, len(need))
 	for id := range need {
@@ -412,11 +411,13 @@ func (e *Env) checkChain(ss *catalog.Saveset, includes []string, copies bool) (*
 	return plan, nil
 }
 
+// joinIncludes lists --include patterns as a user typed them.
+func joinIncludes(includes []string) string { return strings.Join(includes, ", --include ") }
+
 // offlineError names the exported tapes a restore needs.
 func offlineError(barcodes []string) error {
 	sort.Strings(barcodes)
-	return fmt.Errorf("this restore needs tapes that are exported (offline): %s; bring them back with `kura tape import BARCODE`",
-		strings.Join(barcodes, ", "))
+	return sayf(ErrTapesOffline, "this restore needs tapes that are exported (offline): %s", strings.Join(barcodes, ", "))
 }
 
 // RestoreWith runs a restore: it chooses the saveset, checks that its

@@ -65,7 +65,7 @@ var ErrVerify = errors.New("verify found problems")
 func (e *Env) Verify(ctx context.Context, id int64, opts VerifyOptions) (*VerifyResult, error) {
 	ss, err := e.Catalog.Saveset(id)
 	if errors.Is(err, catalog.ErrNotFound) {
-		return nil, NotFound("no saveset %d (see `kura savesets`)", id)
+		return nil, Missing("saveset", "no saveset %d", id)
 	}
 	if err != nil {
 		return nil, err

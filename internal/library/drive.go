@@ -171,8 +171,8 @@ func (d *Drive) Load(barcode string) (*tape.Tape, error) {
 //  3. the tape already in this drive, if blank;
 //  4. a blank tape from the slots, by barcode.
 //
-// With none, it fails with ErrNoTape: "no writable tape in library NAME:
-// add tapes with `kura tape add`".
+// With none, it fails with a *NoTapeError: "no writable tape in library
+// NAME" (the CLI says how to add tapes).
 func (d *Drive) LoadWritable(exclude ...string) (*tape.Tape, string, error) {
 	return d.LoadWritableIf(nil, exclude...)
 }
@@ -231,10 +231,7 @@ func (d *Drive) LoadWritableIf(allow TapeFilter, exclude ...string) (*tape.Tape,
 			cands = append(cands, c)
 		}
 		if len(cands) == 0 {
-			if allow != nil {
-				return fmt.Errorf("%w for this pool in library %s: add tapes with `kura tape add` or let retention recycle some", ErrNoTape, d.lib.cfg.Name)
-			}
-			return fmt.Errorf("%w in library %s: add tapes with `kura tape add`", ErrNoTape, d.lib.cfg.Name)
+			return &NoTapeError{Library: d.lib.cfg.Name, Pool: allow != nil}
 		}
 		best := slices.MinFunc(cands, func(a, b cand) int {
 			return cmp.Or(cmp.Compare(a.ranking, b.ranking), cmp.Compare(b.used, a.used), cmp.Compare(a.bc, b.bc))

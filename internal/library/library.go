@@ -55,6 +55,22 @@ var (
 	ErrReleased = errors.New("drive handle released")
 )
 
+// NoTapeError is an ErrNoTape of library Library: none of its tapes can
+// be written (Pool: none that the pool accepts).
+type NoTapeError struct {
+	Library string
+	Pool    bool
+}
+
+func (e *NoTapeError) Error() string {
+	if e.Pool {
+		return fmt.Sprintf("%v for this pool in library %s", ErrNoTape, e.Library)
+	}
+	return fmt.Sprintf("%v in library %s", ErrNoTape, e.Library)
+}
+
+func (e *NoTapeError) Unwrap() error { return ErrNoTape }
+
 const (
 	configFile    = "library.json"
 	inventoryFile = "inventory.json"

@@ -597,7 +597,8 @@ func TestLoadWritable(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = d.LoadWritable("KUR001", "KUR003")
-	if !errors.Is(err, ErrNoTape) || !strings.Contains(err.Error(), "no writable tape in library test: add tapes with `kura tape add`") {
+	var nt *NoTapeError
+	if !errors.Is(err, ErrNoTape) || !errors.As(err, &nt) || nt.Library != "test" || nt.Pool || err.Error() != "no writable tape in library test" {
 		t.Errorf("LoadWritable with nothing writable: %v", err)
 	}
 	// Exported tapes are never picked.

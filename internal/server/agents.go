@@ -168,3 +168,7 @@ func (s *Server) agentJob(r *http.Request, client string) (*runningJob, error) {
 }
 
 var errAgentGone = errors.New("agent stopped responding")
+
+// ErrAgentNotStarted: the agent of a job did not take it up within the
+// server's start timeout (the CLI says where to see the agents).
+var ErrAgentNotStarted = errors.New("did not start")

@@ -79,9 +79,9 @@ func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) error {
 		case errors.Is(err, catalog.ErrNotFound):
 			return refuse(api.CodeUnauthorized, "unknown token")
 		case errors.Is(err, catalog.ErrTokenUsed):
-			return refuse(api.CodeTokenUsed, "the token was used already; make a new one with `kura token create`")
+			return refuse(api.CodeTokenUsed, "the token was used already")
 		case errors.Is(err, catalog.ErrTokenExpired):
-			return refuse(api.CodeTokenExpired, "the token has expired; make a new one with `kura token create`")
+			return refuse(api.CodeTokenExpired, "the token has expired")
 		}
 		return err
 	}

@@ -47,6 +47,37 @@ func MonitorFigures(f api.Figures) monitor.Figures {
 	return out
 }
 
+// APIEvent is a job event on the wire (the event stream). Its figures
+// carry their lists as [] when empty, as the job monitor sends them.
+func APIEvent(ev monitor.Event) api.Event {
+	out := api.Event{Kind: string(ev.Kind), Time: ev.Time, JobID: ev.JobID, Phase: ev.Phase, Files: ev.Files,
+		Bytes: ev.Bytes, Path: ev.Path, Rate: ev.Rate, Total: ev.Total, Tape: ev.Tape, Message: ev.Message}
+	if ev.Figures != nil {
+		f := APIFigures(*ev.Figures)
+		if f.Tapes == nil {
+			f.Tapes = []string{}
+		}
+		if f.Phases == nil {
+			f.Phases = []api.PhaseFigures{}
+		}
+		out.Figures = &f
+	}
+	return out
+}
+
+// MonitorEvent is a job event from the wire, as the job monitor shows it
+// (the reverse of APIEvent).
+func MonitorEvent(ev api.Event) monitor.Event {
+	out := monitor.Event{Kind: monitor.EventKind(ev.Kind), Time: ev.Time, JobID: ev.JobID, Phase: ev.Phase,
+		Files: ev.Files, Bytes: ev.Bytes, Path: ev.Path, Rate: ev.Rate, Total: ev.Total, Tape: ev.Tape,
+		Message: ev.Message}
+	if ev.Figures != nil {
+		f := MonitorFigures(*ev.Figures)
+		out.Figures = &f
+	}
+	return out
+}
+
 // APISaveset is a saveset record on the wire.
 func APISaveset(ss *catalog.Saveset) api.Saveset {
 	out := api.Saveset{ID: ss.ID, JobID: ss.JobID, Client: ss.Client, Selection: ss.Selection, Level: ss.Level,

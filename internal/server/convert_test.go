@@ -122,3 +122,33 @@ func TestWireKeepsJSONNames(t *testing.T) {
 		t.Errorf("restore outcome through the wire:\ngot  %+v\nwant %+v", back, *o)
 	}
 }
+
+// TestEventOnTheWire: a job event crosses the event stream as api.Event
+// under the JSON names the stream had when it sent the monitor's events,
+// and comes back to the job monitor whole; an event without figures, or
+// with empty lists, reads the same too.
+func TestEventOnTheWire(t *testing.T) {
+	for _, ev := range []*monitor.Event{
+		filled[monitor.Event](t),
+		{Kind: monitor.Progress, JobID: 3, Phase: "backup", Files: 2, Bytes: 10, Rate: 5, Tape: "KUR001"},
+		{Kind: monitor.JobEnded, JobID: 4, Message: "failed", Figures: &monitor.Figures{Kind: "backup"}},
+	} {
+		sameWire(t, "event "+string(ev.Kind), asMap(t, APIEvent(*ev), nil), asMap(t, ev, nil))
+		b, err := json.Marshal(APIEvent(*ev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wire api.Event
+		if err := json.Unmarshal(b, &wire); err != nil {
+			t.Fatal(err)
+		}
+		back := MonitorEvent(wire)
+		if ev.Figures != nil && ev.Figures.Tapes == nil {
+			// The wire sends empty lists as [], never null.
+			back.Figures.Tapes, back.Figures.Phases = nil, nil
+		}
+		if !reflect.DeepEqual(&back, ev) {
+			t.Errorf("event through the wire:\ngot  %+v\nwant %+v", back, *ev)
+		}
+	}
+}

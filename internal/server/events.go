@@ -89,7 +89,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	send := func(ev monitor.Event) error {
-		b, _ := json.Marshal(ev)
+		b, _ := json.Marshal(APIEvent(ev))
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
 			return err
 		}

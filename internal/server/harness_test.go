@@ -20,7 +20,6 @@ import (
 	"github.com/kura-backup/kura/internal/agent"
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/apiclient"
-	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/pki"
 	"github.com/kura-backup/kura/internal/server"
 )
@@ -261,11 +260,11 @@ func (r *rig) waitProgress(id int64) {
 	ctx, cancel := context.WithTimeout(r.t.Context(), 30*time.Second)
 	defer cancel()
 	errGot := errors.New("got progress")
-	err := r.admin.Follow(ctx, id, func(ev monitor.Event) error {
-		if ev.Kind == monitor.Progress && ev.Bytes > 0 {
+	err := r.admin.Follow(ctx, id, func(ev api.Event) error {
+		if ev.Kind == api.EventProgress && ev.Bytes > 0 {
 			return errGot
 		}
-		if ev.Kind == monitor.JobEnded {
+		if ev.Kind == api.EventJobEnded {
 			return fmt.Errorf("job ended (%s) before any progress", ev.Message)
 		}
 		return nil

@@ -63,7 +63,7 @@ func (s *Server) validate(req *api.JobRequest) error {
 	}
 	owner, err := s.env.Catalog.Client(req.Client)
 	if err != nil {
-		return apiErr(api.CodeNotFound, "no client named %q is enrolled (kura client list)", req.Client)
+		return missing("client", "no client named %q is enrolled", req.Client)
 	}
 	if !owner.Revoked.IsZero() && (req.Kind == api.KindBackup || req.ToClient == "") {
 		// Its savesets stay restorable onto another client.
@@ -88,7 +88,7 @@ func (s *Server) validate(req *api.JobRequest) error {
 		if req.Saveset != 0 {
 			ss, err := s.env.Catalog.Saveset(req.Saveset)
 			if err != nil {
-				return apiErr(api.CodeNotFound, "no saveset %d (see `kura savesets`)", req.Saveset)
+				return missing("saveset", "no saveset %d", req.Saveset)
 			}
 			if ss.Client != req.Client {
 				return badField("saveset", "saveset %d belongs to client %q, not %q (say --client %s)", ss.ID, ss.Client, req.Client, ss.Client)
@@ -97,7 +97,7 @@ func (s *Server) validate(req *api.JobRequest) error {
 		if req.ToClient != "" {
 			c, err := s.env.Catalog.Client(req.ToClient)
 			if err != nil {
-				return apiErr(api.CodeNotFound, "no client named %q is enrolled (see `kura client list`)", req.ToClient)
+				return missing("client", "no client named %q is enrolled", req.ToClient)
 			}
 			if !c.Revoked.IsZero() {
 				return badField("to_client", "client %s is revoked", req.ToClient)
@@ -394,7 +394,7 @@ func waitFor[T any](s *Server, ctx context.Context, rj *runningJob, ch <-chan T)
 			now := time.Now()
 			if !rj.started.Load() {
 				if now.Sub(start) > s.opts.StartTimeout {
-					return zero, fmt.Errorf("agent %s did not start the job within %s (is it running? see `kura client list`)", rj.agent, s.opts.StartTimeout)
+					return zero, fmt.Errorf("agent %s %w the job within %s (is it running?)", rj.agent, ErrAgentNotStarted, s.opts.StartTimeout)
 				}
 				continue
 			}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
-	"github.com/kura-backup/kura/internal/monitor"
 )
 
 // A remote restore's progress names the tape in use, as a local one's
@@ -28,8 +27,8 @@ func TestRemoteRestoreProgressCarriesTheTape(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	var seen int
-	err := r.admin.Follow(ctx, id, func(ev monitor.Event) error {
-		if ev.Kind != monitor.Progress || ev.Bytes == 0 {
+	err := r.admin.Follow(ctx, id, func(ev api.Event) error {
+		if ev.Kind != api.EventProgress || ev.Bytes == 0 {
 			return nil
 		}
 		seen++

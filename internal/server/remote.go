@@ -90,7 +90,7 @@ func (p *remoteProducer) Produce(ctx context.Context, spec engine.ProduceSpec, s
 	case <-prod.attach:
 	case <-t.C:
 		if prod.claim() {
-			return nil, fmt.Errorf("agent %s did not start the backup within %s (is it running? see `kura client list`)", rj.agent, s.opts.StartTimeout)
+			return nil, fmt.Errorf("agent %s %w the backup within %s (is it running?)", rj.agent, ErrAgentNotStarted, s.opts.StartTimeout)
 		}
 		// It came just now: take it.
 	case <-ctx.Done():

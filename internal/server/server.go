@@ -368,6 +368,13 @@ func apiErr(code, format string, args ...any) error {
 	return &httpError{status: api.HTTPStatus(code), body: api.Error{Code: code, Message: fmt.Sprintf(format, args...)}}
 }
 
+// missing is a not_found answer about a thing of kind what (saveset,
+// client, ...), named in the answer's field: the CLI says where to look.
+func missing(what, format string, args ...any) error {
+	return &httpError{status: api.HTTPStatus(api.CodeNotFound),
+		body: api.Error{Code: api.CodeNotFound, Field: what, Message: fmt.Sprintf(format, args...)}}
+}
+
 func badRequest(format string, args ...any) error {
 	return apiErr(api.CodeBadRequest, format, args...)
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/kura-backup/kura/internal/agent"
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/apiclient"
-	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/pki"
 	"github.com/kura-backup/kura/internal/server"
 )
@@ -176,7 +175,7 @@ func (r *rig) wait(id int64) *api.Job {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(r.t.Context(), 60*time.Second)
 	defer cancel()
-	if err := r.admin.Follow(ctx, id, func(monitor.Event) error { return nil }); err != nil {
+	if err := r.admin.Follow(ctx, id, func(api.Event) error { return nil }); err != nil {
 		r.t.Fatalf("following job %d: %v", id, err)
 	}
 	j, err := r.admin.Job(r.t.Context(), id)

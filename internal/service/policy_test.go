@@ -97,7 +97,7 @@ func TestPolicyErrorsAndEdits(t *testing.T) {
 		{"a bad zone", api.PolicyCreate{Name: "p", Selection: "docs", IncrCron: "0 1 * * *", Zone: "Mars/Olympus", KeepDays: 1}, api.CodeBadRequest, ""},
 		{"retention keeping nothing", api.PolicyCreate{Name: "p", Selection: "docs"}, api.CodeBadRequest, ""},
 		{"no such selection", api.PolicyCreate{Name: "p", Selection: "nope", KeepDays: 1}, api.CodeBadRequest, ""},
-		{"no such library", api.PolicyCreate{Name: "p", Selection: "docs", KeepDays: 1, Library: "nowhere"}, api.CodeNotFound, ""},
+		{"no such library", api.PolicyCreate{Name: "p", Selection: "docs", KeepDays: 1, Library: "nowhere"}, api.CodeNotFound, "library"},
 		{"a name taken", api.PolicyCreate{Name: "daily", Selection: "docs", KeepDays: 1}, api.CodeConflict, "name"},
 	} {
 		_, err := svc.CreatePolicy(ctx, c.req)

@@ -57,11 +57,26 @@ func Err(err error) error {
 	}
 	var fe *api.FieldError
 	var nf *engine.NotFoundError
+	var nt *library.NoTapeError
 	switch {
 	case errors.As(err, &fe):
 		return api.Wrap(api.CodeBadRequest, fe.Field, err)
 	case errors.As(err, &nf):
 		return api.Wrap(api.CodeNotFound, nf.What, err)
+	case errors.Is(err, engine.ErrUnregisteredLibrary):
+		return api.Wrap(api.CodeConflict, api.FieldUnregisteredLibrary, err)
+	case errors.As(err, &nt) && nt.Pool:
+		return api.Wrap(api.CodeConflict, api.FieldNoPoolTape, err)
+	case errors.Is(err, library.ErrNoTape):
+		return api.Wrap(api.CodeConflict, api.FieldNoTape, err)
+	case errors.Is(err, engine.ErrTapesOffline):
+		return api.Wrap(api.CodeConflict, api.FieldTapesOffline, err)
+	case errors.Is(err, engine.ErrNotComplete):
+		return api.Wrap(api.CodeConflict, api.FieldNotComplete, err)
+	case errors.Is(err, engine.ErrPolicyClient):
+		return api.Wrap(api.CodeBadRequest, "client", err)
+	case errors.Is(err, engine.ErrPolicySelection), errors.Is(err, engine.ErrNoSelectionSet):
+		return api.Wrap(api.CodeBadRequest, "selection", err)
 	case errors.Is(err, library.ErrNoDrive):
 		return api.Wrap(api.CodeNotFound, "drive", err)
 	case errors.Is(err, library.ErrUnknownTape):
