@@ -9,6 +9,7 @@ import (
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/service"
 )
 
 // The jobs that run on the server alone, without an agent: verify, copy,
@@ -62,11 +63,14 @@ func (s *Server) driveLibrary(req api.JobRequest) (string, error) {
 func (s *Server) validateServerOnly(req *api.JobRequest) error {
 	if req.Saveset != 0 {
 		ss, err := s.env.Catalog.Saveset(req.Saveset)
+		if errors.Is(err, catalog.ErrNotFound) {
+			return service.Err(engine.Missing("saveset", "no saveset %d", req.Saveset))
+		}
 		if err != nil {
-			return apiErr(api.CodeNotFound, "no saveset %d (see `kura savesets`)", req.Saveset)
+			return err
 		}
 		if req.Copy != 0 && !slices.ContainsFunc(ss.Copies, func(c catalog.Copy) bool { return c.Copy == req.Copy }) {
-			return apiErr(api.CodeNotFound, "saveset %d has no copy %d (see `kura savesets --json`)", ss.ID, req.Copy)
+			return service.Err(engine.Missing("copy", "saveset %d has no copy %d", ss.ID, req.Copy))
 		}
 	}
 	if !needsDrive(req.Kind) {
@@ -75,14 +79,14 @@ func (s *Server) validateServerOnly(req *api.JobRequest) error {
 	name, err := s.driveLibrary(*req)
 	if err != nil {
 		if errors.Is(err, engine.ErrNotFound) || errors.Is(err, catalog.ErrNotFound) {
-			return apiErr(api.CodeNotFound, "%v", err)
+			return service.Err(err)
 		}
 		return badField("barcode", "%v", err)
 	}
 	lib, err := s.env.OpenLibrary(name)
 	if err != nil {
 		if errors.Is(err, engine.ErrNotFound) || errors.Is(err, catalog.ErrNotFound) {
-			return apiErr(api.CodeNotFound, "%v", err)
+			return service.Err(err)
 		}
 		return badField("library", "%v", err)
 	}
