@@ -235,18 +235,17 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 	// Never back up the library or the home into itself.
 	skip := []string{libCfg.Dir, e.Home}
 
-	start := e.now()
 	job := opts.Job
 	if job == nil {
 		job = &catalog.Job{}
 	}
-	job.Kind, job.State, job.Client, job.Selection, job.Level, job.Started = "backup", "running", e.Client, selKey, level, start
-	job.Reason = ""
-	lease, ctx, err := e.startJob(ctx, job)
+	job.Client, job.Selection, job.Level = e.Client, selKey, level
+	job, lease, ctx, err := e.holdJob(ctx, job, catalog.KindBackup)
 	if err != nil {
 		return nil, err
 	}
 	defer lease.Close()
+	start := job.Started
 	ss := &catalog.Saveset{JobID: job.ID, Client: e.Client, Selection: selKey, Level: level, Status: "running",
 		Created: start, Paths: paths, Label: opts.Label, Codec: opts.Compress.String(), Library: libCfg.Name, Policy: opts.Policy}
 	if base != nil {
@@ -319,13 +318,11 @@ func (b *backupRun) run() error {
 	if b.base != nil {
 		msg += fmt.Sprintf(", changes since saveset %d (%s of %s)", b.base.ID, b.base.Level, b.base.Created.Local().Format("2006-01-02 15:04:05"))
 	}
-	e.logf(b.job, "%s", msg)
+	e.announceJob(b.job, msg)
 	if b.res.Note != "" {
 		e.logf(b.job, "%s", b.res.Note)
 	}
-	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: b.job.ID, Message: msg})
-	b.phase = monitor.StartPhase(e.Clock, "backup")
-	e.emit(monitor.Event{Kind: monitor.PhaseStarted, JobID: b.job.ID, Phase: "backup"})
+	b.phase = e.startPhase(b.job, "backup")
 	defer b.phase.End()
 
 	n, err := e.takeDrive(b.ctx, b.job, b.lib, b.opts.Drive)
@@ -457,13 +454,13 @@ func toCatalogParts(parts []span.Part) []catalog.Part {
 	return out
 }
 
-// finish records the outcome in the catalog and builds the result.
+// finish records the outcome in the catalog, runs the verify phase, ends
+// the job and builds the result.
 func (b *backupRun) finish(runErr error) (*Result, error) {
 	e := b.env
 	end := e.now()
-	b.phase.End()
-	e.emit(monitor.Event{Kind: monitor.PhaseEnded, JobID: b.job.ID, Phase: "backup"})
 	ss, job := b.ss, b.job
+	e.endPhase(job, b.phase)
 	ss.Finished = end
 	if runErr == nil {
 		// A job another process reclaimed (its lease lost) never marks its
@@ -475,22 +472,10 @@ func (b *backupRun) finish(runErr error) (*Result, error) {
 	}
 	ss.Files = b.files
 	ss.SourceBytes = b.phase.Source.Total()
+	ss.Status = catalog.StatusComplete
 	if runErr != nil {
-		ss.Status = "failed"
-		job.State = "failed"
-		job.Error = runErr.Error()
-		e.logf(job, "failed: %v", runErr)
-		if errors.Is(runErr, context.Canceled) {
-			job.State = "canceled"
-		}
-	} else {
-		ss.Status = "complete"
-		job.State = "succeeded"
-		if b.nwarn > 0 {
-			job.State = "warnings"
-		}
+		ss.Status = catalog.StatusFailed
 	}
-	job.Finished = end
 	job.Files = b.files
 	job.SourceBytes = ss.SourceBytes
 	job.MediaBytes = b.phase.Media.Total()
@@ -500,13 +485,13 @@ func (b *backupRun) finish(runErr error) (*Result, error) {
 	job.Tapes = b.tapes
 	job.Warnings = b.warnings
 	job.WarningCount = b.nwarn
-	job.Phases = append(job.Phases, phaseRecord(b.phase))
 	job.AvgRate = b.phase.Source.Average()
 	job.PeakRate = b.phase.Source.Peak()
 	if err := e.Catalog.UpdateSaveset(ss); err != nil && runErr == nil {
 		runErr = err
 	}
 
+	var errText string
 	if runErr == nil && b.opts.Verify {
 		vr, verr := e.verifySaveset(b.ctx, ss, VerifyOptions{Level: VerifyData}, job.ID)
 		if vr != nil {
@@ -515,24 +500,17 @@ func (b *backupRun) finish(runErr error) (*Result, error) {
 				b.warn("", w)
 			}
 			job.Warnings, job.WarningCount = b.warnings, b.nwarn
-			if verr == nil && b.nwarn > 0 {
-				job.State = "warnings"
-			}
 		}
 		if verr != nil {
-			job.State = "failed"
-			job.Error = "verify: " + verr.Error()
+			errText = "verify: " + verr.Error()
 			runErr = verr
 		}
 	}
-	e.logf(job, "%s: %s, %s read, %s on tape, %s", statusText(job.State), units.Count(job.Files, "file"),
-		units.FormatSize(job.SourceBytes), units.FormatSize(job.MediaBytes), units.Count(job.WarningCount, "warning"))
-	if err := e.finishJob(job); err != nil && runErr == nil {
-		runErr = err
-	}
+	runErr = e.endJob(job, runErr, jobEnd{finished: end, errText: errText,
+		summary: fmt.Sprintf("%s, %s read, %s on tape, %s", units.Count(job.Files, "file"), units.FormatSize(job.SourceBytes),
+			units.FormatSize(job.MediaBytes), units.Count(job.WarningCount, "warning"))})
 	b.res.Warnings = b.warnings
 	b.res.Figures = JobFigures(job, ss)
-	e.emit(monitor.Event{Kind: monitor.JobEnded, JobID: job.ID, Message: job.State})
 	if runErr != nil {
 		return b.res, runErr
 	}
@@ -573,9 +551,9 @@ func JobFigures(job *catalog.Job, ss *catalog.Saveset) monitor.Figures {
 
 func statusText(state string) string {
 	switch state {
-	case "succeeded":
+	case catalog.StateSucceeded:
 		return "completed"
-	case "warnings":
+	case catalog.StateWarnings:
 		return "completed with warnings"
 	}
 	return state

@@ -137,7 +137,7 @@ func (e *Env) BackupCatalog(ctx context.Context, opts CatalogBackupOptions) (*Ca
 	if rec != nil {
 		result = rec
 	}
-	if err := e.endJob(job, phase, result, runErr); err != nil {
+	if err := e.endJob(job, runErr, jobEnd{phase: phase, result: result}); err != nil {
 		return nil, err
 	}
 	return rec, nil

@@ -239,9 +239,8 @@ func (e *Env) Copy(ctx context.Context, id int64, opts CopyOptions) (*Result, er
 	if job == nil {
 		job = &catalog.Job{}
 	}
-	job.Kind, job.State, job.Client, job.Selection = catalog.KindCopy, catalog.StateRunning, ss.Client, ss.Selection
-	job.SavesetID, job.Level, job.Started, job.Reason = ss.ID, ss.Level, e.now(), ""
-	lease, ctx, err := e.startJob(ctx, job)
+	job.Client, job.Selection, job.SavesetID, job.Level = ss.Client, ss.Selection, ss.ID, ss.Level
+	job, lease, ctx, err := e.holdJob(ctx, job, catalog.KindCopy)
 	if err != nil {
 		return nil, err
 	}
@@ -286,13 +285,11 @@ func (c *copyRun) run() error {
 	e, ss := c.env, c.ss
 	msg := fmt.Sprintf("copy of saveset %d (%s of %s) from library %s to library %s", ss.ID, ss.Level,
 		ss.Created.Local().Format("2006-01-02 15:04:05"), c.from.Library, c.lib.Config().Name)
-	e.logf(c.job, "%s", msg)
-	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: c.job.ID, Message: msg})
-	c.phase = monitor.StartPhase(e.Clock, "copy")
-	e.emit(monitor.Event{Kind: monitor.PhaseStarted, JobID: c.job.ID, Phase: "copy"})
+	e.announceJob(c.job, msg)
+	c.phase = e.startPhase(c.job, "copy")
 	defer func() {
-		c.phase.End()
-		e.emit(monitor.Event{Kind: monitor.PhaseEnded, JobID: c.job.ID, Phase: "copy"})
+		p := e.endPhase(c.job, c.phase)
+		c.job.SourceBytes, c.job.AvgRate, c.job.PeakRate = p.Bytes, p.AvgRate, p.PeakRate
 	}()
 	for _, p := range c.from.Parts {
 		c.ticker.total += p.Bytes
@@ -593,11 +590,6 @@ func (c *copyRun) unrecord() error {
 // result.
 func (c *copyRun) finish(runErr error) (*Result, error) {
 	e, job := c.env, c.job
-	if c.phase != nil {
-		job.Phases = append(job.Phases, phaseRecord(c.phase))
-		job.SourceBytes = c.phase.Source.Total()
-		job.AvgRate, job.PeakRate = c.phase.Source.Average(), c.phase.Source.Peak()
-	}
 	job.Files = c.ss.Files
 	job.MediaBytes = c.written
 	job.Tapes = c.tapes
@@ -626,35 +618,17 @@ func (c *copyRun) finish(runErr error) (*Result, error) {
 			}
 		}
 	}
-	job.Finished = e.now()
-	switch {
-	case runErr == nil:
-		job.State = catalog.StateSucceeded
-		if job.WarningCount > 0 {
-			job.State = catalog.StateWarnings
-			c.res.Warnings = job.Warnings
-		}
-		c.res.Note = fmt.Sprintf("copy %d of saveset %d on library %s", c.copy.Copy, c.ss.ID, c.copy.Library)
-	case errors.Is(runErr, context.Canceled):
-		job.State, job.Error = catalog.StateCanceled, runErr.Error()
-	default:
-		job.State, job.Error = catalog.StateFailed, runErr.Error()
-	}
-	if runErr != nil {
-		e.logf(job, "failed: %v", runErr)
-	}
 	rec := CopyRecord{Saveset: c.ss.ID, Library: c.lib.Config().Name}
 	if runErr == nil {
+		c.res.Note = fmt.Sprintf("copy %d of saveset %d on library %s", c.copy.Copy, c.ss.ID, c.copy.Library)
 		rec.Copy, rec.Note = c.copy.Copy, c.res.Note
+		if job.WarningCount > 0 {
+			c.res.Warnings = job.Warnings
+		}
 	}
-	job.Result, _ = json.Marshal(rec)
-	e.logf(job, "%s: %s read, %s written to tapes %s", statusText(job.State), units.FormatSize(job.SourceBytes),
-		units.FormatSize(job.MediaBytes), strings.Join(c.tapes, ", "))
-	if err := e.finishJob(job); err != nil && runErr == nil {
-		runErr = err
-	}
+	runErr = e.endJob(job, runErr, jobEnd{result: rec, summary: fmt.Sprintf("%s read, %s written to tapes %s",
+		units.FormatSize(job.SourceBytes), units.FormatSize(job.MediaBytes), strings.Join(c.tapes, ", "))})
 	c.res.Figures = JobFigures(job, c.ss)
-	e.emit(monitor.Event{Kind: monitor.JobEnded, JobID: job.ID, Message: job.State})
 	if runErr == nil && job.WarningCount > 0 {
 		return c.res, fmt.Errorf("copy %w: %d warnings", ErrWarnings, job.WarningCount)
 	}

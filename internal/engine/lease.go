@@ -26,8 +26,9 @@ import (
 // startJob records job as running, leased by this process: a new job, or a
 // queued one the server starts (job.ID set). The context returned derives
 // from ctx and is cancelled if the job's lease is lost (another process
-// reclaimed it): the job must stop. The caller ends the job with finishJob,
-// and defers Close on the returned lease for the early errors.
+// reclaimed it): the job must stop. Jobs start through holdJob (beginJob)
+// and end through endJob, which calls finishJob; the caller defers Close on
+// the returned lease for the early errors.
 func (e *Env) startJob(ctx context.Context, j *catalog.Job) (*job.Held, context.Context, error) {
 	h, jctx, err := e.Jobs.Hold(ctx, j)
 	if err != nil {

@@ -186,7 +186,7 @@ func (e *Env) EraseTapeJob(ctx context.Context, barcode string, opts EraseOption
 		}
 		return nil
 	}()
-	return rec, e.endJob(job, phase, rec, runErr)
+	return rec, e.endJob(job, runErr, jobEnd{phase: phase, result: rec})
 }
 
 // TapeInfo is a tape with what the catalog knows of it.

@@ -136,7 +136,7 @@ func (e *Env) Prune(ctx context.Context, opts PruneOptions) (*PruneResult, error
 			e.logf(job, "note: %s", n)
 		}
 	}
-	return res, e.endJob(job, phase, result, runErr)
+	return res, e.endJob(job, runErr, jobEnd{phase: phase, result: result})
 }
 
 // prune is the work of Prune, and the whole of a dry run.

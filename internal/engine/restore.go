@@ -164,7 +164,8 @@ func (e *Env) RestoreFiles(ctx context.Context, store SavesetStore, ss *catalog.
 	return out, err
 }
 
-// FinishRestore records a restore's outcome in its job and builds the result.
+// FinishRestore records a restore's outcome in its job, ends the job and
+// builds the result.
 func (e *Env) FinishRestore(job *catalog.Job, ss *catalog.Saveset, opts RestoreOptions, out *RestoreOutcome, runErr error) (*Result, error) {
 	if out == nil {
 		out = &RestoreOutcome{}
@@ -172,8 +173,6 @@ func (e *Env) FinishRestore(job *catalog.Job, ss *catalog.Saveset, opts RestoreO
 	if opts.Overwrite == "" {
 		opts.Overwrite = OverwriteAlways
 	}
-	e.logf(job, "restore of saveset %d (%s of %s) to %s", ss.ID, ss.Level, ss.Created.Local().Format("2006-01-02 15:04:05"), out.To)
-	job.Finished = e.now()
 	job.Files = out.Files
 	job.SourceBytes = out.Bytes
 	job.MediaBytes = out.MediaBytes
@@ -187,36 +186,19 @@ func (e *Env) FinishRestore(job *catalog.Job, ss *catalog.Saveset, opts RestoreO
 	if runErr == nil && out.Failed > 0 {
 		runErr = fmt.Errorf("%s could not be restored from damaged media (each is listed)", units.Count(int64(out.Failed), "file"))
 	}
-	switch {
-	case runErr != nil:
-		job.State, job.Error = "failed", runErr.Error()
-		if errors.Is(runErr, context.Canceled) {
-			job.State = "canceled"
-		}
-	case out.WarningCount > 0:
-		job.State = "warnings"
-	default:
-		job.State = "succeeded"
-	}
 	for _, id := range out.Sources {
 		if id != ss.ID {
 			e.logf(job, "read unchanged files from saveset %d", id)
 		}
 	}
-	if runErr != nil {
-		e.logf(job, "failed: %v", runErr)
-	}
-	e.logf(job, "%s: %s, %s written, %s", statusText(job.State), units.Count(job.Files, "entry"), units.FormatSize(job.SourceBytes), units.Count(job.WarningCount, "warning"))
-	if err := e.finishJob(job); err != nil && runErr == nil {
-		runErr = err
-	}
+	runErr = e.endJob(job, runErr, jobEnd{summary: fmt.Sprintf("%s, %s written, %s", units.Count(job.Files, "entry"),
+		units.FormatSize(job.SourceBytes), units.Count(job.WarningCount, "warning"))})
 	res := &Result{Level: ss.Level, Warnings: out.Warnings, Figures: JobFigures(job, ss)}
 	if out.Skipped > 0 {
 		res.Note = fmt.Sprintf("%d existing files kept (--overwrite %s)", out.Skipped, opts.Overwrite)
 	}
 	res.Figures.MediaBytes = out.MediaBytes
 	res.Figures.CompressionRatio = units.Ratio(res.Figures.SourceBytes, res.Figures.MediaBytes)
-	e.emit(monitor.Event{Kind: monitor.JobEnded, JobID: job.ID, Message: job.State})
 	if runErr != nil {
 		return res, runErr
 	}
@@ -450,18 +432,16 @@ func (e *Env) RestoreWith(ctx context.Context, job *catalog.Job, opts RestoreOpt
 	if job == nil {
 		job = &catalog.Job{}
 	}
-	job.Kind, job.State, job.Client, job.Selection = "restore", "running", e.Client, ss.Selection
-	job.SavesetID, job.Level, job.Started, job.Reason = ss.ID, ss.Level, e.now(), ""
+	job.Client, job.Selection, job.SavesetID, job.Level = e.Client, ss.Selection, ss.ID, ss.Level
 	for _, n := range plan.notes {
 		e.logf(job, "%s", n)
 	}
-	lease, _, err := e.startJob(ctx, job)
+	job, lease, _, err := e.beginJob(ctx, job, catalog.KindRestore, fmt.Sprintf("restore of saveset %d (%s of %s) to %s",
+		ss.ID, ss.Level, ss.Created.Local().Format("2006-01-02 15:04:05"), to))
 	if err != nil {
 		return nil, err
 	}
 	defer lease.Close()
-	e.emit(monitor.Event{Kind: monitor.JobStarted, JobID: job.ID, Message: fmt.Sprintf("restore of saveset %d (%s of %s) to %s",
-		ss.ID, ss.Level, ss.Created.Local().Format("2006-01-02 15:04:05"), to)})
 	out, runErr := run(plan.ss, job.ID, plan.total)
 	if out == nil {
 		out = &RestoreOutcome{To: to}

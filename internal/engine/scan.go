@@ -139,7 +139,7 @@ func (e *Env) ScanTape(ctx context.Context, barcode string, opts ScanOptions) (*
 		}
 	}
 	e.logf(job, "%s read, %s rebuilt", units.Count(int64(len(rec.Found)), "tape file"), units.Count(int64(rec.Rebuilt), "saveset record"))
-	return rec, e.endJob(job, phase, rec, runErr)
+	return rec, e.endJob(job, runErr, jobEnd{phase: phase, result: rec})
 }
 
 // scanTape scans every tape file of t; phase (when not nil) counts the

@@ -116,9 +116,9 @@ func (e *Env) verifyJob(ctx context.Context, read *catalog.Saveset, opts VerifyO
 		verr = fmt.Errorf("verify %w: %d warnings", ErrWarnings, len(res.Warnings))
 	}
 	if rec == nil {
-		verr = e.endJob(job, nil, nil, verr)
+		verr = e.endJob(job, verr, jobEnd{})
 	} else {
-		verr = e.endJob(job, nil, rec, verr)
+		verr = e.endJob(job, verr, jobEnd{result: rec})
 	}
 	if res != nil {
 		res.Figures = JobFigures(job, read)

@@ -101,7 +101,9 @@
 // catalog row; they run under Registry.Hold: the same lease, heartbeat,
 // drive leases and reclaim as Start's jobs, with the caller writing the row
 // through Held.Update and Held.Finish (which write only while the lease is
-// the registry's). A server reserves the drive of a queued job with
+// the registry's). All eight kinds begin and end through one pair of
+// helpers in internal/engine/jobs.go (beginJob, endJob): one place decides
+// a job's end state from its error and writes its end. A server reserves the drive of a queued job with
 // Registry.TakeDrive before it starts it; the job's heartbeat then renews
 // the drive lease and its end releases it.
 //
