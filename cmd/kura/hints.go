@@ -30,7 +30,6 @@ var seeAlso = map[string]string{
 	"client":    "kura client list",
 	"job":       "kura jobs list",
 	"copy":      "kura savesets --json",
-	"token":     "kura token list",
 }
 
 // registerHint says how to register a library found in folder dir.

@@ -227,3 +227,31 @@ func TestCatalogRestoreNotesSayWhatToRun(t *testing.T) {
 		t.Errorf("catalog restore --json notes %q, want %q and %q…", res.Notes, lost, exported)
 	}
 }
+
+// Every command a hint tells the user to run exists, with the flags it
+// names.
+func TestHintsNameRealCommands(t *testing.T) {
+	root := newRootCmd()
+	cmds := []string{registerHint("/x"), noTapeHint(true), noTapeHint(false), savesetsHint, importHint, tokenHint}
+	for _, see := range seeAlso {
+		cmds = append(cmds, "`"+see+"`")
+	}
+	for _, text := range cmds {
+		for _, quoted := range strings.Split(text, "`")[1:] {
+			words := strings.Fields(quoted)
+			if len(words) == 0 || words[0] != "kura" {
+				continue
+			}
+			c, rest, err := root.Find(words[1:])
+			if err != nil || c == root || (c.HasSubCommands() && len(rest) > 0 && !strings.HasPrefix(rest[0], "-")) {
+				t.Errorf("%q names no command (%v)", quoted, err)
+				continue
+			}
+			for _, w := range rest {
+				if name, ok := strings.CutPrefix(w, "--"); ok && c.Flags().Lookup(name) == nil {
+					t.Errorf("%q: %s has no flag --%s", quoted, c.CommandPath(), name)
+				}
+			}
+		}
+	}
+}
