@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/service"
 )
 
 // openEnv opens the local home and catalog for a command.
@@ -17,6 +18,9 @@ func openEnv(g *globals) (*engine.Env, error) {
 		return nil, err
 	}
 	env.Client = g.client
+	// The jobs it runs record what kind of error ended them, as a server's
+	// do (jobs show says what to run next).
+	env.ClassifyError = service.Classify
 	// Warnings of commands that are not jobs (ls, find: a damaged index
 	// cache rebuilt from tape); jobs print theirs with their result.
 	env.Notice = func(msg string) { fmt.Fprintln(os.Stderr, "warning:", msg) }

@@ -91,7 +91,7 @@ func printJobs(cmd *cobra.Command, jobs []*api.Job, asJSON bool) error {
 		if !asJSON || len(jobs) == 1 {
 			res := &engine.Result{Figures: server.MonitorFigures(j.Figures), Warnings: j.Warnings, Level: j.Level}
 			if j.Error != "" && !asJSON {
-				fmt.Fprintf(cmd.ErrOrStderr(), "job %d: %s\n", j.ID, j.Error)
+				fmt.Fprintf(cmd.ErrOrStderr(), "job %d: %s\n", j.ID, jobErrorText(j))
 			}
 			printResult(cmd, res, asJSON)
 		}
@@ -139,7 +139,7 @@ func jobExit(j *api.Job) error {
 		if strings.HasPrefix(j.Error, "verify") {
 			return &exitError{Code: exitVerify, Err: fmt.Errorf("job %d: %s", j.ID, j.Error)}
 		}
-		return &exitError{Code: exitFailure, Err: fmt.Errorf("job %d failed: %s", j.ID, j.Error)}
+		return &exitError{Code: exitFailure, Err: fmt.Errorf("job %d failed: %s", j.ID, jobErrorText(j))}
 	}
 	return &exitError{Code: exitFailure, Err: fmt.Errorf("job %d %s: %s", j.ID, j.State, j.Error)}
 }

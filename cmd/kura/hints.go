@@ -160,3 +160,13 @@ func catalogNotes(notes []engine.CatalogNote) []string {
 	}
 	return out
 }
+
+// jobErrorText is a finished job's error with the words that say what to
+// run next, from the code and field the job recorded with it (a job run
+// by a server, or by an earlier command, has only its text and kind).
+func jobErrorText(j *api.Job) string {
+	if j.Error == "" || j.ErrorCode == "" {
+		return j.Error
+	}
+	return withHint(&api.Error{Code: j.ErrorCode, Field: j.ErrorField, Message: j.Error})
+}

@@ -184,7 +184,7 @@ func printJob(out io.Writer, j *api.Job) {
 			units.FormatSize(p.Bytes), elapsed(p.Start, p.End), units.Thousands(int64(p.AvgRate/1024)), units.Thousands(int64(p.PeakRate/1024)))
 	}
 	if j.Error != "" {
-		fmt.Fprintf(out, "  Error        %s\n", j.Error)
+		fmt.Fprintf(out, "  Error        %s\n", jobErrorText(j))
 	}
 	if j.WarningCount > 0 {
 		fmt.Fprintf(out, "  Warnings     %d\n", j.WarningCount)

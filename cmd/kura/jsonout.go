@@ -119,6 +119,8 @@ type jobJSON struct {
 	WarningList    []string    `json:"warning_list"`
 	Phases         []phaseJSON `json:"phases"`
 	Error          string      `json:"error,omitempty"`
+	ErrorCode      string      `json:"error_code,omitempty"`  // the API's code of the error (docs/api.md)
+	ErrorField     string      `json:"error_field,omitempty"` // and its field
 	Reason         string      `json:"reason,omitempty"`
 	Log            []string    `json:"log,omitempty"`
 }
@@ -138,7 +140,7 @@ func toJobJSON(j *api.Job, withLog bool) jobJSON {
 		Files: j.Files, SourceBytes: j.SourceBytes, MediaBytes: j.MediaBytes,
 		AvgKBps: units.KBps(j.AvgRate), PeakKBps: units.KBps(j.PeakRate),
 		Tapes: nonNil(j.Tapes), Warnings: j.WarningCount, WarningList: nonNil(j.Warnings),
-		Phases: []phaseJSON{}, Error: j.Error, Reason: j.Reason,
+		Phases: []phaseJSON{}, Error: j.Error, ErrorCode: j.ErrorCode, ErrorField: j.ErrorField, Reason: j.Reason,
 	}
 	if !j.Finished.IsZero() {
 		out.ElapsedSeconds = j.Finished.Sub(j.Started).Seconds()

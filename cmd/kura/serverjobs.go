@@ -64,7 +64,7 @@ func serverJobError(j *api.Job) error {
 		if strings.Contains(j.Error, engine.ErrVerify.Error()) {
 			return &remoteJobError{msg: j.Error, kind: engine.ErrVerify}
 		}
-		return &remoteJobError{msg: j.Error}
+		return &remoteJobError{msg: jobErrorText(j)}
 	}
 	return &remoteJobError{msg: fmt.Sprintf("job %d %s: %s", j.ID, j.State, j.Error)}
 }

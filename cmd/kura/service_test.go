@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,5 +76,49 @@ func TestVerbsSameThroughServerAndLocally(t *testing.T) {
 	admin.ok("vtl", "rm", "lib3")
 	if r := local.ok("vtl", "list"); strings.Contains(r.stdout, "lib3") {
 		t.Errorf("a library removed through the server is still listed locally:\n%s", r)
+	}
+}
+
+// A job that ended with an error a user can act on keeps the kind of that
+// error, so `jobs show` says what to run next, through a server as
+// locally: here a backup that filled the one tape of its library.
+func TestJobErrorsSayWhatToRunNext(t *testing.T) {
+	t.Parallel()
+	local, admin := serverAndAdmin(t)
+	src := filepath.Join(local.dir, "src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	b := make([]byte, 20<<20) // incompressible, more than the one 16 MiB tape holds
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	if err := os.WriteFile(filepath.Join(src, "big"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	local.ok("vtl", "create", "tiny", "--slots", "1", "--drives", "1", "--tape-size", "16MiB")
+	r := local.expect(exitFailure, "backup", "--vtl", "tiny", "--compress", "none", src)
+	const hint = "add tapes with `kura tape add`"
+	if !strings.Contains(r.stderr, hint) {
+		t.Fatalf("the backup that filled its library should say how to add tapes:\n%s", r)
+	}
+	var jobs []struct {
+		ID int64 `json:"id"`
+	}
+	local.json(0, &jobs, "jobs", "list", "--kind", "backup", "--state", "failed", "--json")
+	if len(jobs) != 1 {
+		t.Fatalf("failed backup jobs: %+v", jobs)
+	}
+	if r := sameBothWays(t, local, admin, "jobs", "show", itoa64(jobs[0].ID)); !strings.Contains(r.stdout, hint) {
+		t.Errorf("jobs show of the failed backup should say how to add tapes:\n%s", r)
+	}
+	var j struct {
+		ErrorCode  string `json:"error_code"`
+		ErrorField string `json:"error_field"`
+	}
+	admin.json(0, &j, "jobs", "show", itoa64(jobs[0].ID), "--json")
+	if j.ErrorCode != "conflict" || j.ErrorField != "no_pool_tape" {
+		t.Errorf("jobs show --json: error_code %q, error_field %q; want conflict, no_pool_tape", j.ErrorCode, j.ErrorField)
 	}
 }

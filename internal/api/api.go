@@ -264,6 +264,11 @@ type Job struct {
 	// Result is what an ended verify, copy, prune, catalog backup, scan
 	// or erase found or did, as JSON of its kind (docs/api.md).
 	Result json.RawMessage `json:"result,omitempty"`
+	// ErrorCode and ErrorField classify Error as an Error body would (a
+	// code of Codes and its field), so that a client can say what to run
+	// next; left out when the job has no error or nothing classified it.
+	ErrorCode  string `json:"error_code,omitempty"`
+	ErrorField string `json:"error_field,omitempty"`
 }
 
 // Phase is one phase of a job (scan, backup, index, verify, ...).

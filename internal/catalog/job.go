@@ -92,6 +92,11 @@ type Job struct {
 	// result (a verify's problems, a prune's expiries, a scan's tape
 	// files): what the CLI prints after the figures. Empty while it runs.
 	Result json.RawMessage `json:"result,omitempty"`
+	// ErrorCode and ErrorField classify Error as the API classifies the
+	// errors it answers with (api.Error's code and field): "" while the job
+	// runs, when it ended well, or when nothing classified its error.
+	ErrorCode  string `json:"error_code,omitempty"`
+	ErrorField string `json:"error_field,omitempty"`
 }
 
 func (j *Job) validate() error {
@@ -121,7 +126,7 @@ func validJobState(s string) bool {
 
 const jobColumns = `kind, state, client, selection, saveset_id, level, started, finished, files, source_bytes,
 	media_bytes, avg_rate, peak_rate, tapes, phases, warnings, warning_count, error, log, owner,
-	request, reason, parent_id, result`
+	request, reason, parent_id, result, error_code, error_field`
 
 func jobArgs(j *Job) ([]any, error) {
 	warnings := j.Warnings
@@ -152,7 +157,7 @@ func jobArgs(j *Job) ([]any, error) {
 	}
 	return []any{j.Kind, j.State, j.Client, j.Selection, j.SavesetID, j.Level, toDB(j.Started), toDB(j.Finished),
 		j.Files, j.SourceBytes, j.MediaBytes, j.AvgRate, j.PeakRate, enc[0], enc[1], enc[2], count, j.Error,
-		enc[3], j.Owner, string(j.Request), j.Reason, j.ParentID, string(j.Result)}, nil
+		enc[3], j.Owner, string(j.Request), j.Reason, j.ParentID, string(j.Result), j.ErrorCode, j.ErrorField}, nil
 }
 
 func scanJob(row interface{ Scan(...any) error }) (*Job, error) {
@@ -164,7 +169,7 @@ func scanJob(row interface{ Scan(...any) error }) (*Job, error) {
 	)
 	err := row.Scan(&j.ID, &j.Kind, &j.State, &j.Client, &j.Selection, &j.SavesetID, &j.Level, &started,
 		&finished, &j.Files, &j.SourceBytes, &j.MediaBytes, &j.AvgRate, &j.PeakRate, &tapes, &phases,
-		&warnings, &j.WarningCount, &j.Error, &logTxt, &j.Owner, &request, &j.Reason, &j.ParentID, &result)
+		&warnings, &j.WarningCount, &j.Error, &logTxt, &j.Owner, &request, &j.Reason, &j.ParentID, &result, &j.ErrorCode, &j.ErrorField)
 	if err != nil {
 		return nil, err
 	}

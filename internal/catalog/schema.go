@@ -186,4 +186,11 @@ var migrations = [][]string{
 	{
 		`ALTER TABLE jobs ADD COLUMN result TEXT NOT NULL DEFAULT ''`,
 	},
+	// 7: the kind of a job's error (issue 11): the API's code and field of
+	// what went wrong, so that a client shown a job's error can say what to
+	// run next as it does for an error it is answered with.
+	{
+		`ALTER TABLE jobs ADD COLUMN error_code TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE jobs ADD COLUMN error_field TEXT NOT NULL DEFAULT ''`,
+	},
 }

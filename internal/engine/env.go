@@ -54,6 +54,11 @@ type Env struct {
 	// Notice, when set, receives the warnings of commands that are not
 	// jobs (ls, find): the CLI prints them. Jobs keep their warnings.
 	Notice func(msg string)
+	// ClassifyError, when set, gives the API's code and field of a job's
+	// error, recorded with the job (catalog.Job.ErrorCode, ErrorField) so
+	// that a client shown the job later can act on its kind; the service
+	// layer sets it to its one mapping (service.Err).
+	ClassifyError func(err error) (code, field string)
 	// Jobs leases the jobs this process runs in the catalog (jobs.go): its
 	// holder is this process's. Its clock is the system's, not Clock:
 	// leases are compared across processes. Tests may replace it with one

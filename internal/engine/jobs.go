@@ -95,6 +95,9 @@ func (e *Env) endJob(job *catalog.Job, runErr error, end jobEnd) error {
 	if end.errText != "" && job.Error != "" {
 		job.Error = end.errText
 	}
+	if job.Error != "" && e.ClassifyError != nil {
+		job.ErrorCode, job.ErrorField = e.ClassifyError(runErr)
+	}
 	if end.result != nil {
 		b, err := json.Marshal(end.result)
 		if err != nil && runErr == nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/kura-backup/kura/internal/compress"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/service"
 	"github.com/kura-backup/kura/internal/units"
 )
 
@@ -239,6 +240,7 @@ func (s *Server) runJob(ctx context.Context, j *catalog.Job, rj *runningJob) {
 			err = errors.New("the job ended without a result")
 		}
 		j.State, j.Error, j.Finished, j.Reason = catalog.StateFailed, err.Error(), s.opts.Clock.Now(), ""
+		j.ErrorCode, j.ErrorField = service.Classify(err)
 		if j.Started.IsZero() {
 			j.Started = j.Finished
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/service"
 )
 
 // queue starts queued jobs when what they need is free: their agent
@@ -286,6 +287,7 @@ func (q *queue) wait(j *catalog.Job, reason string) {
 func (q *queue) fail(j *catalog.Job, err error) {
 	now := q.s.opts.Clock.Now()
 	j.State, j.Error, j.Reason, j.Finished = catalog.StateFailed, err.Error(), "", now
+	j.ErrorCode, j.ErrorField = service.Classify(err)
 	if j.Started.IsZero() {
 		j.Started = now
 	}

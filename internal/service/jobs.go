@@ -16,7 +16,8 @@ func Job(j *catalog.Job, f monitor.Figures) api.Job {
 		SavesetID: j.SavesetID, Level: j.Level, Started: j.Started, Finished: j.Finished, Files: j.Files,
 		SourceBytes: j.SourceBytes, MediaBytes: j.MediaBytes, AvgRate: j.AvgRate, PeakRate: j.PeakRate,
 		Tapes: j.Tapes, Warnings: j.Warnings, WarningCount: j.WarningCount, Error: j.Error, Log: j.Log,
-		Owner: j.Owner, Request: j.Request, Reason: j.Reason, ParentID: j.ParentID, Figures: Figures(f), Result: j.Result}
+		Owner: j.Owner, Request: j.Request, Reason: j.Reason, ParentID: j.ParentID, Figures: Figures(f), Result: j.Result,
+		ErrorCode: j.ErrorCode, ErrorField: j.ErrorField}
 	if j.Phases != nil {
 		out.Phases = make([]api.Phase, len(j.Phases))
 		for i, p := range j.Phases {

@@ -37,7 +37,22 @@ type Local struct {
 var _ api.Service = (*Local)(nil)
 
 // New returns the service of env; env stays the caller's to close.
-func New(env *engine.Env) *Local { return &Local{env: env, now: time.Now} }
+//
+// The jobs env runs from now on record the API's code and field of their
+// errors (Classify).
+func New(env *engine.Env) *Local {
+	env.ClassifyError = Classify
+	return &Local{env: env, now: time.Now}
+}
+
+// Classify is the API's code and field of err, as Err gives them.
+func Classify(err error) (code, field string) {
+	var ae *api.Error
+	if errors.As(Err(err), &ae) {
+		return ae.Code, ae.Field
+	}
+	return "", ""
+}
 
 // Env is the home the service runs on.
 func (l *Local) Env() *engine.Env { return l.env }
