@@ -251,3 +251,54 @@ func TestBackupWaitsForALeasedDrive(t *testing.T) {
 		t.Errorf("drive leases after the backup: %+v", drives)
 	}
 }
+
+// A tape scan or erase asking for a drive another job holds in the
+// catalog waits for it like a backup does, and leaves no drive lease
+// behind.
+func TestScanAndEraseWaitForALeasedDrive(t *testing.T) {
+	env, err := engine.Open(filepath.Join(t.TempDir(), "home"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	src := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(src, "a"), []byte("a"), 0o644))
+	res := backup(t, env, engine.BackupOptions{Paths: []string{src}})
+	barcode := res.Figures.Tapes[0]
+	for _, c := range []struct {
+		kind string
+		run  func() error
+	}{
+		{"scan", func() error { _, err := env.ScanTape(t.Context(), barcode, engine.ScanOptions{Drive: 1}); return err }},
+		{"erase", func() error {
+			_, err := env.EraseTapeJob(t.Context(), barcode, engine.EraseOptions{Drive: 1, Force: true})
+			return err
+		}},
+	} {
+		other := &catalog.Job{Kind: catalog.KindBackup}
+		held, _, err := env.Jobs.Hold(context.Background(), other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		must(t, held.TakeDrive(engine.DefaultLibrary, 1))
+		var waited []string
+		env.Events = monitor.SinkFunc(func(ev monitor.Event) {
+			if ev.Kind != monitor.Queued {
+				return
+			}
+			waited = append(waited, ev.Message)
+			other.State = catalog.StateSucceeded
+			must(t, held.Finish(other)) // frees the drive
+		})
+		if err := c.run(); err != nil {
+			t.Fatalf("%s: %v", c.kind, err)
+		}
+		env.Events = nil
+		if len(waited) != 1 || !strings.Contains(waited[0], fmt.Sprintf("job %d", other.ID)) {
+			t.Errorf("the %s's waits: %q; want one, for the drive job %d holds", c.kind, waited, other.ID)
+		}
+		if drives, _ := env.Catalog.LiveDriveLeases(time.Now()); len(drives) != 0 {
+			t.Errorf("drive leases after the %s: %+v", c.kind, drives)
+		}
+	}
+}

@@ -147,7 +147,13 @@ func (e *Env) EraseTapeJob(ctx context.Context, barcode string, opts EraseOption
 	phase := e.startPhase(job, "erase")
 	rec := &EraseRecord{Barcode: barcode, Expired: []int64{}}
 	runErr := func() error {
-		drv, err := lib.Acquire(ctx, opts.Drive)
+		// The drive is leased in the catalog like a backup's, so a server
+		// and a CLI on one home never both count on it.
+		n, err := e.takeDrive(ctx, job, lib, opts.Drive)
+		if err != nil {
+			return err
+		}
+		drv, err := lib.Acquire(ctx, n)
 		if err != nil {
 			return err
 		}

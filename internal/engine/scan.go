@@ -118,7 +118,13 @@ func (e *Env) ScanTape(ctx context.Context, barcode string, opts ScanOptions) (*
 	phase := e.startPhase(job, "scan")
 	rec := &ScanRecord{Barcode: barcode, Found: []ScanFound{}}
 	runErr := func() error {
-		drv, err := lib.Acquire(ctx, opts.Drive)
+		// The drive is leased in the catalog like a backup's, so a server
+		// and a CLI on one home never both count on it.
+		n, err := e.takeDrive(ctx, job, lib, opts.Drive)
+		if err != nil {
+			return err
+		}
+		drv, err := lib.Acquire(ctx, n)
 		if err != nil {
 			return err
 		}
