@@ -95,7 +95,7 @@ func (e *Env) endJob(job *catalog.Job, runErr error, end jobEnd) error {
 	if end.errText != "" && job.Error != "" {
 		job.Error = end.errText
 	}
-	if job.Error != "" && e.ClassifyError != nil {
+	if job.State == catalog.StateFailed && e.ClassifyError != nil {
 		job.ErrorCode, job.ErrorField = e.ClassifyError(runErr)
 	}
 	if end.result != nil {
