@@ -2,10 +2,13 @@ package stream
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"strconv"
 	"testing"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/kura-backup/kura/internal/compress"
 )
@@ -110,5 +113,74 @@ func BenchmarkFrameChecker(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The raw frames' fast check and the decoder agree: on every frame made
+// from a good raw frame by flipping, cutting, inserting or overwriting
+// bytes, Check passes exactly when decoding does.
+func TestFrameCheckerRawAgreesWithDecoder(t *testing.T) {
+	c, err := NewFrameChecker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rng := rand.New(rand.NewPCG(11, 12))
+	sizes := []int{0, 1, 255, 256, 65791, 65792, compress.MaxRawBlock, compress.MaxRawBlock + 1, 3*compress.MaxRawBlock + 7}
+	fast := 0
+	for _, n := range sizes {
+		good := compress.AppendRawFrame(nil, checkContent(n))
+		if err := c.Check(good); err != nil {
+			t.Fatalf("%d bytes: a good raw frame: %v", n, err)
+		}
+		for i := range 300 {
+			f := bytes.Clone(good)
+			switch i % 4 {
+			case 0: // flip bits
+				for range 1 + rng.IntN(3) {
+					k := rng.IntN(len(f) * 8)
+					f[k/8] ^= 1 << (k % 8)
+				}
+			case 1: // cut
+				f = f[:rng.IntN(len(f))]
+			case 2: // insert a byte
+				k := rng.IntN(len(f) + 1)
+				f = append(f[:k], append([]byte{byte(rng.Uint32())}, f[k:]...)...)
+			case 3: // overwrite a byte of the header or a block header
+				k := rng.IntN(min(len(f), 12))
+				f[k] = byte(rng.Uint32())
+			}
+			if len(f) < 5 || f[4]&(1<<2) == 0 {
+				continue // refused before either check
+			}
+			raw, _ := checkRaw(f)
+			if raw {
+				fast++
+			}
+			got, want := c.Check(f), c.checkDecoded(f)
+			if (got == nil) != (want == nil) {
+				t.Fatalf("%d bytes, mutation %d (fast path %v): Check says %v, the decoder %v", n, i, raw, got, want)
+			}
+			if got != nil && !errors.Is(got, ErrCorrupt) {
+				t.Fatalf("%d bytes, mutation %d: %v; want ErrCorrupt", n, i, got)
+			}
+		}
+	}
+	if fast < 1000 {
+		t.Errorf("only %d mutated frames took the fast path", fast)
+	}
+	// A raw block longer than a block may be, in an otherwise well-made
+	// frame, is refused by both.
+	n := compress.MaxRawBlock + 1
+	content := checkContent(n)
+	f := binary.LittleEndian.AppendUint32(nil, compress.ZstdMagic)
+	f = append(f, 2<<6|1<<5|1<<2)
+	f = binary.LittleEndian.AppendUint32(f, uint32(n))
+	h := uint32(n)<<3 | 1
+	f = append(f, byte(h), byte(h>>8), byte(h>>16))
+	f = append(f, content...)
+	f = binary.LittleEndian.AppendUint32(f, uint32(xxhash.Sum64(content)))
+	if got, want := c.Check(f), c.checkDecoded(f); got == nil || want == nil {
+		t.Errorf("a raw block of %d bytes: Check says %v, the decoder %v; want both to refuse it", n, got, want)
 	}
 }
