@@ -121,7 +121,7 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 		// it; its answer comes after it has closed the tape files (the
 		// job's context bounds that wait).
 		var an answer
-		rc, err := a.call(ctx, "POST", jobPath(o.JobID, "/data"), "application/octet-stream", pr, idle, true)
+		rc, err := a.callBulk(ctx, "POST", jobPath(o.JobID, "/data"), "application/octet-stream", pr, idle, true)
 		if err != nil {
 			an.err = err
 		} else {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"time"
 
 	"github.com/kura-backup/kura/internal/api"
@@ -119,6 +120,17 @@ func (u *watchedUpload) Read(p []byte) (int, error) {
 // answer after it unless waitAnswer (the server has work to do first; the
 // job's context bounds it).
 func (a *Agent) call(ctx context.Context, method, path, ctype string, body io.Reader, idle time.Duration, waitAnswer bool) (io.ReadCloser, error) {
+	return a.callWith(a.c.Do, ctx, method, path, ctype, body, idle, waitAnswer)
+}
+
+// callBulk is call for a bulk stream, on a connection of its own
+// (apiclient.Client.DoBulk).
+func (a *Agent) callBulk(ctx context.Context, method, path, ctype string, body io.Reader, idle time.Duration, waitAnswer bool) (io.ReadCloser, error) {
+	return a.callWith(a.c.DoBulk, ctx, method, path, ctype, body, idle, waitAnswer)
+}
+
+func (a *Agent) callWith(do func(*http.Request) (*http.Response, error), ctx context.Context, method, path, ctype string,
+	body io.Reader, idle time.Duration, waitAnswer bool) (io.ReadCloser, error) {
 	w := newWatch(ctx, idle)
 	if body != nil {
 		body = &watchedUpload{r: body, w: w, atEOF: !waitAnswer}
@@ -132,7 +144,7 @@ func (a *Agent) call(ctx context.Context, method, path, ctype string, body io.Re
 		req.Header.Set("Content-Type", ctype)
 	}
 	w.arm()
-	resp, err := a.c.Do(req)
+	resp, err := do(req)
 	w.pause()
 	if err != nil {
 		err = w.err(err)
