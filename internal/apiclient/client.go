@@ -46,7 +46,10 @@ func New(base string, tlsCfg *tls.Config, token string) (*Client, error) {
 	// HTTP/1.1: the body goes from the TLS connection to the handler without
 	// HTTP/2's DATA framing, flow-control windows and buffer copies, and
 	// without sharing a connection's window with the order polls.
-	bulkTLS := tlsCfg.Clone()
+	bulkTLS := &tls.Config{}
+	if tlsCfg != nil {
+		bulkTLS = tlsCfg.Clone()
+	}
 	bulkTLS.NextProtos = []string{"http/1.1"}
 	bulk := &http.Transport{TLSClientConfig: bulkTLS, ForceAttemptHTTP2: false,
 		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
