@@ -325,11 +325,7 @@ func (b *backupRun) run() error {
 	b.phase = e.startPhase(b.job, "backup")
 	defer b.phase.End()
 
-	n, err := e.takeDrive(b.ctx, b.job, b.lib, b.opts.Drive)
-	if err != nil {
-		return err
-	}
-	drv, err := b.lib.Acquire(b.ctx, n)
+	drv, err := e.takeDrive(b.ctx, b.job, b.lib, b.opts.Drive)
 	if err != nil {
 		return err
 	}

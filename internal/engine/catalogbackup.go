@@ -197,11 +197,7 @@ func (e *Env) backupCatalog(ctx context.Context, lib *library.Library, opts Cata
 		return nil, err
 	}
 
-	n, err := e.takeDrive(ctx, job, lib, opts.Drive)
-	if err != nil {
-		return nil, err
-	}
-	drv, err := lib.Acquire(ctx, n)
+	drv, err := e.takeDrive(ctx, job, lib, opts.Drive)
 	if err != nil {
 		return nil, err
 	}

@@ -312,11 +312,7 @@ func (c *copyRun) run() error {
 		return fmt.Errorf("reading the label of saveset %d: %w", ss.ID, err)
 	}
 
-	n, err := e.takeDrive(c.ctx, c.job, c.lib, c.opts.Drive)
-	if err != nil {
-		return err
-	}
-	drv, err := c.lib.Acquire(c.ctx, n)
+	drv, err := e.takeDrive(c.ctx, c.job, c.lib, c.opts.Drive)
 	if err != nil {
 		return err
 	}

@@ -80,15 +80,16 @@ const (
 	driveRetryMax   = 2 * time.Second
 )
 
-// takeDrive leases a drive of lib for job j in the catalog and returns its
-// number: drive want, or the first free one when want is 0. While each
+// takeDrive leases a drive of lib for job j in the catalog and acquires it
+// in the library (the caller releases it): drive want, or the first free
+// one when want is 0. While each
 // drive it may take is leased to another job (this process's, a server's or
 // a CLI's on the same home) it waits, saying so once (a queued event and a
 // line in the job's log), and tries again until ctx ends.
-func (e *Env) takeDrive(ctx context.Context, j *catalog.Job, lib *library.Library, want int) (int, error) {
+func (e *Env) takeDrive(ctx context.Context, j *catalog.Job, lib *library.Library, want int) (*library.Drive, error) {
 	h, err := e.Jobs.Held(j.ID)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	cfg := lib.Config()
 	drives := []int{want}
@@ -105,10 +106,10 @@ func (e *Env) takeDrive(ctx context.Context, j *catalog.Job, lib *library.Librar
 		for _, n := range drives {
 			err := h.TakeDrive(cfg.Name, n)
 			if err == nil {
-				return n, nil
+				return lib.Acquire(ctx, n)
 			}
 			if !errors.Is(err, catalog.ErrLeaseHeld) {
-				return 0, fmt.Errorf("library %s: taking drive %d: %w", cfg.Name, n, err)
+				return nil, fmt.Errorf("library %s: taking drive %d: %w", cfg.Name, n, err)
 			}
 			busy = err
 		}
@@ -127,7 +128,7 @@ func (e *Env) takeDrive(ctx context.Context, j *catalog.Job, lib *library.Librar
 			if want != 0 {
 				what = fmt.Sprintf("drive %d", want)
 			}
-			return 0, fmt.Errorf("library %s: gave up waiting for %s: %w: %w", cfg.Name, what, library.ErrDriveBusy, context.Cause(ctx))
+			return nil, fmt.Errorf("library %s: gave up waiting for %s: %w: %w", cfg.Name, what, library.ErrDriveBusy, context.Cause(ctx))
 		case <-timer.C:
 		}
 		delay = min(2*delay, driveRetryMax)

@@ -149,11 +149,7 @@ func (e *Env) EraseTapeJob(ctx context.Context, barcode string, opts EraseOption
 	runErr := func() error {
 		// The drive is leased in the catalog like a backup's, so a server
 		// and a CLI on one home never both count on it.
-		n, err := e.takeDrive(ctx, job, lib, opts.Drive)
-		if err != nil {
-			return err
-		}
-		drv, err := lib.Acquire(ctx, n)
+		drv, err := e.takeDrive(ctx, job, lib, opts.Drive)
 		if err != nil {
 			return err
 		}
