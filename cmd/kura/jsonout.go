@@ -1,11 +1,9 @@
 package main
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/kura-backup/kura/internal/api"
-	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/service"
@@ -219,20 +217,6 @@ type tapeJSON = api.Tape
 type erasedJSON struct {
 	tapeJSON
 	ExpiredSavesets []int64 `json:"expired_savesets"`
-}
-
-// tapeJSONOf is the tape list row of one tape.
-func tapeJSONOf(env *engine.Env, barcode string) (tapeJSON, error) {
-	tapes, err := env.Tapes("")
-	if err != nil {
-		return tapeJSON{}, err
-	}
-	for _, t := range tapes {
-		if t.Barcode == barcode {
-			return service.Tape(t), nil
-		}
-	}
-	return tapeJSON{}, fmt.Errorf("tape %s: %w", barcode, catalog.ErrNotFound)
 }
 
 // recipeOut is `saveset recipe --json`.

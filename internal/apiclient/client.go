@@ -237,8 +237,6 @@ func (c *Client) Follow(ctx context.Context, id int64, fn func(api.Event) error)
 	}
 }
 
-var errStop = errors.New("stop")
-
 func (c *Client) follow(ctx context.Context, id int64, fn func(api.Event) error) (bool, error) {
 	req, err := c.NewRequest(ctx, "GET", "/jobs/"+strconv.FormatInt(id, 10)+"/events", nil)
 	if err != nil {

@@ -114,14 +114,6 @@ func (b *blockEncoder) appendRaw(dst []byte) []byte {
 	return dst
 }
 
-func (b *blockEncoder) rawLen() int {
-	n := 0
-	for i := range b.cols {
-		n += len(b.cols[i]) + 5
-	}
-	return n
-}
-
 // decodeBlock decodes the raw payload of a block of n entries into dst[:0]
 // and returns it. It checks every length against what is left, that the
 // columns are consumed exactly, that paths are valid and strictly in index
