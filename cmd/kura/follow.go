@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -136,7 +135,7 @@ func jobExit(j *api.Job) error {
 	case catalog.StateWarnings:
 		return &exitError{Code: exitWarnings}
 	case catalog.StateFailed:
-		if strings.HasPrefix(j.Error, "verify") {
+		if verifyFailed(j) {
 			return &exitError{Code: exitVerify, Err: fmt.Errorf("job %d: %s", j.ID, j.Error)}
 		}
 		return &exitError{Code: exitFailure, Err: fmt.Errorf("job %d failed: %s", j.ID, jobErrorText(j))}

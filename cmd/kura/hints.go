@@ -170,3 +170,13 @@ func jobErrorText(j *api.Job) string {
 	}
 	return withHint(&api.Error{Code: j.ErrorCode, Field: j.ErrorField, Message: j.Error})
 }
+
+// verifyFailed reports whether a failed job failed because a verify found
+// problems (exit 4): by its error code, or, for a job recorded before jobs
+// kept one, by its text.
+func verifyFailed(j *api.Job) bool {
+	if j.ErrorCode != "" {
+		return j.ErrorCode == api.CodeVerifyFailed
+	}
+	return strings.HasPrefix(j.Error, "verify") || strings.Contains(j.Error, engine.ErrVerify.Error())
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -61,7 +60,7 @@ func serverJobError(j *api.Job) error {
 	case catalog.StateCanceled:
 		return &remoteJobError{msg: j.Error, kind: context.Canceled}
 	case catalog.StateFailed:
-		if strings.Contains(j.Error, engine.ErrVerify.Error()) {
+		if verifyFailed(j) {
 			return &remoteJobError{msg: j.Error, kind: engine.ErrVerify}
 		}
 		return &remoteJobError{msg: jobErrorText(j)}

@@ -122,3 +122,27 @@ func TestJobErrorsSayWhatToRunNext(t *testing.T) {
 		t.Errorf("jobs show --json: error_code %q, error_field %q; want conflict, no_pool_tape", j.ErrorCode, j.ErrorField)
 	}
 }
+
+// A verify that finds problems exits 4 through a server as locally, and
+// its job says why by its error code, not only by its words.
+func TestVerifyProblemsExit4ByCode(t *testing.T) {
+	t.Parallel()
+	local, admin := serverAndAdmin(t)
+	src := filepath.Join(local.dir, "src")
+	writeTree(t, src, map[string]string{"a.txt": "a\n"})
+	fig := local.backup(src)
+	local.ok("tape", "export", fig.Tapes[0]) // its data is offline: the verify cannot read it
+	for _, k := range []*kura{admin, local} {
+		if r := k.run("verify", itoa64(fig.SavesetID)); r.code != exitVerify || !strings.Contains(r.stderr, "verify found problems") {
+			t.Fatalf("verify of a saveset whose tape is exported: want exit 4:\n%s", r)
+		}
+	}
+	var jobs []struct {
+		ID        int64  `json:"id"`
+		ErrorCode string `json:"error_code"`
+	}
+	admin.json(0, &jobs, "jobs", "list", "--kind", "verify", "--json")
+	if len(jobs) != 2 || jobs[0].ErrorCode != "verify_failed" || jobs[1].ErrorCode != "verify_failed" {
+		t.Errorf("the two verify jobs: %+v; want both with error_code verify_failed", jobs)
+	}
+}

@@ -32,6 +32,7 @@ const (
 	CodeTokenExpired = "token_expired" // an enrollment token past its expiry
 	CodeInternal     = "internal"      // the server failed; see its log
 	CodeStreamFailed = "stream_failed" // a data stream from an agent broke off or was refused
+	CodeVerifyFailed = "verify_failed" // a verify found problems (the code of a job's error)
 )
 
 // Exit codes of the kura CLI that an error code maps to (cmd/kura/main.go
@@ -39,6 +40,7 @@ const (
 const (
 	ExitFailure = 1 // the command failed
 	ExitUsage   = 2 // the command was wrong: bad input, or a name that names nothing
+	ExitVerify  = 4 // a verify found problems
 )
 
 // CodeInfo is what an error code means to HTTP and to the CLI.
@@ -60,6 +62,7 @@ var Codes = map[string]CodeInfo{
 	CodeTokenExpired: {http.StatusUnauthorized, ExitFailure},
 	CodeInternal:     {http.StatusInternalServerError, ExitFailure},
 	CodeStreamFailed: {http.StatusBadGateway, ExitFailure},
+	CodeVerifyFailed: {http.StatusUnprocessableEntity, ExitVerify},
 }
 
 // HTTPStatus returns the HTTP status of an error code (500 for a code

@@ -23,6 +23,7 @@ func TestErrorCodeTable(t *testing.T) {
 		{api.CodeTokenExpired, http.StatusUnauthorized, 1},
 		{api.CodeInternal, http.StatusInternalServerError, 1},
 		{api.CodeStreamFailed, http.StatusBadGateway, 1},
+		{api.CodeVerifyFailed, http.StatusUnprocessableEntity, 4},
 		{"from_a_newer_server", http.StatusInternalServerError, 1},
 	} {
 		if got := api.HTTPStatus(tc.code); got != tc.status {
@@ -32,7 +33,7 @@ func TestErrorCodeTable(t *testing.T) {
 			t.Errorf("%s: exit code %d; want %d", tc.code, got, tc.exit)
 		}
 	}
-	if len(api.Codes) != 9 {
-		t.Errorf("%d codes in the table; this test knows 9 (add the new one here and to docs/api.md)", len(api.Codes))
+	if len(api.Codes) != 10 {
+		t.Errorf("%d codes in the table; this test knows 10 (add the new one here and to docs/api.md)", len(api.Codes))
 	}
 }

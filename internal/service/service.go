@@ -74,6 +74,8 @@ func Err(err error) error {
 	var nf *engine.NotFoundError
 	var nt *library.NoTapeError
 	switch {
+	case errors.Is(err, engine.ErrVerify):
+		return api.Wrap(api.CodeVerifyFailed, "", err)
 	case errors.As(err, &fe):
 		return api.Wrap(api.CodeBadRequest, fe.Field, err)
 	case errors.As(err, &nf):
