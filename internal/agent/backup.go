@@ -104,7 +104,7 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 
 	// Open the data stream first: whatever goes wrong after this reaches
 	// the server as an abort message with its reason.
-	pr, pw := io.Pipe()
+	pw := newHandoff()
 	var w io.Writer = pw
 	if b.BWLimit > 0 {
 		w = &limitedWriter{ctx: ctx, w: pw, lim: newLimiter(b.BWLimit)}
@@ -121,7 +121,7 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 		// it; its answer comes after it has closed the tape files (the
 		// job's context bounds that wait).
 		var an answer
-		rc, err := a.callBulk(ctx, "POST", jobPath(o.JobID, "/data"), "application/octet-stream", pr, idle, true)
+		rc, err := a.callBulk(ctx, "POST", jobPath(o.JobID, "/data"), "application/octet-stream", pw, idle, true)
 		if err != nil {
 			an.err = err
 		} else {
@@ -130,7 +130,7 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 		}
 		if an.err != nil {
 			// The server refused or broke off: stop producing.
-			pr.CloseWithError(an.err)
+			pw.CloseRead(an.err)
 			cancel()
 		}
 		ansc <- an

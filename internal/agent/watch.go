@@ -123,6 +123,35 @@ func (a *Agent) call(ctx context.Context, method, path, ctype string, body io.Re
 	return a.callWith(a.c.Do, ctx, method, path, ctype, body, idle, waitAnswer)
 }
 
+// WriteTo passes the body's own WriteTo on (handoff: each of the
+// producer's writes reaches the connection whole), with the watch armed
+// while the connection takes each write.
+func (u *watchedUpload) WriteTo(w io.Writer) (int64, error) {
+	wt, ok := u.r.(io.WriterTo)
+	if !ok {
+		return io.Copy(w, struct{ io.Reader }{u})
+	}
+	u.w.pause()
+	n, err := wt.WriteTo(&watchedWriter{w: w, watch: u.w})
+	if err == nil && u.atEOF {
+		u.w.arm()
+	}
+	return n, err
+}
+
+// watchedWriter arms the watch while a write is on the connection.
+type watchedWriter struct {
+	w     io.Writer
+	watch *watch
+}
+
+func (ww *watchedWriter) Write(p []byte) (int, error) {
+	ww.watch.arm()
+	n, err := ww.w.Write(p)
+	ww.watch.pause()
+	return n, err
+}
+
 // callBulk is call for a bulk stream, on a connection of its own
 // (apiclient.Client.DoBulk).
 func (a *Agent) callBulk(ctx context.Context, method, path, ctype string, body io.Reader, idle time.Duration, waitAnswer bool) (io.ReadCloser, error) {

@@ -51,10 +51,11 @@ func New(base string, tlsCfg *tls.Config, token string) (*Client, error) {
 		bulkTLS = tlsCfg.Clone()
 	}
 	bulkTLS.NextProtos = []string{"http/1.1"}
-	bulk := &http.Transport{TLSClientConfig: bulkTLS, ForceAttemptHTTP2: false,
+	// Its TLS records are gathered into large socket writes (bulkconn.go).
+	bulk := &http.Transport{DialTLSContext: dialBulk(bulkTLS, 15*time.Second), ForceAttemptHTTP2: false,
 		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
-		MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 15 * time.Second,
-		WriteBufferSize: 256 << 10, ReadBufferSize: 64 << 10}
+		MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second,
+		WriteBufferSize: 16 << 10, ReadBufferSize: 64 << 10}
 	return &Client{base: strings.TrimRight(u.String(), "/"), hc: &http.Client{Transport: tr}, bulk: &http.Client{Transport: bulk},
 		token: strings.TrimSpace(token)}, nil
 }
