@@ -317,3 +317,62 @@ func TestOnFrameAndOptions(t *testing.T) {
 		t.Errorf("String() = %q", s)
 	}
 }
+
+// scribbleReader returns short reads of its content and scribbles over the
+// rest of p, as io.Reader allows: file content is read straight into the
+// frame being filled, and nothing beyond what a read returned may reach
+// the stream.
+type scribbleReader struct {
+	b []byte
+	r *rand.Rand
+}
+
+func (s *scribbleReader) Read(p []byte) (int, error) {
+	if len(s.b) == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), len(s.b), 1+s.r.IntN(100<<10))
+	copy(p, s.b[:n])
+	for i := n; i < len(p); i++ {
+		p[i] = 0xAA
+	}
+	s.b = s.b[n:]
+	return n, nil
+}
+
+func TestContentReadInPlace(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	items := genTree(r, 60, false)
+	sink := &memSink{}
+	w, err := NewWriter(sink, Options{Level: compress.LevelNone, FrameSize: MinFrameSize, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range items {
+		if err := w.WriteEntry(&items[i].e, &scribbleReader{b: items[i].content, r: r}); err != nil {
+			t.Fatalf("WriteEntry(%q): %v", items[i].e.Path, err)
+		}
+	}
+	frames, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(frames) < 3 {
+		t.Fatalf("only %d frames; the test wants entries across frame ends", len(frames))
+	}
+	rd, err := NewReader(sink.source(), frames, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	got, err := readAll(rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareItems(t, got, items)
+	for i := range items {
+		if items[i].e.Type == index.TypeFile && items[i].e.Digest != got[i].e.Digest {
+			t.Fatalf("%s: digest of the stored content differs from the writer's", items[i].e.Path)
+		}
+	}
+}

@@ -256,6 +256,16 @@ type frameWriter struct{ w *Writer }
 
 func (f frameWriter) Write(p []byte) (int, error) {
 	w := f.w
+	if len(p) > 0 && len(p) <= w.o.FrameSize-len(w.cur) && &w.cur[:len(w.cur)+1][len(w.cur)] == &p[0] {
+		// p was read into the frame's free space (WriteEntry): it is in place.
+		w.cur = w.cur[:len(w.cur)+len(p)]
+		if len(w.cur) == w.o.FrameSize {
+			if err := w.submit(); err != nil {
+				return 0, err
+			}
+		}
+		return len(p), nil
+	}
 	n := 0
 	for len(p) > 0 {
 		k := copy(w.cur[len(w.cur):w.o.FrameSize], p)
@@ -344,10 +354,17 @@ func (w *Writer) WriteEntry(e *index.Entry, content io.Reader) error {
 			readErr = io.EOF
 			break
 		}
-		n, readErr = content.Read(w.scratch[:min(int64(len(w.scratch)), e.Size-got)])
+		// Read straight into the frame being filled: the tar writer passes
+		// the bytes on to frameWriter.Write, which sees they are already in
+		// place and does not copy them.
+		buf := w.cur[len(w.cur):w.o.FrameSize]
+		if len(buf) == 0 { // cannot happen: a full frame is submitted at once
+			buf = w.scratch
+		}
+		n, readErr = content.Read(buf[:min(int64(len(buf)), e.Size-got)])
 		if n > 0 {
-			hs.Write(w.scratch[:n])
-			if _, err := w.tw.Write(w.scratch[:n]); err != nil {
+			hs.Write(buf[:n])
+			if _, err := w.tw.Write(buf[:n]); err != nil {
 				return w.setErr(fmt.Errorf("stream: %s: %w", e.Path, err))
 			}
 			got += int64(n)
