@@ -393,7 +393,7 @@ func (rn *runner) measureSet(ctx context.Context, si SetInfo) {
 			if ctx.Err() != nil {
 				return
 			}
-			rn.tarCycle(ctx, si, rep)
+			rn.tarCycle(ctx, TestPeers, si, rep, true)
 		}
 	}
 	if rn.havePeer(ToolRestic) {
@@ -408,26 +408,9 @@ func (rn *runner) measureSet(ctx context.Context, si SetInfo) {
 
 func (rn *runner) kuraCycle(ctx context.Context, si SetInfo, src, home string, c Combo, rep int, phases bool) {
 	base := Run{Set: si.Name, Tool: ToolKura, Rep: rep, Block: c.Block, Buffer: c.Buffer, Files: int64(si.Files), Bytes: si.Bytes, Durable: true}
-	fail := func(r Run, err error) {
-		r.Error = err.Error()
-		if r.ExitCode == 0 {
-			r.ExitCode = -1
-		}
-		rn.add(r)
-	}
-	// A fresh home with one library tuned to the combo.
-	if err := os.RemoveAll(home); err != nil {
-		fail(withTest(base, TestTable51, PhaseBackup), err)
-		return
-	}
-	if err := createLibrary(home, c); err != nil {
-		fail(withTest(base, TestTable51, PhaseBackup), fmt.Errorf("creating the library: %w", err))
-		return
-	}
 	b := withTest(base, TestTable51, PhaseBackup)
 	b.Level = rn.o.Compress
-	b.Command = []string{rn.o.Kura, "--home", home, "backup", "--vtl", benchLibrary, "--compress", rn.o.Compress, "--json", src}
-	b = rn.kura(ctx, b, nil)
+	b = rn.localBackup(ctx, b, home, src)
 	rn.add(b)
 	if !phases || !b.OK() {
 		return
@@ -438,14 +421,43 @@ func (rn *runner) kuraCycle(ctx context.Context, si SetInfo, src, home string, c
 	rn.add(rn.kura(ctx, v, nil))
 
 	target := filepath.Join(rn.o.Scratch, fmt.Sprintf("restore-kura-%s-r%d", si.Name, rep))
-	_ = os.RemoveAll(target)
-	r := withTest(base, TestPhases, PhaseRestore)
-	r.Command = []string{rn.o.Kura, "--home", home, "restore", strconv.FormatInt(b.SavesetID, 10), "--to", target, "--json"}
-	r = rn.kura(ctx, r, nil)
-	r.Durable = false // kura restore does not fsync the files it writes
-	r.SyncSeconds = timeSync()
-	rn.add(r)
+	rn.add(rn.restoreRun(ctx, withTest(base, TestPhases, PhaseRestore), home, b.SavesetID, target))
 	rn.remove(si, ToolKura, rep, target)
+}
+
+// localBackup is b as `kura backup --vtl bench --compress b.Level --json
+// src` into a fresh home holding one library tuned to b's block and
+// buffer (the home is emptied first; the caller removes it).
+func (rn *runner) localBackup(ctx context.Context, b Run, home, src string) Run {
+	if err := os.RemoveAll(home); err != nil {
+		return failed(b, err)
+	}
+	if err := createLibrary(home, Combo{b.Block, b.Buffer}); err != nil {
+		return failed(b, fmt.Errorf("creating the library: %w", err))
+	}
+	b.Command = []string{rn.o.Kura, "--home", home, "backup", "--vtl", benchLibrary, "--compress", b.Level, "--json", src}
+	return rn.kura(ctx, b, nil)
+}
+
+// restoreRun is r as `kura restore ID --to target` of a saveset of home
+// into an emptied target, with the sync after it timed (kura restore does
+// not fsync the files it writes).
+func (rn *runner) restoreRun(ctx context.Context, r Run, home string, id int64, target string) Run {
+	_ = os.RemoveAll(target)
+	r.Command = []string{rn.o.Kura, "--home", home, "restore", strconv.FormatInt(id, 10), "--to", target, "--json"}
+	r = rn.kura(ctx, r, nil)
+	r.Durable = false
+	r.SyncSeconds = timeSync()
+	return r
+}
+
+// failed is r recorded as failed with err.
+func failed(r Run, err error) Run {
+	r.Error = err.Error()
+	if r.ExitCode == 0 {
+		r.ExitCode = -1
+	}
+	return r
 }
 
 const benchLibrary = "bench"
@@ -491,8 +503,12 @@ func (rn *runner) kura(ctx context.Context, r Run, env []string) Run {
 	return r
 }
 
-func (rn *runner) tarCycle(ctx context.Context, si SetInfo, rep int) {
-	base := Run{Test: TestPeers, Set: si.Name, Rep: rep, Files: int64(si.Files), Bytes: si.Bytes}
+// tarCycle is one repeat of tar on a set, recorded as runs of test: tar
+// -cf, tar -xf of that archive into an empty folder, the folder's delete,
+// and (with zstd, when the tool is there) tar -cf - | zstd -T0. The sync
+// after each run is timed separately (Run.SyncSeconds), not in Seconds.
+func (rn *runner) tarCycle(ctx context.Context, test string, si SetInfo, rep int, zstd bool) {
+	base := Run{Test: test, Set: si.Name, Rep: rep, Files: int64(si.Files), Bytes: si.Bytes}
 	archive := filepath.Join(rn.o.Scratch, fmt.Sprintf("%s-r%d.tar", si.Name, rep))
 
 	c := base
@@ -522,12 +538,14 @@ func (rn *runner) tarCycle(ctx context.Context, si SetInfo, rep int) {
 			x.SyncSeconds = timeSync()
 			x.setRates()
 			rn.add(x)
-			rn.remove(si, ToolTar, rep, target)
+			d := base
+			d.Tool = ToolTar
+			rn.deleteRun(d, target)
 		}
 	}
 	_ = os.Remove(archive)
 
-	if !rn.havePeer("zstd") {
+	if !zstd || !rn.havePeer("zstd") {
 		return
 	}
 	z := base
