@@ -70,7 +70,7 @@ type RunOptions struct {
 }
 
 // ParseParts reads a comma-separated list of parts (local, remote, drives,
-// link, files).
+// link, files, network).
 func ParseParts(s string) ([]string, error) {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
@@ -126,7 +126,7 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 		o.Compress = "auto"
 	}
 	if o.Parts == nil {
-		o.Parts = Parts
+		o.Parts = DefaultParts
 	}
 	for _, p := range o.Parts {
 		if !slices.Contains(Parts, p) {
@@ -179,11 +179,11 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 		res.Data.Sets = append(res.Data.Sets, si)
 		rn.sets[si.Name] = si
 	}
-	needSets := rn.part(PartLocal) || rn.part(PartRemote) || rn.part(PartDrives)
+	needSets := rn.part(PartLocal) || rn.part(PartRemote) || rn.part(PartDrives) || rn.part(PartNetwork)
 	if len(res.Data.Sets) == 0 && needSets {
 		return nil, fmt.Errorf("no data sets to measure in %s", o.Data)
 	}
-	if rn.part(PartLocal) {
+	if rn.part(PartLocal) || rn.part(PartNetwork) {
 		rn.findPeers(ctx)
 	}
 	rn.checkDropCaches()
@@ -212,6 +212,11 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 	if rn.part(PartFiles) {
 		rn.steps += rn.filesRuns()
 	}
+	var netCases []NetCase
+	if rn.part(PartNetwork) {
+		netCases = rn.netCases()
+		rn.steps += rn.netRuns(netCases)
+	}
 	rn.logf("suite %s, %d run(s) per figure, parts %s: %d runs", o.Suite, o.Repeats, strings.Join(o.Parts, ", "), rn.steps)
 
 	if needSets {
@@ -236,6 +241,12 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 	}
 	if rn.part(PartFiles) && ctx.Err() == nil {
 		rn.measureFiles(ctx)
+		if err := rn.write(false); err != nil {
+			return res, err
+		}
+	}
+	if rn.part(PartNetwork) && ctx.Err() == nil {
+		rn.measureNetwork(ctx, netCases)
 	}
 	runErr := ctx.Err()
 	res.Finished = time.Now().UTC()
@@ -607,11 +618,23 @@ func (rn *runner) add(r Run) {
 		what += fmt.Sprintf(" through agent %s, %d KiB/%d KiB", r.Client, r.Block>>10, r.Buffer>>10)
 	case r.Test == TestFiles && r.Phase == PhaseBackup:
 		what += " (--compress none)"
+	case r.Test == TestNetwork && r.Tool == ToolKura && r.Phase == PhaseBackup:
+		if r.Client != "" {
+			what += fmt.Sprintf(" --compress %s through agent %s", r.Level, r.Client)
+		} else {
+			what += fmt.Sprintf(" --compress %s, local", r.Level)
+		}
+	case r.Test == TestNetwork && r.Tool == ToolKura:
+		where := "local"
+		if r.Client != "" {
+			where = "server's"
+		}
+		what += fmt.Sprintf(" of the %s --compress %s saveset", where, r.Level)
 	case r.Block != 0 && r.Phase == PhaseBackup:
 		what += fmt.Sprintf(" %d KiB/%d KiB", r.Block>>10, r.Buffer>>10)
 	}
 	msg := fmt.Sprintf("%.2f s", r.Seconds)
-	if r.Phase != PhaseDelete {
+	if r.Phase != PhaseDelete && r.MiBps+r.FilesPerSec > 0 {
 		msg += fmt.Sprintf(", %.1f MiB/s, %.0f files/s", r.MiBps, r.FilesPerSec)
 	}
 	if r.Ratio != "" {
@@ -625,8 +648,15 @@ func (rn *runner) add(r Run) {
 			msg += fmt.Sprintf("; job %d (%s) %.2f s", j.JobID, j.Client, j.Seconds)
 		}
 	}
-	if r.MaxRSSKiB > 0 && r.Test != TestTable55 && r.Test != TestDrives && r.Test != TestLink {
+	if r.MaxRSSKiB > 0 && r.Client == "" { // a remote run's is the CLI's
 		msg += fmt.Sprintf(", max RSS %.1f MiB", float64(r.MaxRSSKiB)/1024)
+	}
+	if r.Test == TestNetwork && r.Phase == PhaseBackup {
+		if r.Client != "" {
+			msg += fmt.Sprintf(", CPU agent %.2f s + server %.2f s (CLI %.2f s)", r.AgentCPUSeconds, r.ServerCPUSeconds, r.UserSeconds+r.SysSeconds)
+		} else {
+			msg += fmt.Sprintf(", CPU %.2f s", r.UserSeconds+r.SysSeconds)
+		}
 	}
 	if !r.OK() {
 		msg = fmt.Sprintf("FAILED (exit %d): %s", r.ExitCode, r.Error)
