@@ -624,6 +624,8 @@ func (rn *runner) add(r Run) {
 		} else {
 			what += fmt.Sprintf(" --compress %s, local", r.Level)
 		}
+	case r.Test == TestNetwork && r.Tool == ToolKura && r.Phase == PhaseDelete:
+		what += fmt.Sprintf(" of the files restored from the local --compress %s saveset", r.Level)
 	case r.Test == TestNetwork && r.Tool == ToolKura:
 		where := "local"
 		if r.Client != "" {
@@ -661,7 +663,11 @@ func (rn *runner) add(r Run) {
 	if !r.OK() {
 		msg = fmt.Sprintf("FAILED (exit %d): %s", r.ExitCode, r.Error)
 	}
-	rn.logf("[%d/%d] %s %s run %d: %s", rn.step, rn.steps, r.Set, what, r.Rep, msg)
+	run := "run"
+	if r.Test == TestNetwork && r.Tool == ToolKura {
+		run = "pair"
+	}
+	rn.logf("[%d/%d] %s %s %s %d: %s", rn.step, rn.steps, r.Set, what, run, r.Rep, msg)
 }
 
 // proc is the outcome of running a command.
