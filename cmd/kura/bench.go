@@ -31,8 +31,10 @@ func newBenchCmd(g *globals) *cobra.Command {
                   links at every compression level (seed 003), small,
                   medium and huge files against cp -a (seed 002) — and,
                   with --peers tar,restic, GNU tar, tar | zstd and restic on
-                  the same data and disk; writes report.md, results.json
-                  and charts (SVG and PNG).
+                  the same data and disk; with --parts network, backups
+                  through an agent ÷ local in interleaved pairs with their
+                  CPU per GiB; writes report.md, results.json and charts
+                  (SVG and PNG).
   kura bench report  writes a run's report.md and charts again from its
                   results.json.`,
 	}
