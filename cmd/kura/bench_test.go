@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"image/png"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,23 +27,12 @@ func TestBenchRunEveryPartOnTinyData(t *testing.T) {
 		t.Skip("starts a server and agents")
 	}
 	k := newKura(t)
-	data := filepath.Join(k.dir, "data")
-	out := filepath.Join(k.dir, "report")
-	k.ok("bench", "gen", "--out", data, "--scale", "0.0002", "--sets", "test2")
-	r := k.ok("bench", "run", "--data", data, "--out", out, "--suite", "quick", "--peers", "tar",
+	out, r, res := benchRunTiny(k, "test2", "--suite", "quick", "--peers", "tar",
 		"--db-size", "256KiB", "--files-scale", "0.0001", "--no-drop-caches")
 	if !strings.Contains(r.stderr, "starting a server and 2 agent(s) on loopback") || !strings.Contains(r.stderr, "link test: dump") {
 		t.Errorf("no progress lines for the remote parts:\n%s", r.stderr)
 	}
 
-	b, err := os.ReadFile(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res bench.Results
-	if err := json.Unmarshal(b, &res); err != nil {
-		t.Fatal(err)
-	}
 	count := map[string]int{}
 	for _, run := range res.Runs {
 		if !run.OK() {
@@ -154,6 +145,114 @@ func TestBenchRunEveryPartOnTinyData(t *testing.T) {
 	k.expect(exitFailure, "bench", "report", k.dir)
 
 	// Servers, agents, libraries and restores were all cleaned up.
+	checkScratchGone(t, out)
+}
+
+// The network part on tiny data, as a user runs it: pairs of a local
+// backup and one through an agent, alternating which runs first, the
+// agent's savesets expired on the server, restores and tar with --peers
+// tar; judged by results.json's runs and their order, and the report's
+// section — never by how fast anything was.
+func TestBenchRunNetworkPartOnTinyData(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server and an agent")
+	}
+	k := newKura(t)
+	out, r, res := benchRunTiny(k, "test2,test3", "--parts", "network", "--peers", "tar", "--runs", "2", "--no-drop-caches")
+	if !strings.Contains(r.stderr, "network test: starting a server and an agent on loopback for 3 case(s), 2 pair(s) each") {
+		t.Errorf("no progress line for the network part:\n%s", r.stderr)
+	}
+	count := map[string]int{}
+	sides := map[string][]string{} // case → sides of its backups in run order
+	for i, run := range res.Runs {
+		if !run.OK() {
+			t.Errorf("run failed: %+v", run)
+		}
+		if run.Test != bench.TestNetwork {
+			t.Errorf("a %s run in the network part", run.Test)
+		}
+		count[run.Tool+" "+run.Phase]++
+		if run.Tool != bench.ToolKura || run.Phase != bench.PhaseBackup {
+			continue
+		}
+		side := "local"
+		if run.Client != "" {
+			side = "agent"
+			if len(run.Env) != 2 || !strings.HasPrefix(run.Env[0], "KURA_SERVER=https://127.0.0.1:") || slices.Contains(run.Command, "--home") {
+				t.Errorf("agent backup: env %q, command %q", run.Env, run.Command)
+			}
+			// The agent's saveset is expired on the server right after.
+			if i+1 >= len(res.Runs) || res.Runs[i+1].Phase != bench.PhaseExpire || !strings.Contains(strings.Join(res.Runs[i+1].Command, " "), "tape erase --force") {
+				t.Errorf("agent backup %d of %s not followed by its expiry", run.Rep, run.Case)
+			}
+		} else if !slices.Contains(run.Command, "--home") {
+			t.Errorf("local backup without its own home: %q", run.Command)
+		}
+		if !slices.Contains(run.Command, run.Level) || run.SavesetID == 0 {
+			t.Errorf("backup of %s: command %q, saveset %d", run.Case, run.Command, run.SavesetID)
+		}
+		sides[run.Case] = append(sides[run.Case], fmt.Sprintf("%d %s", run.Rep, side))
+	}
+	want := []string{"1 local", "1 agent", "2 agent", "2 local"}
+	for _, c := range []string{"test3, --compress none", "test3, --compress auto", "test2, --compress auto"} {
+		if !slices.Equal(sides[c], want) {
+			t.Errorf("%s ran %v, want %v", c, sides[c], want)
+		}
+	}
+	// 3 cases × 2 pairs: 2 backups, the agent's expiry, the local restore
+	// and its delete; 2 sets × 2 runs of tar -cf, -xf, delete; test2's
+	// tar | zstd.
+	for what, n := range map[string]int{"kura backup": 12, "kura expire": 6, "kura restore": 6, "kura delete": 6,
+		"tar backup": 4, "tar restore": 4, "tar delete": 4, "tar+zstd backup": 2} {
+		if count[what] != n {
+			t.Errorf("%d runs of %s, want %d (all: %v)", count[what], what, n, count)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Through an agent ÷ local (issue 12)", "| test3, --compress none |", "| test2, --compress auto |",
+		"Targets (issue 12)", "### Small files and restore against tar"} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	// bench report draws the same section from results.json.
+	if err := os.Remove(filepath.Join(out, "report.md")); err != nil {
+		t.Fatal(err)
+	}
+	k.ok("bench", "report", out)
+	if again, err := os.ReadFile(filepath.Join(out, "report.md")); err != nil || !bytes.Equal(again, md) {
+		t.Errorf("bench report wrote a different report.md (%v)", err)
+	}
+	checkScratchGone(t, out)
+}
+
+// benchRunTiny makes data of sets at scale 0.0002 and runs `kura bench
+// run` on it with args; it returns the report folder, the run's output
+// and its results.json.
+func benchRunTiny(k *kura, sets string, args ...string) (string, result, bench.Results) {
+	k.t.Helper()
+	data := filepath.Join(k.dir, "data")
+	out := filepath.Join(k.dir, "report")
+	k.ok("bench", "gen", "--out", data, "--scale", "0.0002", "--sets", sets)
+	r := k.ok(append([]string{"bench", "run", "--data", data, "--out", out}, args...)...)
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	var res bench.Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		k.t.Fatal(err)
+	}
+	return out, r, res
+}
+
+// checkScratchGone checks that a run cleaned up its servers, agents,
+// libraries and restores.
+func checkScratchGone(t *testing.T, out string) {
+	t.Helper()
 	if _, err := os.Stat(filepath.Join(out, "scratch")); !os.IsNotExist(err) {
 		left, _ := filepath.Glob(filepath.Join(out, "scratch", "*"))
 		t.Errorf("scratch folder left behind: %v", left)

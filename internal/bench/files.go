@@ -155,11 +155,7 @@ func (rn *runner) filesKura(ctx context.Context, base Run, src string) {
 		fail(withTest(base, TestFiles, PhaseDelete), fmt.Errorf("nothing restored to delete"))
 		return
 	}
-	_ = os.RemoveAll(target)
-	x.Command = []string{rn.o.Kura, "--home", home, "restore", strconv.FormatInt(b.SavesetID, 10), "--to", target, "--json"}
-	x = rn.kura(ctx, x, nil)
-	x.SyncSeconds = timeSync()
-	rn.add(x)
+	rn.add(rn.restoreRun(ctx, x, home, b.SavesetID, target))
 	rn.deleteRun(base, target)
 	rn.expireRun(ctx, base, home, b.SavesetID)
 }

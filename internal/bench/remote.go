@@ -202,10 +202,18 @@ func (rn *runner) failRemote(si SetInfo, plan remotePlan, rep int, err error) {
 func (rn *runner) remoteBackup(ctx context.Context, c *cluster, si SetInfo, src string, combo Combo, rep int) {
 	r := Run{Test: TestTable55, Set: si.Name, Tool: ToolKura, Phase: PhaseBackup, Rep: rep, Block: combo.Block, Buffer: combo.Buffer,
 		Level: rn.o.Compress, Files: int64(si.Files), Bytes: si.Bytes, Durable: true,
-		Client: clientA, Library: remoteLibrary(combo), Streams: 1, Env: c.displayEnv()}
-	r.Command = []string{rn.o.Kura, "backup", "--client", clientA, "--vtl", r.Library, "--compress", rn.o.Compress, "--json", src}
+		Client: clientA, Library: remoteLibrary(combo), Streams: 1}
+	rn.add(rn.agentBackup(ctx, c, r, src))
+}
+
+// agentBackup is r as `kura backup --client r.Client --vtl r.Library
+// --compress r.Level --json src` through the cluster, with the server's
+// and the agents' CPU time during it.
+func (rn *runner) agentBackup(ctx context.Context, c *cluster, r Run, src string) Run {
+	r.Env = c.displayEnv()
+	r.Command = []string{rn.o.Kura, "backup", "--client", r.Client, "--vtl", r.Library, "--compress", r.Level, "--json", src}
 	c.measure(&r, func() { r = rn.kura(ctx, r, c.adminEnv()) })
-	rn.add(r)
+	return r
 }
 
 // drivesRun is one variant of the drives test on the same entries: one job

@@ -107,6 +107,10 @@ const (
 	TestPhases  = "phases" // (e) backup, verify, restore
 	TestFiles   = "files"  // (f) seed 002: small, medium, huge files
 	TestPeers   = "peers"  // (g) tar, tar | zstd, restic
+	// TestNetwork is issue 12's comparison: interleaved pairs of a local
+	// backup and one through an agent, per case (Run.Case), with their
+	// CPU time; and, with --peers tar, restores and tar on the same sets.
+	TestNetwork = "network"
 )
 
 // Parts of a suite, as --parts names them.
@@ -116,10 +120,18 @@ const (
 	PartDrives = "drives" // Tables 5-6…5-9
 	PartLink   = "link"   // seed 003
 	PartFiles  = "files"  // seed 002
+	// PartNetwork is issue 12's through-an-agent ÷ local pairs (and small
+	// files and restores against tar): not in the default parts, as it
+	// repeats the local and remote backups of its sets twice over.
+	PartNetwork = "network"
 )
 
 // Parts lists every part in the order a suite runs them.
-var Parts = []string{PartLocal, PartRemote, PartDrives, PartLink, PartFiles}
+var Parts = []string{PartLocal, PartRemote, PartDrives, PartLink, PartFiles, PartNetwork}
+
+// DefaultParts are the parts a run without --parts measures: every part
+// but network.
+var DefaultParts = []string{PartLocal, PartRemote, PartDrives, PartLink, PartFiles}
 
 // Variants of the drives test.
 const (
@@ -174,6 +186,9 @@ type Run struct {
 	Variant string `json:"variant,omitempty"`
 	Link    string `json:"link,omitempty"`
 	BWLimit int64  `json:"bwlimit_bytes_per_s,omitempty"`
+	// Case is the network test's case (NetCase.Name): the set and the
+	// compression level its pairs back up.
+	Case string `json:"case,omitempty"`
 	// Jobs are the server's figures for each job of a run of several.
 	Jobs []JobFigures `json:"jobs,omitempty"`
 	// ServerCPUSeconds and AgentCPUSeconds are the CPU time (user + system)

@@ -70,7 +70,7 @@ type RunOptions struct {
 }
 
 // ParseParts reads a comma-separated list of parts (local, remote, drives,
-// link, files).
+// link, files, network).
 func ParseParts(s string) ([]string, error) {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
@@ -126,7 +126,7 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 		o.Compress = "auto"
 	}
 	if o.Parts == nil {
-		o.Parts = Parts
+		o.Parts = DefaultParts
 	}
 	for _, p := range o.Parts {
 		if !slices.Contains(Parts, p) {
@@ -179,11 +179,11 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 		res.Data.Sets = append(res.Data.Sets, si)
 		rn.sets[si.Name] = si
 	}
-	needSets := rn.part(PartLocal) || rn.part(PartRemote) || rn.part(PartDrives)
+	needSets := rn.part(PartLocal) || rn.part(PartRemote) || rn.part(PartDrives) || rn.part(PartNetwork)
 	if len(res.Data.Sets) == 0 && needSets {
 		return nil, fmt.Errorf("no data sets to measure in %s", o.Data)
 	}
-	if rn.part(PartLocal) {
+	if rn.part(PartLocal) || rn.part(PartNetwork) {
 		rn.findPeers(ctx)
 	}
 	rn.checkDropCaches()
@@ -212,6 +212,11 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 	if rn.part(PartFiles) {
 		rn.steps += rn.filesRuns()
 	}
+	var netCases []NetCase
+	if rn.part(PartNetwork) {
+		netCases = rn.netCases()
+		rn.steps += rn.netRuns(netCases)
+	}
 	rn.logf("suite %s, %d run(s) per figure, parts %s: %d runs", o.Suite, o.Repeats, strings.Join(o.Parts, ", "), rn.steps)
 
 	if needSets {
@@ -236,6 +241,12 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 	}
 	if rn.part(PartFiles) && ctx.Err() == nil {
 		rn.measureFiles(ctx)
+		if err := rn.write(false); err != nil {
+			return res, err
+		}
+	}
+	if rn.part(PartNetwork) && ctx.Err() == nil {
+		rn.measureNetwork(ctx, netCases)
 	}
 	runErr := ctx.Err()
 	res.Finished = time.Now().UTC()
@@ -393,7 +404,7 @@ func (rn *runner) measureSet(ctx context.Context, si SetInfo) {
 			if ctx.Err() != nil {
 				return
 			}
-			rn.tarCycle(ctx, si, rep)
+			rn.tarCycle(ctx, TestPeers, si, rep, true)
 		}
 	}
 	if rn.havePeer(ToolRestic) {
@@ -408,26 +419,9 @@ func (rn *runner) measureSet(ctx context.Context, si SetInfo) {
 
 func (rn *runner) kuraCycle(ctx context.Context, si SetInfo, src, home string, c Combo, rep int, phases bool) {
 	base := Run{Set: si.Name, Tool: ToolKura, Rep: rep, Block: c.Block, Buffer: c.Buffer, Files: int64(si.Files), Bytes: si.Bytes, Durable: true}
-	fail := func(r Run, err error) {
-		r.Error = err.Error()
-		if r.ExitCode == 0 {
-			r.ExitCode = -1
-		}
-		rn.add(r)
-	}
-	// A fresh home with one library tuned to the combo.
-	if err := os.RemoveAll(home); err != nil {
-		fail(withTest(base, TestTable51, PhaseBackup), err)
-		return
-	}
-	if err := createLibrary(home, c); err != nil {
-		fail(withTest(base, TestTable51, PhaseBackup), fmt.Errorf("creating the library: %w", err))
-		return
-	}
 	b := withTest(base, TestTable51, PhaseBackup)
 	b.Level = rn.o.Compress
-	b.Command = []string{rn.o.Kura, "--home", home, "backup", "--vtl", benchLibrary, "--compress", rn.o.Compress, "--json", src}
-	b = rn.kura(ctx, b, nil)
+	b = rn.localBackup(ctx, b, home, src)
 	rn.add(b)
 	if !phases || !b.OK() {
 		return
@@ -438,14 +432,43 @@ func (rn *runner) kuraCycle(ctx context.Context, si SetInfo, src, home string, c
 	rn.add(rn.kura(ctx, v, nil))
 
 	target := filepath.Join(rn.o.Scratch, fmt.Sprintf("restore-kura-%s-r%d", si.Name, rep))
-	_ = os.RemoveAll(target)
-	r := withTest(base, TestPhases, PhaseRestore)
-	r.Command = []string{rn.o.Kura, "--home", home, "restore", strconv.FormatInt(b.SavesetID, 10), "--to", target, "--json"}
-	r = rn.kura(ctx, r, nil)
-	r.Durable = false // kura restore does not fsync the files it writes
-	r.SyncSeconds = timeSync()
-	rn.add(r)
+	rn.add(rn.restoreRun(ctx, withTest(base, TestPhases, PhaseRestore), home, b.SavesetID, target))
 	rn.remove(si, ToolKura, rep, target)
+}
+
+// localBackup is b as `kura backup --vtl bench --compress b.Level --json
+// src` into a fresh home holding one library tuned to b's block and
+// buffer (the home is emptied first; the caller removes it).
+func (rn *runner) localBackup(ctx context.Context, b Run, home, src string) Run {
+	if err := os.RemoveAll(home); err != nil {
+		return failed(b, err)
+	}
+	if err := createLibrary(home, Combo{b.Block, b.Buffer}); err != nil {
+		return failed(b, fmt.Errorf("creating the library: %w", err))
+	}
+	b.Command = []string{rn.o.Kura, "--home", home, "backup", "--vtl", benchLibrary, "--compress", b.Level, "--json", src}
+	return rn.kura(ctx, b, nil)
+}
+
+// restoreRun is r as `kura restore ID --to target` of a saveset of home
+// into an emptied target, with the sync after it timed (kura restore does
+// not fsync the files it writes).
+func (rn *runner) restoreRun(ctx context.Context, r Run, home string, id int64, target string) Run {
+	_ = os.RemoveAll(target)
+	r.Command = []string{rn.o.Kura, "--home", home, "restore", strconv.FormatInt(id, 10), "--to", target, "--json"}
+	r = rn.kura(ctx, r, nil)
+	r.Durable = false
+	r.SyncSeconds = timeSync()
+	return r
+}
+
+// failed is r recorded as failed with err.
+func failed(r Run, err error) Run {
+	r.Error = err.Error()
+	if r.ExitCode == 0 {
+		r.ExitCode = -1
+	}
+	return r
 }
 
 const benchLibrary = "bench"
@@ -491,8 +514,12 @@ func (rn *runner) kura(ctx context.Context, r Run, env []string) Run {
 	return r
 }
 
-func (rn *runner) tarCycle(ctx context.Context, si SetInfo, rep int) {
-	base := Run{Test: TestPeers, Set: si.Name, Rep: rep, Files: int64(si.Files), Bytes: si.Bytes}
+// tarCycle is one repeat of tar on a set, recorded as runs of test: tar
+// -cf, tar -xf of that archive into an empty folder, the folder's delete,
+// and (with zstd, when the tool is there) tar -cf - | zstd -T0. The sync
+// after each run is timed separately (Run.SyncSeconds), not in Seconds.
+func (rn *runner) tarCycle(ctx context.Context, test string, si SetInfo, rep int, zstd bool) {
+	base := Run{Test: test, Set: si.Name, Rep: rep, Files: int64(si.Files), Bytes: si.Bytes}
 	archive := filepath.Join(rn.o.Scratch, fmt.Sprintf("%s-r%d.tar", si.Name, rep))
 
 	c := base
@@ -522,12 +549,14 @@ func (rn *runner) tarCycle(ctx context.Context, si SetInfo, rep int) {
 			x.SyncSeconds = timeSync()
 			x.setRates()
 			rn.add(x)
-			rn.remove(si, ToolTar, rep, target)
+			d := base
+			d.Tool = ToolTar
+			rn.deleteRun(d, target)
 		}
 	}
 	_ = os.Remove(archive)
 
-	if !rn.havePeer("zstd") {
+	if !zstd || !rn.havePeer("zstd") {
 		return
 	}
 	z := base
@@ -589,11 +618,25 @@ func (rn *runner) add(r Run) {
 		what += fmt.Sprintf(" through agent %s, %d KiB/%d KiB", r.Client, r.Block>>10, r.Buffer>>10)
 	case r.Test == TestFiles && r.Phase == PhaseBackup:
 		what += " (--compress none)"
+	case r.Test == TestNetwork && r.Tool == ToolKura && r.Phase == PhaseBackup:
+		if r.Client != "" {
+			what += fmt.Sprintf(" --compress %s through agent %s", r.Level, r.Client)
+		} else {
+			what += fmt.Sprintf(" --compress %s, local", r.Level)
+		}
+	case r.Test == TestNetwork && r.Tool == ToolKura && r.Phase == PhaseDelete:
+		what += fmt.Sprintf(" of the files restored from the local --compress %s saveset", r.Level)
+	case r.Test == TestNetwork && r.Tool == ToolKura:
+		where := "local"
+		if r.Client != "" {
+			where = "server's"
+		}
+		what += fmt.Sprintf(" of the %s --compress %s saveset", where, r.Level)
 	case r.Block != 0 && r.Phase == PhaseBackup:
 		what += fmt.Sprintf(" %d KiB/%d KiB", r.Block>>10, r.Buffer>>10)
 	}
 	msg := fmt.Sprintf("%.2f s", r.Seconds)
-	if r.Phase != PhaseDelete {
+	if r.Phase != PhaseDelete && r.MiBps+r.FilesPerSec > 0 {
 		msg += fmt.Sprintf(", %.1f MiB/s, %.0f files/s", r.MiBps, r.FilesPerSec)
 	}
 	if r.Ratio != "" {
@@ -607,13 +650,24 @@ func (rn *runner) add(r Run) {
 			msg += fmt.Sprintf("; job %d (%s) %.2f s", j.JobID, j.Client, j.Seconds)
 		}
 	}
-	if r.MaxRSSKiB > 0 && r.Test != TestTable55 && r.Test != TestDrives && r.Test != TestLink {
+	if r.MaxRSSKiB > 0 && r.Client == "" { // a remote run's is the CLI's
 		msg += fmt.Sprintf(", max RSS %.1f MiB", float64(r.MaxRSSKiB)/1024)
+	}
+	if r.Test == TestNetwork && r.Phase == PhaseBackup {
+		if r.Client != "" {
+			msg += fmt.Sprintf(", CPU agent %.2f s + server %.2f s (CLI %.2f s)", r.AgentCPUSeconds, r.ServerCPUSeconds, r.UserSeconds+r.SysSeconds)
+		} else {
+			msg += fmt.Sprintf(", CPU %.2f s", r.UserSeconds+r.SysSeconds)
+		}
 	}
 	if !r.OK() {
 		msg = fmt.Sprintf("FAILED (exit %d): %s", r.ExitCode, r.Error)
 	}
-	rn.logf("[%d/%d] %s %s run %d: %s", rn.step, rn.steps, r.Set, what, r.Rep, msg)
+	run := "run"
+	if r.Test == TestNetwork && r.Tool == ToolKura {
+		run = "pair"
+	}
+	rn.logf("[%d/%d] %s %s %s %d: %s", rn.step, rn.steps, r.Set, what, run, r.Rep, msg)
 }
 
 // proc is the outcome of running a command.
