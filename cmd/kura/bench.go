@@ -216,11 +216,15 @@ the quick suite and 64 MiB in the seed suite (at 10 Mbit/s an uncompressed
 					o.Peers = append(o.Peers, p)
 				}
 			}
-			exe, err := os.Executable()
-			if err != nil {
-				return fmt.Errorf("finding the kura binary to run: %w", err)
+			if o.Kura == "" {
+				exe, err := os.Executable()
+				if err != nil {
+					return fmt.Errorf("finding the kura binary to run: %w", err)
+				}
+				o.Kura = exe
+			} else if st, err := os.Stat(o.Kura); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+				return usageErrorf("--kura %q: not an executable file", o.Kura)
 			}
-			o.Kura = exe
 			if err := os.MkdirAll(o.Out, 0o755); err != nil {
 				return err
 			}
@@ -238,6 +242,7 @@ the quick suite and 64 MiB in the seed suite (at 10 Mbit/s an uncompressed
 	f := cmd.Flags()
 	f.StringVar(&o.Data, "data", "", "data folder made by kura bench gen (required)")
 	f.StringVar(&o.Out, "out", "", "report folder (required)")
+	f.StringVar(&o.Kura, "kura", "", "the kura binary to measure (default this one); compare two builds on the same data with two runs")
 	f.StringVar(&o.Scratch, "scratch", "", "folder for libraries, archives and restores (default REPORTDIR/scratch; same disk as the data for a fair comparison)")
 	f.StringVar(&o.Suite, "suite", "quick", "quick (1 run per figure) or seed (3 runs, medians)")
 	f.IntVar(&o.Repeats, "runs", 0, "runs per figure (default: the suite's)")

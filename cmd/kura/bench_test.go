@@ -265,6 +265,8 @@ func TestBenchRunUsageErrors(t *testing.T) {
 		{"bench", "run", "--data", k.dir, "--out", k.dir, "--parts", "local,wan"},
 		{"bench", "run", "--data", k.dir, "--out", k.dir, "--db-size", "lots"},
 		{"bench", "run", "--data", k.dir, "--out", k.dir, "--files-scale", "-1"},
+		{"bench", "run", "--data", k.dir, "--out", k.dir, "--kura", filepath.Join(k.dir, "no-such-kura")},
+		{"bench", "run", "--data", k.dir, "--out", k.dir, "--kura", k.dir},
 	} {
 		k.expect(exitUsage, args...)
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"debug/buildinfo"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -299,8 +300,9 @@ func (res *Results) Median(keep func(Run) bool) (Run, int, bool) {
 }
 
 // DescribeMachine gathers the machine's description from /proc, findmnt
-// and df.
-func DescribeMachine(dataDir, scratchDir string) Machine {
+// and df, and the version of the kura binary measured (the running one
+// when kura cannot be read).
+func DescribeMachine(dataDir, scratchDir, kura string) Machine {
 	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version(), Root: os.Geteuid() == 0}
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
 		sc := bufio.NewScanner(f)
@@ -333,26 +335,35 @@ func DescribeMachine(dataDir, scratchDir string) Machine {
 	m.DataDisk = describeDisk(dataDir)
 	m.ScratchDir = describeDisk(scratchDir)
 	m.Kura = "devel"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			m.Kura = bi.Main.Version
-		}
-		var rev, dirty string
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				if s.Value == "true" {
-					dirty = "+modified"
-				}
-			}
-		}
-		if rev != "" {
-			m.Kura += " " + rev[:min(12, len(rev))] + dirty
-		}
+	if bi, err := buildinfo.ReadFile(kura); err == nil {
+		m.Kura = kuraVersion(bi)
+	} else if bi, ok := debug.ReadBuildInfo(); ok {
+		m.Kura = kuraVersion(bi)
 	}
 	return m
+}
+
+// kuraVersion is the version and commit of a kura build.
+func kuraVersion(bi *debug.BuildInfo) string {
+	v := "devel"
+	if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+modified"
+			}
+		}
+	}
+	if rev != "" {
+		v += " " + rev[:min(12, len(rev))] + dirty
+	}
+	return v
 }
 
 func describeDisk(dir string) Disk {

@@ -163,7 +163,7 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 	res := &Results{
 		Version: 1, Suite: o.Suite, Repeats: o.Repeats, Started: time.Now().UTC(), Compress: o.Compress, Parts: o.Parts,
 		Data:    Data{Dir: o.Data, Seed: man.Seed, Scale: man.Scale},
-		Machine: DescribeMachine(o.Data, o.Scratch),
+		Machine: DescribeMachine(o.Data, o.Scratch, o.Kura),
 		Notes:   []string{},
 		Runs:    []Run{},
 	}
