@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -115,6 +116,7 @@ func notFound(err error) bool {
 type globals struct {
 	home       string
 	cpuProfile string
+	traceFile  string
 	client     string // --client: whose data (with a server)
 	local      bool   // --local: ignore a configured server
 	// stderr is the command's error stream (warnings at start-up).
@@ -149,25 +151,36 @@ An explicit home (--home or KURA_HOME) always means that local home, and
 	root.PersistentFlags().BoolVar(&g.local, "local", false, "work on the local home even when a server is configured")
 	root.PersistentFlags().StringVar(&g.cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for developers)")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
-	var stopProfile func()
+	root.PersistentFlags().StringVar(&g.traceFile, "trace", "", "write an execution trace (go tool trace) to this file (for developers)")
+	_ = root.PersistentFlags().MarkHidden("trace")
+	var stops []func()
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		g.stderr = cmd.ErrOrStderr()
-		if g.cpuProfile == "" {
-			return nil
+		if g.cpuProfile != "" {
+			f, err := os.Create(g.cpuProfile)
+			if err != nil {
+				return err
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
 		}
-		f, err := os.Create(g.cpuProfile)
-		if err != nil {
-			return err
+		if g.traceFile != "" {
+			f, err := os.Create(g.traceFile)
+			if err != nil {
+				return err
+			}
+			if err := trace.Start(f); err != nil {
+				return err
+			}
+			stops = append(stops, func() { trace.Stop(); f.Close() })
 		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
 		return nil
 	}
 	root.PersistentPostRun = func(*cobra.Command, []string) {
-		if stopProfile != nil {
-			stopProfile()
+		for _, stop := range stops {
+			stop()
 		}
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {

@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -29,8 +30,9 @@ func (c *countingConn) Write(p []byte) (int, error) {
 }
 
 // tlsPair starts a TLS server on loopback that sends everything it reads
-// to got, and returns a bulk connection to it over a counting socket.
-func tlsPair(t *testing.T) (*bulkConn, *countingConn, <-chan []byte) {
+// to got (or drops it, if !keep), and returns a bulk connection to it over
+// a counting socket.
+func tlsPair(t testing.TB, keep bool) (*bulkConn, *countingConn, <-chan []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -63,7 +65,7 @@ func tlsPair(t *testing.T) (*bulkConn, *countingConn, <-chan []byte) {
 		buf := make([]byte, 1<<20)
 		for {
 			n, err := tc.Read(buf)
-			if n > 0 {
+			if n > 0 && keep {
 				got <- bytes.Clone(buf[:n])
 			}
 			if err != nil {
@@ -89,7 +91,7 @@ func tlsPair(t *testing.T) (*bulkConn, *countingConn, <-chan []byte) {
 
 // receive reads n bytes from the server's side, failing the test if they
 // do not all come within the test's deadline.
-func receive(t *testing.T, got <-chan []byte, n int) []byte {
+func receive(t testing.TB, got <-chan []byte, n int) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -112,7 +114,7 @@ func receive(t *testing.T, got <-chan []byte, n int) []byte {
 // per 16 KiB TLS record, arrives whole, and nothing stays buffered after
 // Write returns (a small write reaches the server with nothing after it).
 func TestBulkConnGathersRecords(t *testing.T) {
-	bc, cc, got := tlsPair(t)
+	bc, cc, got := tlsPair(t, true)
 	data := make([]byte, 1<<20)
 	rand.Read(data)
 	before := cc.writes.Load()
@@ -159,4 +161,44 @@ func TestGatherConnWriteErrorSticks(t *testing.T) {
 	if _, err := c.Write(big); !errors.Is(err, errCut) {
 		t.Fatalf("a large write after the failure = %v; want the socket's error", err)
 	}
+}
+
+// BenchmarkBulkTLS: 1 MiB writes over TLS on loopback, with and without
+// gathering records, and the CPU both ends of the connection spend per
+// GiB (user + system of this process, which holds both): the floor of
+// the network path's cost on a machine, whatever Kura does around it.
+//
+//	go test -run X -bench BulkTLS -benchtime 2000x -count 5 ./internal/apiclient
+func BenchmarkBulkTLS(b *testing.B) {
+	for _, gather := range []bool{false, true} {
+		name := map[bool]string{false: "records", true: "gathered"}[gather]
+		b.Run(name, func(b *testing.B) {
+			bc, _, _ := tlsPair(b, false)
+			if !gather {
+				bc.raw.mu.Lock()
+				bc.raw.buf = nil
+				bc.raw.mu.Unlock()
+			}
+			data := make([]byte, 1<<20)
+			rand.Read(data)
+			b.SetBytes(int64(len(data)))
+			c0 := cpuSeconds()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := bc.Write(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric((cpuSeconds()-c0)/(float64(b.N)/1024), "cpu-s/GiB")
+		})
+	}
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
