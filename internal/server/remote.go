@@ -159,23 +159,31 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, rj *runningJob,
 	defer stop()
 	var (
 		res    prodResult
-		buf    []byte
 		prevSB int64
 		prevF  int64
 	)
 	// Every frame is checked before it goes to tape: a corrupting agent or
-	// link fails the backup now, not a verify later.
+	// link fails the backup now, not a verify later. The check and the
+	// write run on a goroutine of their own (frameWriter), so that reading
+	// and decrypting the next frames, this loop's work, goes on meanwhile.
 	chk, err := stream.NewFrameChecker()
 	if err != nil {
 		res.err = err
 		return res
 	}
 	defer chk.Close()
+	fw := newFrameWriter(rj.agent, chk, prod)
 	fail := func(err error) prodResult {
+		res.frames, _ = fw.finish()
 		res.err = fmt.Errorf("agent %s: the data stream broke after %s: %w", rj.agent, units.FormatSize(body.n.Load()), err)
 		return res
 	}
 	for {
+		if err := fw.failed(); err != nil {
+			res.frames, res.err = fw.finish()
+			return res
+		}
+		buf := fw.buffer()
 		typ, payload, err := api.ReadMsg(body, buf)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
@@ -186,27 +194,18 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, rj *runningJob,
 			} else if errors.Is(err, os.ErrDeadlineExceeded) {
 				err = fmt.Errorf("%w: nothing for %s", errAgentGone, s.opts.IdleTimeout)
 			}
+			if werr := fw.failed(); werr != nil { // the cause, not its echo
+				res.frames, res.err = fw.finish()
+				return res
+			}
 			return fail(err)
 		}
-		buf = payload[:0]
 		rj.touch(time.Now())
+		if typ == api.MsgFrame {
+			fw.write(payload, body.n.Load())
+			continue
+		}
 		switch typ {
-		case api.MsgFrame:
-			frame := payload
-			if err := chk.Check(frame); err != nil {
-				res.err = fmt.Errorf("agent %s: frame %d (%s, %s into the stream) is damaged, nothing of it went to tape: %w",
-					rj.agent, len(res.frames), units.FormatSize(int64(len(frame))), units.FormatSize(body.n.Load()), err)
-				return res
-			}
-			loc, err := prod.sink.WriteFrame(frame)
-			if err != nil {
-				res.err = fmt.Errorf("writing to tape: %w", err)
-				return res
-			}
-			prod.hooks.Phase.Media.Add(int64(len(frame)))
-			// Where the frame landed; the agent adds the uncompressed
-			// offsets and sizes it knows.
-			res.frames = append(res.frames, index.Frame{CSize: uint32(len(frame)), Part: int32(loc.Part), PartOffset: loc.Offset})
 		case api.MsgProgress:
 			var p api.Progress
 			if err := json.Unmarshal(payload, &p); err != nil {
@@ -232,14 +231,19 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, rj *runningJob,
 		case api.MsgAbort:
 			var wm api.Warning
 			_ = json.Unmarshal(payload, &wm)
+			res.frames, _ = fw.finish()
 			res.err = fmt.Errorf("agent %s gave up: %s", rj.agent, wm.Message)
 			return res
 		case api.MsgEnd:
 			if err := json.Unmarshal(payload, &res.end); err != nil {
 				return fail(fmt.Errorf("%w: %v", api.ErrBadMsg, err))
 			}
+			// Every frame is on tape (or the first failure is known)
+			// before the stream counts as received.
+			res.frames, res.err = fw.finish()
 			return res
 		}
+		fw.reuse(payload)
 	}
 }
 
