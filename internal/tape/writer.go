@@ -285,10 +285,24 @@ func (w *fileWriter) startWriteback(n int) {
 		return
 	}
 	if f, ok := w.data.(interface{ Fd() uintptr }); ok {
-		_ = unix.SyncFileRange(int(f.Fd()), w.flushedTo, w.unflushed, unix.SYNC_FILE_RANGE_WRITE)
+		fd := int(f.Fd())
+		_ = unix.SyncFileRange(fd, w.flushedTo, w.unflushed, unix.SYNC_FILE_RANGE_WRITE)
+		// What was sent to the disk two chunks ago is written by now:
+		// drop it from the page cache (pages still being written stay).
+		if w.flushedTo >= 2*writebackChunk {
+			_ = unix.Fadvise(fd, w.flushedTo-2*writebackChunk, writebackChunk, unix.FADV_DONTNEED)
+		}
 	}
 	w.flushedTo += w.unflushed
 	w.unflushed = 0
+}
+
+// dropCache drops the whole data file from the page cache once it is on
+// disk (after its fsync).
+func (w *fileWriter) dropCache() {
+	if f, ok := w.data.(interface{ Fd() uintptr }); ok {
+		_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+	}
 }
 
 func (w *fileWriter) flushTable() error {
@@ -375,6 +389,8 @@ func (w *fileWriter) Finish() (FileInfo, error) {
 	if err == nil {
 		if e := w.data.Sync(); e != nil {
 			err = fail("sync data", e)
+		} else {
+			w.dropCache()
 		}
 	}
 	if err == nil {
