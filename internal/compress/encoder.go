@@ -109,6 +109,11 @@ func (e *Encoder) Probe(src []byte) float64 {
 			sample = append(sample, src[i*step:i*step+probeSlice]...)
 		}
 	}
+	return e.probeSample(sample)
+}
+
+// probeSample is the size ratio of sample compressed with the fastest level.
+func (e *Encoder) probeSample(sample []byte) float64 {
 	c := e.probe.EncodeAll(sample, make([]byte, 0, len(sample)+len(sample)/64+64))
 	return float64(len(c)) / float64(len(sample))
 }

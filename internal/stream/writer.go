@@ -95,12 +95,14 @@ type Stats struct {
 
 // job is one frame in flight.
 type job struct {
-	off    int64
-	raw    []byte
-	out    []byte
-	codec  compress.Codec
-	encDur time.Duration
-	done   chan struct{}
+	off     int64
+	raw     []byte // the frame's content in the raw layout (compress.RawPos)
+	n       int    // content bytes in raw
+	out     []byte
+	inPlace bool // out is raw finished in place, not a buffer of outPool
+	codec   compress.Codec
+	encDur  time.Duration
+	done    chan struct{}
 }
 
 // Writer writes a saveset stream (without its label: the sink writes the
@@ -118,9 +120,10 @@ type Writer struct {
 	auto *compress.Auto
 	tw   *tar.Writer
 
-	cur      []byte    // frame being filled
-	curStart int64     // stream offset of cur[0]
-	pool     sync.Pool // raw frame buffers
+	cur      []byte    // frame being filled, in the raw layout (compress.RawPos)
+	curN     int       // content bytes in cur
+	curStart int64     // stream offset of the frame's first content byte
+	pool     sync.Pool // raw frame buffers (compress.RawLayoutSize(FrameSize))
 	outPool  sync.Pool // encoded frame buffers
 	scratch  []byte
 
@@ -164,7 +167,7 @@ func NewWriter(sink FrameSink, opts Options) (*Writer, error) {
 		}
 		w.stats.Level = w.auto.Level()
 	}
-	w.pool.New = func() any { return make([]byte, 0, o.FrameSize) }
+	w.pool.New = func() any { return make([]byte, compress.RawLayoutSize(o.FrameSize)) }
 	w.cur = w.pool.Get().([]byte)
 	w.tw = tar.NewWriter(frameWriter{w})
 	for i := 0; i < o.Workers; i++ {
@@ -186,18 +189,27 @@ func (w *Writer) outBuf(n int) []byte {
 	return make([]byte, 0, compress.RawFrameSize(max(n, w.o.FrameSize)))
 }
 
+// encodeLoop encodes frames. A frame stored raw is finished where its
+// content lies (its content was filled in the raw layout); only a frame
+// to compress is gathered into one piece first.
 func (w *Writer) encodeLoop() {
 	defer w.workers.Done()
+	var flat []byte
 	for j := range w.work {
 		t0 := time.Now()
 		lvl := w.o.Level
 		if lvl == compress.LevelAuto {
 			lvl = compress.LevelNone
-			if w.enc.Probe(j.raw) < compress.ProbeThreshold {
+			if w.enc.ProbeRaw(j.raw, j.n) < compress.ProbeThreshold {
 				lvl = w.auto.Level()
 			}
 		}
-		j.out, j.codec = w.enc.Encode(w.outBuf(len(j.raw)), j.raw, lvl)
+		if lvl == compress.LevelNone {
+			j.out, j.codec, j.inPlace = compress.FinishRawFrame(j.raw, j.n), compress.CodecRaw, true
+		} else {
+			flat = compress.GatherRaw(flat[:0], j.raw, j.n)
+			j.out, j.codec = w.enc.Encode(w.outBuf(j.n), flat, lvl)
+		}
 		j.encDur = time.Since(t0)
 		close(j.done)
 	}
@@ -213,16 +225,14 @@ func (w *Writer) sinkLoop() {
 		skip := w.err != nil || w.aborted
 		w.mu.Unlock()
 		if skip {
-			w.pool.Put(j.raw[:0])
+			w.release(j)
 			continue
 		}
 		t1 := time.Now()
 		loc, err := w.sink.WriteFrame(j.out)
 		sinkDur := time.Since(t1)
-		n, c := len(j.raw), len(j.out)
-		w.pool.Put(j.raw[:0])
-		w.outPool.Put(j.out[:0])
-		j.out = nil
+		n, c := j.n, len(j.out)
+		w.release(j)
 		w.mu.Lock()
 		if err != nil {
 			w.err = fmt.Errorf("stream: writing frame %d: %w", len(w.frames), err)
@@ -251,33 +261,50 @@ func (w *Writer) sinkLoop() {
 	}
 }
 
-// frameWriter is the io.Writer under the tar writer: it fills frames.
+// release gives a frame's buffers back once the sink is done with them.
+func (w *Writer) release(j *job) {
+	if j.out != nil && !j.inPlace {
+		w.outPool.Put(j.out[:0])
+	}
+	w.pool.Put(j.raw)
+	j.raw, j.out = nil, nil
+}
+
+// frameWriter is the io.Writer under the tar writer: it fills frames, in
+// the raw layout.
 type frameWriter struct{ w *Writer }
 
 func (f frameWriter) Write(p []byte) (int, error) {
 	w := f.w
-	if len(p) > 0 && len(p) <= w.o.FrameSize-len(w.cur) && &w.cur[:len(w.cur)+1][len(w.cur)] == &p[0] {
+	if free := w.free(); len(p) > 0 && len(p) <= len(free) && &free[0] == &p[0] {
 		// p was read into the frame's free space (WriteEntry): it is in place.
-		w.cur = w.cur[:len(w.cur)+len(p)]
-		if len(w.cur) == w.o.FrameSize {
-			if err := w.submit(); err != nil {
-				return 0, err
-			}
-		}
-		return len(p), nil
+		return len(p), w.fill(len(p))
 	}
 	n := 0
 	for len(p) > 0 {
-		k := copy(w.cur[len(w.cur):w.o.FrameSize], p)
-		w.cur = w.cur[:len(w.cur)+k]
+		k := copy(w.free(), p)
 		p, n = p[k:], n+k
-		if len(w.cur) == w.o.FrameSize {
-			if err := w.submit(); err != nil {
-				return n, err
-			}
+		if err := w.fill(k); err != nil {
+			return n, err
 		}
 	}
 	return n, nil
+}
+
+// free is where the frame's next content bytes go: up to the end of the
+// current raw block.
+func (w *Writer) free() []byte {
+	at := compress.RawPos(w.curN)
+	return w.cur[at : at+compress.RawRun(w.curN, w.o.FrameSize)]
+}
+
+// fill counts k bytes put into free() and submits the frame when it is full.
+func (w *Writer) fill(k int) error {
+	w.curN += k
+	if w.curN == w.o.FrameSize {
+		return w.submit()
+	}
+	return nil
 }
 
 // submit queues the current frame; it blocks while 2×Workers are queued.
@@ -285,11 +312,11 @@ func (w *Writer) submit() error {
 	if err := w.stickyErr(); err != nil {
 		return err
 	}
-	j := &job{off: w.curStart, raw: w.cur, done: make(chan struct{})}
+	j := &job{off: w.curStart, raw: w.cur, n: w.curN, done: make(chan struct{})}
 	w.order <- j
 	w.work <- j
-	w.curStart += int64(len(w.cur))
-	w.cur = w.pool.Get().([]byte)
+	w.curStart += int64(w.curN)
+	w.cur, w.curN = w.pool.Get().([]byte), 0
 	return nil
 }
 
@@ -334,7 +361,7 @@ func (w *Writer) WriteEntry(e *index.Entry, content io.Reader) error {
 	if err := w.tw.Flush(); err != nil { // pads the previous entry
 		return w.setErr(fmt.Errorf("stream: %w", err))
 	}
-	off := w.curStart + int64(len(w.cur))
+	off := w.curStart + int64(w.curN)
 	if err := w.tw.WriteHeader(h); err != nil {
 		return w.setErr(fmt.Errorf("stream: %s: %w", e.Path, err))
 	}
@@ -357,7 +384,7 @@ func (w *Writer) WriteEntry(e *index.Entry, content io.Reader) error {
 		// Read straight into the frame being filled: the tar writer passes
 		// the bytes on to frameWriter.Write, which sees they are already in
 		// place and does not copy them.
-		buf := w.cur[len(w.cur):w.o.FrameSize]
+		buf := w.free()
 		if len(buf) == 0 { // cannot happen: a full frame is submitted at once
 			buf = w.scratch
 		}
@@ -402,7 +429,7 @@ func (w *Writer) Close() ([]index.Frame, error) {
 			err = w.setErr(fmt.Errorf("stream: %w", e))
 		}
 	}
-	if err == nil && len(w.cur) > 0 {
+	if err == nil && w.curN > 0 {
 		err = w.submit()
 	}
 	w.shutdown()
