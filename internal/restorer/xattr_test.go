@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -177,5 +180,84 @@ func TestUnprivilegedRestoreSkipsPrivilegedXattrsWithOneWarning(t *testing.T) {
 	checkPrivileged(t, filepath.Join(to, src), want, false)
 	if got, err := os.ReadFile(filepath.Join(to, src, "ping")); err != nil || string(got) != "small tool" {
 		t.Errorf("ping: %q, %v", got, err)
+	}
+}
+
+// TestRestoreAsNobodySkipsPrivilegedXattrsWithOneWarning: the same as a
+// real unprivileged user — this test binary run again as nobody restores
+// the saveset (TestRestoreAsNobodyHelper), so the process's own decision
+// that it may not set security.* and trusted.* attributes is the one tried.
+func TestRestoreAsNobodySkipsPrivilegedXattrsWithOneWarning(t *testing.T) {
+	src := t.TempDir()
+	want := makePrivilegedTree(t, src)
+	ss := produce(t, src)
+	dir, err := os.MkdirTemp(os.TempDir(), "kura-restorer-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"restorer.test": bin, "data": ss.data, "index": ss.idx} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(dir, "restorer.test"), "-test.run=^TestRestoreAsNobodyHelper$")
+	cmd.Env = append(os.Environ(), "KURA_RESTORE_HELPER="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("restore as nobody: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "warnings"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	if err := json.Unmarshal(b, &warnings); err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 1 || !strings.HasPrefix(warnings[0], "5 files had security.* or trusted.* attributes") {
+		t.Fatalf("warnings %q, want one for the job counting the 5 entries", warnings)
+	}
+	checkPrivileged(t, filepath.Join(dir, "to", src), want, false)
+}
+
+// TestRestoreAsNobodyHelper is the restore of the test above, run as
+// nobody; it does nothing in a plain test run.
+func TestRestoreAsNobodyHelper(t *testing.T) {
+	dir := os.Getenv("KURA_RESTORE_HELPER")
+	if dir == "" {
+		return
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := os.ReadFile(filepath.Join(dir, "index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &memStore{sets: map[int64]*memSaveset{7: {data: data, idx: idx}}}
+	out, err := restorer.Run(context.Background(), store, &restorer.Saveset{ID: 7, Tapes: []string{"MEM001"}},
+		restorer.Options{To: filepath.Join(dir, "to")}, restorer.Job{ID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(out.Warnings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "warnings"), b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
