@@ -149,10 +149,7 @@ func Run(ctx context.Context, store Store, ss *Saveset, opts Options, job Job) (
 	}
 	runErr := r.run()
 	r.close()
-	if n := r.privSkipped.Load(); n > 0 {
-		r.warn("", fmt.Sprintf("%d files had security.* or trusted.* attributes (file capabilities, SELinux labels), which only root may set: "+
-			"they were restored without them; a restore as root keeps them", n))
-	}
+	r.warnSkippedXattrs()
 	r.phase.End()
 	start := r.phase.Source.Start()
 	out.Phase = Phase{Name: r.phase.Name, Start: start, End: start.Add(r.phase.Elapsed()), Files: r.phase.Files.Total(),
@@ -251,6 +248,8 @@ type restoreRun struct {
 
 	privXattrs  bool         // may set security.* and trusted.* attributes
 	privSkipped atomic.Int64 // entries whose security.*/trusted.* attributes were skipped
+
+	xattrUnsupported atomic.Int64 // entries with attributes the target's file system refused as unsupported
 
 	sources  map[int64]*sourceReader
 	dirs     []index.Entry // directory metadata, applied last (deepest first)

@@ -38,19 +38,40 @@ var mayPrivilegedXattrs = func() bool {
 
 // setXattrs sets an entry's extended attributes with set, after its owner
 // (chown clears a file capability). Without the privilege, the security.*
-// and trusted.* ones are skipped and counted for the job's one warning.
+// and trusted.* ones are skipped and counted for the job's one warning;
+// so are the ones the target's file system does not support.
 func (r *restoreRun) setXattrs(e *index.Entry, set func(name string, value []byte) error) {
-	skipped := false
+	skipped, unsupported := false, false
 	for k, v := range e.Xattrs {
 		if !r.privXattrs && privilegedXattr(k) {
 			skipped = true
 			continue
 		}
-		if err := set(k, []byte(v)); err != nil && !errors.Is(err, unix.ENOTSUP) {
+		err := set(k, []byte(v))
+		switch {
+		case errors.Is(err, unix.ENOTSUP):
+			unsupported = true
+		case err != nil:
 			r.warn(e.Path, fmt.Sprintf("xattr %s: %v", k, err))
 		}
 	}
 	if skipped {
 		r.privSkipped.Add(1)
+	}
+	if unsupported {
+		r.xattrUnsupported.Add(1)
+	}
+}
+
+// warnSkippedXattrs gives the job's one warning for each kind of attribute
+// it could not set, naming how many entries had them.
+func (r *restoreRun) warnSkippedXattrs() {
+	if n := r.privSkipped.Load(); n > 0 {
+		r.warn("", fmt.Sprintf("%d files had security.* or trusted.* attributes (file capabilities, SELinux labels), which only root may set: "+
+			"they were restored without them; a restore as root keeps them", n))
+	}
+	if n := r.xattrUnsupported.Load(); n > 0 {
+		r.warn("", fmt.Sprintf("%d files had extended attributes (or ACLs) that the file system of the target does not support: "+
+			"they were restored without them", n))
 	}
 }

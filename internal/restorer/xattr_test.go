@@ -261,3 +261,37 @@ func TestRestoreAsNobodyHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestXattrsTheTargetCannotHoldAreOneWarning: restoring into a file system
+// without extended attributes (a ramfs) restores the files without them and
+// says so once for the job, naming how many entries had them — it does not
+// drop them silently, nor warn once per file.
+func TestXattrsTheTargetCannotHoldAreOneWarning(t *testing.T) {
+	src := t.TempDir()
+	want := makePrivilegedTree(t, src)
+	store := &memStore{sets: map[int64]*memSaveset{7: produce(t, src)}}
+	to := t.TempDir()
+	if err := syscall.Mount("ramfs", to, "ramfs", 0, ""); err != nil {
+		t.Skipf("cannot mount a ramfs: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(to, syscall.MNT_DETACH) })
+	out, err := restorer.Run(context.Background(), store, &restorer.Saveset{ID: 7, Tapes: []string{"MEM001"}},
+		restorer.Options{To: to}, restorer.Job{ID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.WarningCount != 1 || len(out.Warnings) != 1 ||
+		!strings.HasPrefix(out.Warnings[0], "5 files had extended attributes (or ACLs) that the file system of the target does not support") {
+		t.Fatalf("%d warnings %q, want one for the job counting the 5 entries", out.WarningCount, out.Warnings)
+	}
+	if got, err := os.ReadFile(filepath.Join(to, src, "ping")); err != nil || string(got) != "small tool" {
+		t.Errorf("ping: %q, %v", got, err)
+	}
+	for _, p := range want {
+		if fi, err := os.Lstat(filepath.Join(to, src, p.name)); err != nil {
+			t.Errorf("%s: %v", p.name, err)
+		} else if p.mode != 0 && fi.Mode()&(os.ModePerm|os.ModeSetuid) != p.mode {
+			t.Errorf("%s: mode %v, want %v", p.name, fi.Mode(), p.mode)
+		}
+	}
+}
