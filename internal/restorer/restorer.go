@@ -17,6 +17,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -139,7 +140,7 @@ func Run(ctx context.Context, store Store, ss *Saveset, opts Options, job Job) (
 	defer root.Close()
 	r := &restoreRun{ctx: ctx, opts: opts, ss: ss, job: job, root: root, store: store,
 		phase: monitor.StartPhase(job.Clock, "restore"), sources: map[int64]*sourceReader{},
-		asRoot: os.Geteuid() == 0}
+		asRoot: os.Geteuid() == 0, privXattrs: mayPrivilegedXattrs()}
 	r.ticker.total = job.Total
 	if len(ss.Tapes) > 0 {
 		// The tape the restore starts on; each part opened then says its
@@ -148,6 +149,7 @@ func Run(ctx context.Context, store Store, ss *Saveset, opts Options, job Job) (
 	}
 	runErr := r.run()
 	r.close()
+	r.warnSkippedXattrs()
 	r.phase.End()
 	start := r.phase.Source.Start()
 	out.Phase = Phase{Name: r.phase.Name, Start: start, End: start.Add(r.phase.Elapsed()), Files: r.phase.Files.Total(),
@@ -243,6 +245,11 @@ type restoreRun struct {
 	phase  *monitor.Phase
 	asRoot bool
 	ticker progressTicker
+
+	privXattrs  bool         // may set security.* and trusted.* attributes
+	privSkipped atomic.Int64 // entries whose security.*/trusted.* attributes were skipped
+
+	xattrUnsupported atomic.Int64 // entries with attributes the target's file system refused as unsupported
 
 	sources  map[int64]*sourceReader
 	dirs     []index.Entry // directory metadata, applied last (deepest first)
@@ -748,16 +755,12 @@ func (r *restoreRun) applyMeta(name string, e *index.Entry, isDir bool) error {
 		}
 		defer h.release()
 		f, fd := h.f, h.fd
-		for k, v := range e.Xattrs {
-			if err := unix.Fsetxattr(fd, k, []byte(v), 0); err != nil && !errors.Is(err, unix.ENOTSUP) {
-				r.warn(e.Path, fmt.Sprintf("xattr %s: %v", k, err))
-			}
-		}
 		if r.asRoot {
 			if err := f.Chown(int(e.UID), int(e.GID)); err != nil {
 				return err
 			}
 		}
+		r.setXattrs(e, func(name string, value []byte) error { return unix.Fsetxattr(fd, name, value, 0) })
 		if err := f.Chmod(fileMode(e.Mode) | os.ModeDir); err != nil {
 			return err
 		}
@@ -769,6 +772,12 @@ func (r *restoreRun) applyMeta(name string, e *index.Entry, isDir bool) error {
 		if err := unix.Fchownat(dirfd, name, int(e.UID), int(e.GID), unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return err
 		}
+	}
+	if len(e.Xattrs) > 0 {
+		// l*xattr have no *at form: the entry is named through the
+		// directory's descriptor, and a symlink's own attributes are set.
+		at := "/proc/self/fd/" + strconv.Itoa(dirfd) + "/" + name
+		r.setXattrs(e, func(k string, v []byte) error { return unix.Lsetxattr(at, k, v, 0) })
 	}
 	if e.Type != index.TypeSymlink {
 		if err := unix.Fchmodat(dirfd, name, e.Mode&0o7777, 0); err != nil {

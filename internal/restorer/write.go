@@ -157,19 +157,16 @@ func writeFileAt(r *restoreRun, dirfd int, base string, e *index.Entry, data []b
 	return unix.Close(fd)
 }
 
-// setFileMeta sets xattrs, owner (as root), mode and times of an open file.
-// The mode is set after the owner, which clears setuid bits.
+// setFileMeta sets owner (as root), xattrs, mode and times of an open file.
+// The xattrs and the mode are set after the owner: chown clears a file
+// capability (security.capability) and setuid bits.
 func setFileMeta(r *restoreRun, fd int, e *index.Entry) error {
-	for k, v := range e.Xattrs {
-		if err := unix.Fsetxattr(fd, k, []byte(v), 0); err != nil && !errors.Is(err, unix.ENOTSUP) {
-			r.warn(e.Path, fmt.Sprintf("xattr %s: %v", k, err))
-		}
-	}
 	if r.asRoot {
 		if err := unix.Fchown(fd, int(e.UID), int(e.GID)); err != nil {
 			return fmt.Errorf("chown: %w", err)
 		}
 	}
+	r.setXattrs(e, func(name string, value []byte) error { return unix.Fsetxattr(fd, name, value, 0) })
 	if err := unix.Fchmod(fd, e.Mode&0o7777); err != nil {
 		return fmt.Errorf("chmod: %w", err)
 	}

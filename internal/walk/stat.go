@@ -106,6 +106,13 @@ func xattrPath(dirfd int, sysName, abs string) string {
 	return "/proc/self/fd/" + strconv.Itoa(dirfd) + "/" + sysName
 }
 
+// Xattrs reads the extended attributes of path, without following a
+// symlink, as a backup stores them: what a source verify compares with.
+func Xattrs(path string) (map[string]string, error) {
+	w := walker{xbuf: make([]byte, 4<<10)}
+	return w.xattrs(path)
+}
+
 // xattrs reads the extended attributes of path without following a
 // symlink. A file system without xattr support gives none, silently.
 func (w *walker) xattrs(path string) (map[string]string, error) {
