@@ -226,7 +226,7 @@ func Walk(ctx context.Context, roots []string, opts Options, fn func(*Item) erro
 		return err
 	}
 	if top.root {
-		fd, err := openat(unix.AT_FDCWD, "/", dirFlags)
+		fd, err := openDir(unix.AT_FDCWD, "/")
 		if err != nil {
 			return fmt.Errorf("walk: open /: %w", err)
 		}
@@ -469,7 +469,7 @@ func (w *walker) virtual(n *vnode, abs, rel string) error {
 // openDir opens directory name (relative to dirfd) for listing and checks
 // that it is still the directory that was stat'ed.
 func (w *walker) openDir(dirfd int, name, abs string, dev, ino uint64) (int, bool) {
-	fd, err := openat(dirfd, name, dirFlags)
+	fd, err := openDir(dirfd, name)
 	if err != nil {
 		w.warn(Warning{Path: abs, Op: "open", Err: err})
 		return -1, false
@@ -562,6 +562,17 @@ func (w *walker) readNames(fd int) ([]string, error) {
 		}
 		_, _, names = unix.ParseDirent(w.buf[:n], -1, names)
 	}
+}
+
+// openDir opens a directory to read without touching its access time
+// where the kernel allows it (O_NOATIME: the owner or root), so a backup
+// leaves the tree's atimes as they were.
+func openDir(dirfd int, name string) (int, error) {
+	fd, err := openat(dirfd, name, dirFlags|unix.O_NOATIME)
+	if err == unix.EPERM {
+		fd, err = openat(dirfd, name, dirFlags)
+	}
+	return fd, err
 }
 
 // openat opens name relative to dirfd, retrying on EINTR.

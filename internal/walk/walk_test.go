@@ -692,3 +692,28 @@ func BenchmarkWalk100k(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
 }
+
+// A walk leaves the access times of the folders it reads as they were
+// (O_NOATIME): with an atime older than the mtime, relatime would
+// otherwise stamp every folder a backup lists.
+func TestWalkLeavesFolderAtimes(t *testing.T) {
+	d, _ := tempDir(t)
+	mkfile(t, d+"/top/sub/f", "1")
+	old := unix.NsecToTimespec(946684800 * 1e9) // 2000-01-01
+	for _, dir := range []string{d + "/top", d + "/top/sub"} {
+		// atime far in the past, mtime now: reading it would update the atime.
+		if err := unix.UtimesNanoAt(unix.AT_FDCWD, dir, []unix.Timespec{old, {Nsec: unix.UTIME_NOW}}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	walkAll(t, []string{d + "/top"}, Options{})
+	for _, dir := range []string{d + "/top", d + "/top/sub"} {
+		var st unix.Stat_t
+		if err := unix.Stat(dir, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Atim != old {
+			t.Errorf("%s: atime %v after the walk; it was %v", dir, st.Atim, old)
+		}
+	}
+}
