@@ -174,9 +174,12 @@ func (s *Server) revokeClient(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.log.Warn("client revoked", "client", name)
-	// Cut it off now: its open polls and running jobs end.
-	s.hub.drop(name)
+	// Cut it off now: its running jobs end, then its open polls. In that
+	// order: an agent told first closes its data stream, and a job whose
+	// stream broke before it was cancelled failed with the broken stream
+	// instead of the revocation.
 	s.cancelJobsOf(name, "client "+name+" was revoked")
+	s.hub.drop(name)
 	c, err := s.env.Catalog.Client(name)
 	if err != nil {
 		return err

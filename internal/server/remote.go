@@ -178,10 +178,18 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, rj *runningJob,
 		res.err = fmt.Errorf("agent %s: the data stream broke after %s: %w", rj.agent, units.FormatSize(body.n.Load()), err)
 		return res
 	}
+	// stopped ends the stream on the frame writer's failure; a job that was
+	// cancelled meanwhile (revoked, shut down) ends with why it was.
+	stopped := func() prodResult {
+		res.frames, res.err = fw.finish()
+		if rj.ctx.Err() != nil {
+			res.err = context.Cause(rj.ctx)
+		}
+		return res
+	}
 	for {
-		if err := fw.failed(); err != nil {
-			res.frames, res.err = fw.finish()
-			return res
+		if fw.failed() != nil {
+			return stopped()
 		}
 		buf := fw.buffer()
 		typ, payload, err := api.ReadMsg(body, buf)
@@ -194,9 +202,8 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, rj *runningJob,
 			} else if errors.Is(err, os.ErrDeadlineExceeded) {
 				err = fmt.Errorf("%w: nothing for %s", errAgentGone, s.opts.IdleTimeout)
 			}
-			if werr := fw.failed(); werr != nil { // the cause, not its echo
-				res.frames, res.err = fw.finish()
-				return res
+			if fw.failed() != nil { // the cause, not its echo
+				return stopped()
 			}
 			return fail(err)
 		}
