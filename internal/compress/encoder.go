@@ -42,8 +42,8 @@ const (
 // Encoder turns frames into zstd frames. It is safe for concurrent use by
 // up to Concurrency goroutines at once without blocking (more just wait).
 type Encoder struct {
-	enc   map[zstd.EncoderLevel]*zstd.Encoder
-	probe *zstd.Encoder
+	enc      map[zstd.EncoderLevel]*zstd.Encoder
+	probeEnc *zstd.Encoder
 }
 
 // NewEncoder returns an encoder for concurrency simultaneous callers
@@ -68,7 +68,7 @@ func NewEncoder(concurrency int) (*Encoder, error) {
 		}
 		e.enc[l] = z
 	}
-	e.probe = e.enc[zstd.SpeedFastest]
+	e.probeEnc = e.enc[zstd.SpeedFastest]
 	return e, nil
 }
 
@@ -96,25 +96,25 @@ func (e *Encoder) Encode(dst, src []byte, l Level) ([]byte, Codec) {
 // original) of a sample of up to 64 KiB compressed with the fastest zstd
 // level. Below ProbeThreshold the frame is worth compressing.
 func (e *Encoder) Probe(src []byte) float64 {
-	if len(src) == 0 {
-		return 1
-	}
-	var sample []byte
-	if len(src) <= probeSlices*probeSlice {
-		sample = src
-	} else {
-		sample = make([]byte, 0, probeSlices*probeSlice)
-		step := (len(src) - probeSlice) / (probeSlices - 1)
-		for i := 0; i < probeSlices; i++ {
-			sample = append(sample, src[i*step:i*step+probeSlice]...)
-		}
-	}
-	return e.probeSample(sample)
+	return e.probe(len(src), func(dst []byte, i, end int) []byte { return append(dst, src[i:end]...) })
 }
 
-// probeSample is the size ratio of sample compressed with the fastest level.
-func (e *Encoder) probeSample(sample []byte) float64 {
-	c := e.probe.EncodeAll(sample, make([]byte, 0, len(sample)+len(sample)/64+64))
+// probe compresses the sample of n content bytes that take (which appends
+// content bytes [i, end) to dst) gives, and returns the size ratio.
+func (e *Encoder) probe(n int, take func(dst []byte, i, end int) []byte) float64 {
+	if n == 0 {
+		return 1
+	}
+	sample := make([]byte, 0, min(n, probeSlices*probeSlice))
+	if n <= probeSlices*probeSlice {
+		sample = take(sample, 0, n)
+	} else {
+		step := (n - probeSlice) / (probeSlices - 1)
+		for i := 0; i < probeSlices; i++ {
+			sample = take(sample, i*step, i*step+probeSlice)
+		}
+	}
+	c := e.probeEnc.EncodeAll(sample, make([]byte, 0, len(sample)+len(sample)/64+64))
 	return float64(len(c)) / float64(len(sample))
 }
 

@@ -29,22 +29,7 @@ const (
 // decoder accepts it without a window limit beyond the frame itself.
 // Empty src gives one empty last raw block.
 func AppendRawFrame(dst, src []byte) []byte {
-	n := uint64(len(src))
-	dst = binary.LittleEndian.AppendUint32(dst, ZstdMagic)
-	const single, checksum = 1 << 5, 1 << 2
-	switch {
-	case n < 256:
-		dst = append(dst, 0<<6|single|checksum, byte(n))
-	case n < 65536+256:
-		dst = append(dst, 1<<6|single|checksum)
-		dst = binary.LittleEndian.AppendUint16(dst, uint16(n-256))
-	case n <= 0xFFFFFFFF:
-		dst = append(dst, 2<<6|single|checksum)
-		dst = binary.LittleEndian.AppendUint32(dst, uint32(n))
-	default:
-		dst = append(dst, 3<<6|single|checksum)
-		dst = binary.LittleEndian.AppendUint64(dst, n)
-	}
+	dst = appendRawHeader(dst, len(src))
 	rest := src
 	for {
 		b := rest[:min(len(rest), MaxRawBlock)]
@@ -60,6 +45,28 @@ func AppendRawFrame(dst, src []byte) []byte {
 		}
 	}
 	return binary.LittleEndian.AppendUint32(dst, uint32(xxhash.Sum64(src)))
+}
+
+// appendRawHeader appends the frame header of a raw frame of n content
+// bytes: magic, descriptor (single segment, content checksum) and size.
+func appendRawHeader(dst []byte, n int) []byte {
+	un := uint64(n)
+	dst = binary.LittleEndian.AppendUint32(dst, ZstdMagic)
+	const single, checksum = 1 << 5, 1 << 2
+	switch {
+	case un < 256:
+		dst = append(dst, 0<<6|single|checksum, byte(un))
+	case un < 65536+256:
+		dst = append(dst, 1<<6|single|checksum)
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(un-256))
+	case un <= 0xFFFFFFFF:
+		dst = append(dst, 2<<6|single|checksum)
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(un))
+	default:
+		dst = append(dst, 3<<6|single|checksum)
+		dst = binary.LittleEndian.AppendUint64(dst, un)
+	}
+	return dst
 }
 
 // RawFrameSize is the exact length AppendRawFrame produces for n content

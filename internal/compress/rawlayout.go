@@ -45,21 +45,7 @@ func RawRun(i, n int) int {
 // what AppendRawFrame makes of the same content.
 func FinishRawFrame(buf []byte, n int) []byte {
 	var hdr [RawHeaderRoom]byte
-	h := binary.LittleEndian.AppendUint32(hdr[:0], ZstdMagic)
-	const single, checksum = 1 << 5, 1 << 2
-	switch un := uint64(n); {
-	case un < 256:
-		h = append(h, 0<<6|single|checksum, byte(un))
-	case un < 65536+256:
-		h = append(h, 1<<6|single|checksum)
-		h = binary.LittleEndian.AppendUint16(h, uint16(un-256))
-	case un <= 0xFFFFFFFF:
-		h = append(h, 2<<6|single|checksum)
-		h = binary.LittleEndian.AppendUint32(h, uint32(un))
-	default:
-		h = append(h, 3<<6|single|checksum)
-		h = binary.LittleEndian.AppendUint64(h, un)
-	}
+	h := appendRawHeader(hdr[:0], n)
 	start := RawHeaderRoom - len(h)
 	copy(buf[start:], h)
 	var d xxhash.Digest
@@ -98,23 +84,13 @@ func GatherRaw(dst, buf []byte, n int) []byte {
 // ProbeRaw is Probe of the n content bytes laid out in buf: the same
 // sample, taken from where the bytes lie.
 func (e *Encoder) ProbeRaw(buf []byte, n int) float64 {
-	if n == 0 {
-		return 1
-	}
-	var sample []byte
-	if n <= probeSlices*probeSlice {
-		sample = GatherRaw(make([]byte, 0, n), buf, n)
-	} else {
-		sample = make([]byte, 0, probeSlices*probeSlice)
-		step := (n - probeSlice) / (probeSlices - 1)
-		for s := 0; s < probeSlices; s++ {
-			for i, end := s*step, s*step+probeSlice; i < end; {
-				k := min(RawRun(i, n), end-i)
-				p := RawPos(i)
-				sample = append(sample, buf[p:p+k]...)
-				i += k
-			}
+	return e.probe(n, func(dst []byte, i, end int) []byte {
+		for i < end {
+			k := min(RawRun(i, n), end-i)
+			p := RawPos(i)
+			dst = append(dst, buf[p:p+k]...)
+			i += k
 		}
-	}
-	return e.probeSample(sample)
+		return dst
+	})
 }

@@ -143,11 +143,7 @@ func (l *Local) AddTapes(ctx context.Context, lib string, req api.TapeAdd) ([]ap
 }
 
 func (l *Local) ExportTape(ctx context.Context, barcode string) (*api.Tape, error) {
-	lib, err := l.env.LibraryOfTape(barcode)
-	if err != nil {
-		return nil, Err(err)
-	}
-	st, err := tapeStatus(lib, barcode)
+	lib, st, err := l.tapeStatus(barcode)
 	if err != nil {
 		return nil, Err(err)
 	}
@@ -188,27 +184,28 @@ func (l *Local) LabelTape(ctx context.Context, barcode string, req api.TapeLabel
 var ErrNotLoaded = errors.New("tape is not in a drive")
 
 // tapeStatus is a tape's place in its library.
-func tapeStatus(lib *library.Library, barcode string) (library.TapeStatus, error) {
+// tapeStatus finds a tape's library and where the tape is in it.
+func (l *Local) tapeStatus(barcode string) (*library.Library, library.TapeStatus, error) {
+	lib, err := l.env.LibraryOfTape(barcode)
+	if err != nil {
+		return nil, library.TapeStatus{}, err
+	}
 	ts, err := lib.Tapes()
 	if err != nil {
-		return library.TapeStatus{}, err
+		return nil, library.TapeStatus{}, err
 	}
 	i := slices.IndexFunc(ts, func(t library.TapeStatus) bool { return t.Barcode == barcode })
 	if i < 0 {
-		return library.TapeStatus{}, fmt.Errorf("library %s: tape %s: %w", lib.Config().Name, barcode, library.ErrUnknownTape)
+		return nil, library.TapeStatus{}, fmt.Errorf("library %s: tape %s: %w", lib.Config().Name, barcode, library.ErrUnknownTape)
 	}
-	return ts[i], nil
+	return lib, ts[i], nil
 }
 
 func (l *Local) LoadTape(ctx context.Context, barcode string, req api.TapeLoad) (*api.Tape, error) {
 	if err := req.Validate(); err != nil {
 		return nil, Err(err)
 	}
-	lib, err := l.env.LibraryOfTape(barcode)
-	if err != nil {
-		return nil, Err(err)
-	}
-	st, err := tapeStatus(lib, barcode)
+	lib, st, err := l.tapeStatus(barcode)
 	if err != nil {
 		return nil, Err(err)
 	}
@@ -233,11 +230,7 @@ func (l *Local) LoadTape(ctx context.Context, barcode string, req api.TapeLoad) 
 }
 
 func (l *Local) UnloadTape(ctx context.Context, barcode string) (*api.Tape, error) {
-	lib, err := l.env.LibraryOfTape(barcode)
-	if err != nil {
-		return nil, Err(err)
-	}
-	st, err := tapeStatus(lib, barcode)
+	lib, st, err := l.tapeStatus(barcode)
 	if err != nil {
 		return nil, Err(err)
 	}

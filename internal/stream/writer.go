@@ -125,7 +125,6 @@ type Writer struct {
 	curStart int64     // stream offset of the frame's first content byte
 	pool     sync.Pool // raw frame buffers (compress.RawLayoutSize(FrameSize))
 	outPool  sync.Pool // encoded frame buffers
-	scratch  []byte
 
 	order   chan *job
 	work    chan *job
@@ -158,7 +157,6 @@ func NewWriter(sink FrameSink, opts Options) (*Writer, error) {
 		order:   make(chan *job, 2*o.Workers),
 		work:    make(chan *job, 2*o.Workers),
 		emitter: make(chan struct{}),
-		scratch: make([]byte, 256<<10),
 	}
 	w.stats.Level = o.Level
 	if o.Level == compress.LevelAuto {
@@ -384,10 +382,7 @@ func (w *Writer) WriteEntry(e *index.Entry, content io.Reader) error {
 		// Read straight into the frame being filled: the tar writer passes
 		// the bytes on to frameWriter.Write, which sees they are already in
 		// place and does not copy them.
-		buf := w.free()
-		if len(buf) == 0 { // cannot happen: a full frame is submitted at once
-			buf = w.scratch
-		}
+		buf := w.free() // never empty: a full frame is submitted at once
 		n, readErr = content.Read(buf[:min(int64(len(buf)), e.Size-got)])
 		if n > 0 {
 			hs.Write(buf[:n])
