@@ -490,7 +490,7 @@ func (v *verifyRun) data() error {
 			continue
 		}
 		h := stream.NewDigest()
-		n, err := io.Copy(h, rd)
+		n, err := rd.HashContent(h)
 		v.phase.Source.Add(n)
 		v.env.tick(&v.ticker, v.jobID, v.phase, e.Path)
 		if err != nil {

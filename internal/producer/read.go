@@ -33,6 +33,7 @@ const (
 type item struct {
 	walk.Item
 	unchanged bool   // content is in the base saveset: nothing to read
+	holey     bool   // takes less room on disk than its size: may have holes
 	data      []byte // a small file's content (in buf)
 	buf       []byte // from getBuf, given back by releaseTokens
 	file      *os.File
@@ -120,6 +121,9 @@ func (b *producer) stream(strm *stream.Writer, idxw *index.Writer, base *baseInd
 					}
 				}
 				if e.Type == index.TypeFile && !it.unchanged {
+					// A file with holes is read as a large file is (not
+					// prefetched whole), its holes found when it is written.
+					it.holey = wi.Alloc < e.Size
 					if len(wi.Abs) >= unix.PathMax {
 						// Too long to open by name later: open it now,
 						// relative to its directory.
@@ -133,7 +137,7 @@ func (b *producer) stream(strm *stream.Writer, idxw *index.Writer, base *baseInd
 					// and given back by the writer in the same order: the
 					// next file the writer needs always has its share, so
 					// readers that ran ahead can never starve it.
-					if e.Size <= smallFile {
+					if e.Size <= smallFile && !it.holey {
 						it.tokens = int(e.Size/4096) + 1
 						for range it.tokens {
 							select {
@@ -291,7 +295,7 @@ func (b *producer) prefetch(it *item, budget chan struct{}) {
 		return
 	}
 	size := it.Entry.Size
-	if size > smallFile {
+	if size > smallFile || it.holey {
 		_ = unix.Fadvise(fd, 0, 0, unix.FADV_SEQUENTIAL)
 		it.file = os.NewFile(uintptr(fd), it.Abs)
 		return
@@ -317,7 +321,7 @@ func (b *producer) prefetch(it *item, budget chan struct{}) {
 // prefetchFile reads a file the walker already opened.
 func (b *producer) prefetchFile(it *item, budget chan struct{}) {
 	size := it.Entry.Size
-	if size > smallFile {
+	if size > smallFile || it.holey {
 		return
 	}
 	f := it.file
@@ -421,13 +425,32 @@ func (b *producer) write(strm *stream.Writer, idxw *index.Writer, it *item, budg
 			return nil
 		}
 		var content io.Reader = bytes.NewReader(it.data)
+		var data []stream.Extent
 		if it.file != nil {
 			defer it.file.Close()
 			// A large file counts as it is read, so the peak rate is
 			// a rate, not a file size.
-			content = &countingReader{r: it.file, add: b.hooks.Phase.Source.Add}
+			var r io.Reader = it.file
+			if it.holey {
+				if data = dataExtents(int(it.file.Fd()), e.Size); data != nil {
+					r = &extentReader{f: it.file, data: data, holes: b.hooks.Phase.Source.Add}
+				}
+			}
+			content = &countingReader{r: r, add: b.hooks.Phase.Source.Add}
 		}
-		err := strm.WriteEntry(e, content)
+		var err error
+		if data != nil {
+			err = strm.WriteSparseEntry(e, data, content)
+			// Holes count as the source bytes they are (the file's size),
+			// those before an extent as it is reached, the last one here.
+			var end int64
+			if n := len(data); n > 0 {
+				end = data[n-1].End()
+			}
+			b.hooks.Phase.Source.Add(e.Size - end)
+		} else {
+			err = strm.WriteEntry(e, content)
+		}
 		if it.file != nil {
 			if cr := content.(*countingReader); cr.err != nil {
 				// A read error in the middle of a large file: what was read
@@ -470,6 +493,73 @@ func (b *producer) write(strm *stream.Writer, idxw *index.Writer, it *item, budg
 		b.hooks.Tick(e.Path)
 	}
 	return nil
+}
+
+// dataExtents maps a file's data with SEEK_DATA and SEEK_HOLE, in
+// storable extents (stream.AlignExtents). It returns nil when the file has
+// no hole within size bytes, or the file system cannot tell: the file is
+// then read whole, holes as zeros, as before.
+func dataExtents(fd int, size int64) []stream.Extent {
+	var data []stream.Extent
+	for off := int64(0); off < size; {
+		start, err := unix.Seek(fd, off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) || (err == nil && start >= size) {
+			break // only a hole from off to the end
+		}
+		if err != nil {
+			return nil
+		}
+		end, err := unix.Seek(fd, start, unix.SEEK_HOLE)
+		if err != nil {
+			return nil
+		}
+		end = min(end, size)
+		data = append(data, stream.Extent{Offset: start, Length: end - start})
+		if len(data) > stream.MaxExtents {
+			return nil // too fragmented to be worth a map
+		}
+		off = end
+	}
+	if len(data) == 1 && data[0].Offset == 0 && data[0].Length == size {
+		return nil // no hole
+	}
+	data = stream.AlignExtents(data, size)
+	if data == nil {
+		data = []stream.Extent{} // only a hole
+	}
+	return data
+}
+
+// extentReader reads a file's data extents one after the other, skipping
+// the holes between them; holes counts the hole bytes as they are passed
+// (nil: not counted).
+type extentReader struct {
+	f     *os.File
+	data  []stream.Extent
+	i     int
+	pos   int64 // within data[i]
+	holes func(int64)
+	prev  int64 // end of the extent before data[i]
+}
+
+func (r *extentReader) Read(p []byte) (int, error) {
+	for r.i < len(r.data) && r.pos == r.data[r.i].Length {
+		r.prev = r.data[r.i].End()
+		r.i, r.pos = r.i+1, 0
+	}
+	if r.i == len(r.data) {
+		return 0, io.EOF
+	}
+	x := r.data[r.i]
+	if r.pos == 0 && r.holes != nil && x.Offset > r.prev {
+		r.holes(x.Offset - r.prev)
+	}
+	n, err := r.f.ReadAt(p[:min(int64(len(p)), x.Length-r.pos)], x.Offset+r.pos)
+	r.pos += int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
 }
 
 // countingReader remembers how far a large file was read and its error. A

@@ -619,7 +619,7 @@ func (r *restoreRun) clearWay(dirfd int, base string, e *index.Entry) bool {
 }
 
 func (r *restoreRun) restoreFile(base string, e *index.Entry) error {
-	if e.Size <= smallFile {
+	if e.Size <= smallFile && e.Flags&index.FlagSparse == 0 {
 		// Read the content here (the stream is read in order), then let a
 		// writer create the file while the next one is decoded.
 		data, err := r.content(e)
@@ -650,7 +650,12 @@ func (r *restoreRun) restoreFile(base string, e *index.Entry) error {
 	if r.copyBuf == nil {
 		r.copyBuf = make([]byte, 1<<20) // few, large writes for large files
 	}
-	n, err := io.CopyBuffer(io.MultiWriter(f, h), s.rd, r.copyBuf)
+	var n int64
+	if data := s.rd.Extents(); data != nil {
+		n, err = r.writeSparse(f, s.rd, data, e.Size, h)
+	} else {
+		n, err = io.CopyBuffer(io.MultiWriter(f, h), s.rd, r.copyBuf)
+	}
 	r.phase.Source.Add(n)
 	if err != nil {
 		return damaged(&damageError{err: fmt.Errorf("saveset %d: %w", s.ss.ID, err)})
@@ -663,6 +668,37 @@ func (r *restoreRun) restoreFile(base string, e *index.Entry) error {
 		return err
 	}
 	return f.Close()
+}
+
+// writeSparse writes a sparse file's data extents where they belong and
+// leaves its holes as holes (the file is new and empty: what is never
+// written reads as zeros and takes no room); the file gets its size at the
+// end even when it ends in a hole. h gets the logical content. It returns
+// the logical bytes restored.
+func (r *restoreRun) writeSparse(f *os.File, rd *stream.Reader, data []stream.Extent, size int64, h *stream.Digest) (int64, error) {
+	var pos int64
+	for _, x := range data {
+		if err := rd.Discard(x.Offset - pos); err != nil {
+			return pos, err
+		}
+		stream.HashZeros(h, x.Offset-pos)
+		k, err := io.CopyBuffer(io.MultiWriter(io.NewOffsetWriter(f, x.Offset), h), io.LimitReader(rd, x.Length), r.copyBuf)
+		if err == nil && k < x.Length {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return x.Offset + k, err
+		}
+		pos = x.End()
+	}
+	if err := rd.Discard(size - pos); err != nil {
+		return pos, err
+	}
+	stream.HashZeros(h, size-pos)
+	if err := f.Truncate(size); err != nil {
+		return pos, err
+	}
+	return size, nil
 }
 
 // errQueued: the file went to the writers, which count it.

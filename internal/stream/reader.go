@@ -360,6 +360,30 @@ func (r *Reader) Discard(n int64) error {
 	return nil
 }
 
+// HashContent feeds the rest of the current entry's content to h and
+// returns how many bytes that was. The holes of a sparse entry are hashed
+// as the zeros they read as, without being read.
+func (r *Reader) HashContent(h *Digest) (int64, error) {
+	if r.Extents() == nil {
+		return io.Copy(h, struct{ io.Reader }{r})
+	}
+	var n int64
+	for r.sp.pos < r.sp.size {
+		if k := r.sp.hole(); k > 0 {
+			HashZeros(h, k)
+			r.sp.pos += k
+			n += k
+			continue
+		}
+		k, err := io.CopyN(h, struct{ io.Reader }{r}, r.sp.data[r.sp.i].End()-r.sp.pos)
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
 // mapErr turns what the tar reader or the pipe reported into the package's
 // errors.
 func (r *Reader) mapErr(err error) error {

@@ -114,7 +114,7 @@ func readSparseContent(t *testing.T, rd *Reader, e *index.Entry) ([16]byte, []Ex
 		if err := rd.Discard(x.Offset - pos); err != nil {
 			t.Fatalf("%s: discard hole: %v", e.Path, err)
 		}
-		hashZeros(hs, x.Offset-pos)
+		HashZeros(hs, x.Offset-pos)
 		b := make([]byte, x.Length)
 		if _, err := io.ReadFull(rd, b); err != nil {
 			t.Fatalf("%s: extent %+v: %v", e.Path, x, err)
@@ -128,7 +128,7 @@ func readSparseContent(t *testing.T, rd *Reader, e *index.Entry) ([16]byte, []Ex
 	if err := rd.Discard(e.Size - pos); err != nil {
 		t.Fatalf("%s: discard last hole: %v", e.Path, err)
 	}
-	hashZeros(hs, e.Size-pos)
+	HashZeros(hs, e.Size-pos)
 	if n, err := rd.Read(make([]byte, 1)); n != 0 || err != io.EOF {
 		t.Fatalf("%s: after the content: %d, %v", e.Path, n, err)
 	}
@@ -187,10 +187,18 @@ func TestSparseRoundTrip(t *testing.T) {
 	if _, err := rd.Next(); err != io.EOF {
 		t.Fatalf("after the last entry: %v", err)
 	}
-	// Backwards, each reached by its offset, as a single-file restore does.
+	// Backwards, each reached by its offset, as a single-file restore does
+	// (the 9 GiB file's content once is enough: hashing its holes is what
+	// takes the time under the race detector).
 	for i := len(all) - 1; i >= 0; i-- {
 		if err := rd.SeekTo(all[i].Offset); err != nil {
 			t.Fatal(err)
+		}
+		if all[i].Size > 8*gib {
+			if e, err := rd.Next(); err != nil || e.Path != all[i].Path {
+				t.Fatalf("SeekTo %s: %v", all[i].Path, err)
+			}
+			continue
 		}
 		check(rd, all[i])
 	}

@@ -427,9 +427,9 @@ func contentErr(e *index.Entry, got, want int64, readErr error) error {
 	return fmt.Errorf("stream: %s: %w: %w (read %d of %d bytes, padded with zeros)", e.Path, ErrContentRead, readErr, got, want)
 }
 
-// hashZeros feeds n zero bytes to hs: the holes of a sparse file, which
+// HashZeros feeds n zero bytes to hs: the holes of a sparse file, which
 // its digest counts as the zeros they read as.
-func hashZeros(hs *Digest, n int64) {
+func HashZeros(hs *Digest, n int64) {
 	for n > 0 {
 		k := min(n, int64(len(zeros)))
 		hs.Write(zeros[:k])
@@ -490,7 +490,7 @@ func (w *Writer) WriteSparseEntry(e *index.Entry, data []Extent, content io.Read
 	var pos, got int64
 	var readErr error
 	for _, x := range data {
-		hashZeros(hs, x.Offset-pos)
+		HashZeros(hs, x.Offset-pos)
 		var k int64
 		if readErr == nil {
 			k, readErr, err = w.copyContent(out, x.Length, content, hs)
@@ -503,7 +503,7 @@ func (w *Writer) WriteSparseEntry(e *index.Entry, data []Extent, content io.Read
 		got += k
 		pos = x.End()
 	}
-	hashZeros(hs, e.Size-pos)
+	HashZeros(hs, e.Size-pos)
 	if _, err := out.Write(zeros[:blockPad(stored)]); err != nil {
 		return w.setErr(fmt.Errorf("stream: %s: %w", e.Path, err))
 	}

@@ -76,7 +76,7 @@ func (w *walker) stat(dirfd int, sysName, base, abs, rel string, h *dirHandle) (
 		w.warn(Warning{Path: abs, Op: "xattr", Err: err})
 	}
 	e.Xattrs = x
-	return &Item{Entry: e, Abs: abs, dir: h, name: sysName}, true
+	return &Item{Entry: e, Abs: abs, Alloc: st.Blocks * 512, dir: h, name: sysName}, true
 }
 
 // readlinkat reads a symlink's target, growing the buffer as needed.

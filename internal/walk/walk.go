@@ -67,6 +67,9 @@ type Item struct {
 	// Abs is the absolute OS path. It may exceed PATH_MAX (deep trees), in
 	// which case only Open can open it.
 	Abs string
+	// Alloc is what a regular file takes on disk (st_blocks × 512). Less
+	// than Entry.Size means the file may have holes.
+	Alloc int64
 
 	dir  *dirHandle // the parent directory, while the walk is inside it
 	name string     // base name, relative to dir
