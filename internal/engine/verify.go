@@ -19,6 +19,7 @@ import (
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/producer"
 	"github.com/kura-backup/kura/internal/span"
 	"github.com/kura-backup/kura/internal/stream"
 	"github.com/kura-backup/kura/internal/tape"
@@ -581,13 +582,33 @@ func sameContent(p string, st *unix.Stat_t, e *index.Entry) string {
 	}
 	defer f.Close()
 	h := stream.NewDigest()
-	if _, err := io.Copy(h, f); err != nil {
+	if err := hashFile(h, f, st.Size); err != nil {
 		return "cannot read on disk: " + err.Error()
 	}
 	if stream.SumDigest(h) != e.Digest {
 		return "content differs on disk"
 	}
 	return ""
+}
+
+// hashFile feeds a file's content to h; holes are hashed as the zeros
+// they read as, without reading them.
+func hashFile(h *stream.Digest, f *os.File, size int64) error {
+	data := producer.DataExtents(int(f.Fd()), size)
+	if data == nil {
+		_, err := io.Copy(h, f)
+		return err
+	}
+	var pos int64
+	for _, x := range data {
+		stream.HashZeros(h, x.Offset-pos)
+		if _, err := io.Copy(h, io.NewSectionReader(f, x.Offset, x.Length)); err != nil {
+			return err
+		}
+		pos = x.End()
+	}
+	stream.HashZeros(h, size-pos)
+	return nil
 }
 
 // xattrDiffs compares the extended attributes of p with those backed up:

@@ -432,7 +432,7 @@ func (b *producer) write(strm *stream.Writer, idxw *index.Writer, it *item, budg
 			// a rate, not a file size.
 			var r io.Reader = it.file
 			if it.holey {
-				if data = dataExtents(int(it.file.Fd()), e.Size); data != nil {
+				if data = DataExtents(int(it.file.Fd()), e.Size); data != nil {
 					r = &extentReader{f: it.file, data: data, holes: b.hooks.Phase.Source.Add}
 				}
 			}
@@ -498,8 +498,14 @@ func (b *producer) write(strm *stream.Writer, idxw *index.Writer, it *item, budg
 // dataExtents maps a file's data with SEEK_DATA and SEEK_HOLE, in
 // storable extents (stream.AlignExtents). It returns nil when the file has
 // no hole within size bytes, or the file system cannot tell: the file is
-// then read whole, holes as zeros, as before.
-func dataExtents(fd int, size int64) []stream.Extent {
+// then read whole, holes as zeros, as before. The file's offset is left
+// where it was.
+func DataExtents(fd int, size int64) []stream.Extent {
+	// Seeking for data and holes moves the file's offset: it is put back,
+	// for a caller that then reads the file from where it was.
+	if at, err := unix.Seek(fd, 0, io.SeekCurrent); err == nil {
+		defer unix.Seek(fd, at, io.SeekStart)
+	}
 	var data []stream.Extent
 	for off := int64(0); off < size; {
 		start, err := unix.Seek(fd, off, unix.SEEK_DATA)
