@@ -41,6 +41,9 @@ const (
 	// FlagChanged: the file changed while it was read; the stored content may
 	// be inconsistent (GNU tar: "file changed as we read it").
 	FlagChanged uint8 = 1 << 1
+	// FlagSparse: the file has holes and is stored sparse (its data
+	// extents only, pax GNU sparse format 1.0); Size is its logical size.
+	FlagSparse uint8 = 1 << 2
 )
 
 // Entry is one path of a saveset's index. Paths are slash-separated, relative

@@ -49,6 +49,11 @@
 // kept. A hard link carries no content (tar size 0). Content digests are
 // not in the stream; the index holds them.
 //
+// A file with holes is stored sparse (WriteSparseEntry): only its data
+// extents, in the pax GNU sparse format 1.0 that GNU tar restores with its
+// holes (layout in sparse.go). The Reader gives its content with the holes
+// read as zeros, its extents (Extents) and skips holes for free (Discard).
+//
 // # Names (measured with Go's archive/tar and GNU tar 1.34, TestGNUTarNames)
 //
 // Names of any length travel in pax "path"/"linkpath" records and read back

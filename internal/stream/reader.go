@@ -53,7 +53,21 @@ type Reader struct {
 	cur     *tar.Header
 	err     error
 	closed  bool
+
+	// Header bytes are kept while the tar reader reads them (rec, from
+	// nextHdr on): a sparse entry's map is among them, and Go's reader,
+	// which reads it, does not give it out.
+	recording bool
+	rec       []byte
+	recOver   bool
+	// sp serves the content of the current entry when it is sparse; the
+	// tar reader is then bypassed and replaced after it.
+	sp *sparseRead
 }
+
+// maxRecord bounds the header bytes kept for one entry: extended header
+// records (xattrs up to index.MaxXattrs, long names) and a sparse map.
+const maxRecord = 4 << 20
 
 // NewReader returns a reader over src. frames is the saveset's frame table;
 // it may be nil, in which case the reader starts at Location{0, 0} (the
@@ -101,15 +115,26 @@ func (r *Reader) start(k int, off int64) error {
 		}
 	}
 	r.tr = tar.NewReader(countReader{r})
-	r.cnt, r.base, r.nextHdr, r.cur, r.err = 0, off, off, nil, nil
+	r.cnt, r.base, r.nextHdr, r.cur, r.err, r.sp = 0, off, off, nil, nil, nil
 	return nil
 }
 
 type countReader struct{ r *Reader }
 
 func (c countReader) Read(p []byte) (int, error) {
-	n, err := c.r.pipe.Read(p)
-	c.r.cnt += int64(n)
+	r := c.r
+	n, err := r.pipe.Read(p)
+	if r.recording && n > 0 {
+		pos := r.base + r.cnt
+		if from := max(r.nextHdr-pos, 0); from < int64(n) {
+			if len(r.rec)+n-int(from) > maxRecord {
+				r.recOver = true
+			} else {
+				r.rec = append(r.rec, p[from:n]...)
+			}
+		}
+	}
+	r.cnt += int64(n)
 	return n, err
 }
 
@@ -176,8 +201,14 @@ func (r *Reader) Next() (*index.Entry, error) {
 			return nil, err
 		}
 	}
+	if err := r.endSparse(); err != nil {
+		r.err = err
+		return nil, err
+	}
 	off := r.nextHdr
+	r.rec, r.recOver, r.recording = r.rec[:0], false, true
 	h, err := r.tr.Next()
+	r.recording = false
 	if err == io.EOF {
 		if r.pipe.sawEOF {
 			r.err = fmt.Errorf("%w: no end-of-archive marker", ErrTruncated)
@@ -205,6 +236,19 @@ func (r *Reader) Next() (*index.Entry, error) {
 	r.cur = h
 	n := dataSize(h)
 	r.nextHdr = r.base + r.cnt + (n+511)&^511
+	switch is10, other := isSparse10(h); {
+	case other:
+		r.cur = nil
+		r.err = fmt.Errorf("%w: %s at stream offset %d: a sparse format other than pax GNU 1.0", ErrEntry, index.ShortPath(e.Path), off)
+		return nil, r.err
+	case is10:
+		if err := r.beginSparse(h); err != nil {
+			r.cur = nil
+			r.err = fmt.Errorf("%w: %s at stream offset %d: %w", ErrEntry, index.ShortPath(e.Path), off, err)
+			return nil, r.err
+		}
+		e.Flags |= index.FlagSparse
+	}
 	if e.Path != "" && !index.ValidPath(e.Path) {
 		// A name no index entry can have ("..", absolute, NUL, too
 		// long): this entry is skipped, the next one reads.
@@ -225,12 +269,95 @@ func (r *Reader) Read(p []byte) (int, error) {
 	if r.cur == nil {
 		return 0, io.EOF
 	}
+	if r.sp != nil {
+		n, err := r.sp.read(countReader{r}, p)
+		if err != nil && err != io.EOF {
+			r.err = r.mapErr(err)
+			return n, r.err
+		}
+		return n, err
+	}
 	n, err := r.tr.Read(p)
 	if err != nil && err != io.EOF {
 		r.err = r.mapErr(err)
 		return n, r.err
 	}
 	return n, err
+}
+
+// beginSparse takes over the content of a sparse entry that the tar reader
+// has just returned: its layout comes from the header bytes kept, and its
+// data is read from the stream here.
+func (r *Reader) beginSparse(h *tar.Header) error {
+	if r.recOver {
+		return fmt.Errorf("sparse entry: headers and map larger than %d bytes", maxRecord)
+	}
+	data, stored, err := sparseLayout(r.rec, h)
+	if err != nil {
+		return err
+	}
+	if data == nil {
+		data = []Extent{} // only a hole: still sparse
+	}
+	r.sp = &sparseRead{data: data, size: h.Size, left: stored, pad: blockPad(stored)}
+	r.nextHdr = r.base + r.cnt + stored + blockPad(stored)
+	return nil
+}
+
+// endSparse reads past what is left of a sparse entry and starts a new tar
+// reader at the next header.
+func (r *Reader) endSparse() error {
+	if r.sp == nil {
+		return nil
+	}
+	skip := r.sp.left + r.sp.pad
+	r.sp = nil
+	if _, err := io.CopyN(io.Discard, countReader{r}, skip); err != nil {
+		return r.mapErr(err)
+	}
+	if r.base+r.cnt != r.nextHdr {
+		return fmt.Errorf("%w: sparse entry ends at %d, the next header is at %d", ErrCorrupt, r.base+r.cnt, r.nextHdr)
+	}
+	r.tr = tar.NewReader(countReader{r})
+	return nil
+}
+
+// Extents returns the data extents of the current entry when it is stored
+// sparse (nil otherwise; empty, not nil, for a file that is only a
+// hole): what lies between them, and after the last, is a
+// hole, read as zeros. The slice must not be changed.
+func (r *Reader) Extents() []Extent {
+	if r.sp == nil || r.cur == nil {
+		return nil
+	}
+	return r.sp.data
+}
+
+// Discard skips n bytes of the current entry's content. Holes of a sparse
+// entry cost nothing.
+func (r *Reader) Discard(n int64) error {
+	for n > 0 && r.sp != nil && r.err == nil {
+		if h := r.sp.hole(); h > 0 {
+			k := min(h, n)
+			r.sp.pos += k
+			n -= k
+			continue
+		}
+		if r.sp.pos >= r.sp.size {
+			return io.EOF
+		}
+		k := min(n, r.sp.data[r.sp.i].End()-r.sp.pos)
+		if _, err := io.CopyN(io.Discard, struct{ io.Reader }{r}, k); err != nil {
+			return err
+		}
+		n -= k
+	}
+	if n > 0 {
+		if _, err := io.CopyN(io.Discard, struct{ io.Reader }{r}, n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // mapErr turns what the tar reader or the pipe reported into the package's

@@ -371,10 +371,20 @@ func (w *Writer) WriteEntry(e *index.Entry, content io.Reader) error {
 		return nil
 	}
 	hs := NewDigest()
-	var got int64
-	var readErr error
-	for got < e.Size && readErr == nil {
-		var n int
+	got, readErr, err := w.copyContent(w.tw, e.Size, content, hs)
+	if err != nil {
+		return w.setErr(fmt.Errorf("stream: %s: %w", e.Path, err))
+	}
+	e.Digest = SumDigest(hs)
+	return contentErr(e, got, e.Size, readErr)
+}
+
+// copyContent writes n content bytes read from content to out (the tar
+// writer, or the frames themselves for a sparse entry) and to hs. If
+// content ends early or fails, the rest is zeros; got says how much was
+// read and readErr why it stopped. err is an error of the stream.
+func (w *Writer) copyContent(out io.Writer, n int64, content io.Reader, hs *Digest) (got int64, readErr, err error) {
+	for got < n && readErr == nil {
 		if content == nil {
 			readErr = io.EOF
 			break
@@ -383,32 +393,122 @@ func (w *Writer) WriteEntry(e *index.Entry, content io.Reader) error {
 		// the bytes on to frameWriter.Write, which sees they are already in
 		// place and does not copy them.
 		buf := w.free() // never empty: a full frame is submitted at once
-		n, readErr = content.Read(buf[:min(int64(len(buf)), e.Size-got)])
-		if n > 0 {
-			hs.Write(buf[:n])
-			if _, err := w.tw.Write(buf[:n]); err != nil {
-				return w.setErr(fmt.Errorf("stream: %s: %w", e.Path, err))
+		var k int
+		k, readErr = content.Read(buf[:min(int64(len(buf)), n-got)])
+		if k > 0 {
+			hs.Write(buf[:k])
+			if _, err := out.Write(buf[:k]); err != nil {
+				return got, readErr, err
 			}
-			got += int64(n)
+			got += int64(k)
 		}
 	}
-	for pad := e.Size - got; pad > 0; {
+	for pad := n - got; pad > 0; {
 		z := zeros[:min(pad, int64(len(zeros)))]
 		hs.Write(z)
-		if _, err := w.tw.Write(z); err != nil {
-			return w.setErr(fmt.Errorf("stream: %s: %w", e.Path, err))
+		if _, err := out.Write(z); err != nil {
+			return got, readErr, err
 		}
 		pad -= int64(len(z))
 	}
-	e.Digest = SumDigest(hs)
-	if got < e.Size {
-		e.Flags |= index.FlagChanged
-		if readErr == io.EOF {
-			return fmt.Errorf("stream: %s: %w: read %d of %d bytes, padded with zeros", e.Path, ErrShrank, got, e.Size)
-		}
-		return fmt.Errorf("stream: %s: %w: %w (read %d of %d bytes, padded with zeros)", e.Path, ErrContentRead, readErr, got, e.Size)
+	return got, readErr, nil
+}
+
+// contentErr sets FlagChanged and says why when a file gave fewer than
+// want bytes.
+func contentErr(e *index.Entry, got, want int64, readErr error) error {
+	if got >= want {
+		return nil
 	}
-	return nil
+	e.Flags |= index.FlagChanged
+	if readErr == io.EOF {
+		return fmt.Errorf("stream: %s: %w: read %d of %d bytes, padded with zeros", e.Path, ErrShrank, got, want)
+	}
+	return fmt.Errorf("stream: %s: %w: %w (read %d of %d bytes, padded with zeros)", e.Path, ErrContentRead, readErr, got, want)
+}
+
+// hashZeros feeds n zero bytes to hs: the holes of a sparse file, which
+// its digest counts as the zeros they read as.
+func hashZeros(hs *Digest, n int64) {
+	for n > 0 {
+		k := min(n, int64(len(zeros)))
+		hs.Write(zeros[:k])
+		n -= k
+	}
+}
+
+// WriteSparseEntry writes a regular file that has holes. e.Size is its
+// logical size, data its data extents (in order, apart, non-empty, inside
+// the file: what lies between them is a hole) and content yields the bytes
+// of the extents one after the other, not the holes. The entry is stored
+// in the pax GNU sparse format 1.0, which GNU tar restores with its holes,
+// and gets index.FlagSparse. e.Digest is of the logical content (holes
+// read as zeros), as for WriteEntry; content that ends early or fails is
+// handled as there (ErrShrank, ErrContentRead).
+func (w *Writer) WriteSparseEntry(e *index.Entry, data []Extent, content io.Reader) error {
+	if w.closed {
+		return ErrClosed
+	}
+	if err := w.stickyErr(); err != nil {
+		return err
+	}
+	if e.Type != index.TypeFile {
+		return fmt.Errorf("%w: %q: only regular files are stored sparse", ErrEntry, e.Path)
+	}
+	if err := checkExtents(data, e.Size); err != nil {
+		return fmt.Errorf("%w: %q: %w", ErrEntry, e.Path, err)
+	}
+	h, err := tarHeader(e)
+	if err != nil {
+		return err
+	}
+	spMap := appendSparseMap(nil, data, e.Size)
+	var stored int64
+	for _, x := range data {
+		stored += x.Length
+	}
+	hdr, err := sparseHeader(h, e.Size, int64(len(spMap))+stored)
+	if err != nil {
+		return fmt.Errorf("%w: %q: %w", ErrEntry, e.Path, err)
+	}
+	if err := w.tw.Flush(); err != nil { // pads the previous entry
+		return w.setErr(fmt.Errorf("stream: %w", err))
+	}
+	// The entry bypasses the tar writer (which cannot write sparse files):
+	// its headers, map, data and padding go to the frames as they are.
+	out := frameWriter{w}
+	off := w.curStart + int64(w.curN)
+	if _, err := out.Write(append(hdr, spMap...)); err != nil {
+		return w.setErr(fmt.Errorf("stream: %s: %w", e.Path, err))
+	}
+	e.Offset = off
+	e.Flags |= index.FlagSparse
+	w.mu.Lock()
+	w.stats.Entries++
+	w.mu.Unlock()
+	hs := NewDigest()
+	var pos, got int64
+	var readErr error
+	for _, x := range data {
+		hashZeros(hs, x.Offset-pos)
+		var k int64
+		if readErr == nil {
+			k, readErr, err = w.copyContent(out, x.Length, content, hs)
+		} else {
+			_, _, err = w.copyContent(out, x.Length, nil, hs)
+		}
+		if err != nil {
+			return w.setErr(fmt.Errorf("stream: %s: %w", e.Path, err))
+		}
+		got += k
+		pos = x.End()
+	}
+	hashZeros(hs, e.Size-pos)
+	if _, err := out.Write(zeros[:blockPad(stored)]); err != nil {
+		return w.setErr(fmt.Errorf("stream: %s: %w", e.Path, err))
+	}
+	e.Digest = SumDigest(hs)
+	return contentErr(e, got, stored, readErr)
 }
 
 // Close writes the tar end-of-archive marker, flushes the last frame,
