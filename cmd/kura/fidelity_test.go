@@ -446,9 +446,10 @@ func fidelityDiff(want, got map[string]aspects) map[string]map[string]string {
 
 // fidelityPath is one way through which the tree came back.
 type fidelityPath struct {
-	name string
-	diff map[string]map[string]string
-	ran  bool
+	name     string
+	diff     map[string]map[string]string
+	ran      bool
+	designed int // differences that expected accepted
 }
 
 // fidelityRun describes the restored tree at got, compares it with want,
@@ -470,7 +471,9 @@ func fidelityRun(t *testing.T, want map[string]aspects, got string, path *fideli
 	for _, item := range sortedKeys(path.diff) {
 		for _, asp := range aspectOrder {
 			v, ok := path.diff[item][asp]
-			if ok && (expected == nil || !expected(asp, want[item][asp], v)) {
+			if ok && expected != nil && expected(asp, want[item][asp], v) {
+				path.designed++
+			} else if ok {
 				t.Errorf("%q %s: restored %s, source %s", item, asp, clipTo(v, 200), clipTo(orDash(want[item][asp], "—"), 200))
 			}
 		}
@@ -531,6 +534,20 @@ func fidelityTable(want map[string]aspects, paths []*fidelityPath) string {
 		}
 	}
 	tw.Flush()
+	for _, p := range paths {
+		n := 0
+		for _, d := range p.diff {
+			n += len(d)
+		}
+		switch {
+		case !p.ran:
+			fmt.Fprintf(&b, "%s: not run\n", p.name)
+		case n == 0:
+			fmt.Fprintf(&b, "%s: the same as the source in every aspect\n", p.name)
+		default:
+			fmt.Fprintf(&b, "%s: %d aspects of %d items differ (%d as designed)\n", p.name, n, len(p.diff), p.designed)
+		}
+	}
 	return b.String()
 }
 
