@@ -59,7 +59,7 @@ func (n *netSink) progress() error {
 }
 
 func (n *netSink) warn(path, msg string) {
-	b, _ := json.Marshal(api.Warning{Path: path, Message: msg})
+	b, _ := json.Marshal(api.NewWarning(path, msg))
 	_ = n.send(api.MsgWarning, b)
 }
 

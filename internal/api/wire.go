@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 )
 
 // A backup's data stream (POST /api/v1/agent/jobs/ID/data) is a sequence
@@ -37,10 +38,31 @@ const MaxJSONMsg = 64 << 10
 // ErrBadMsg: the stream is not a sequence of valid messages.
 var ErrBadMsg = errors.New("malformed data stream")
 
-// Warning is a warning message of a data stream.
+// Warning is a warning message of a data stream. A path that is not valid
+// UTF-8 would not survive JSON (its bytes become U+FFFD), so the sender
+// puts it in PathBytes too (NewWarning); FilePath gives it back.
 type Warning struct {
-	Path    string `json:"path"`
-	Message string `json:"message"`
+	Path      string `json:"path"`
+	PathBytes []byte `json:"path_bytes,omitempty"`
+	Message   string `json:"message"`
+}
+
+// NewWarning returns the warning for path, which keeps its bytes as they
+// are whatever they are.
+func NewWarning(path, message string) Warning {
+	w := Warning{Path: path, Message: message}
+	if !utf8.ValidString(path) {
+		w.PathBytes = []byte(path)
+	}
+	return w
+}
+
+// FilePath is the path the warning is about, bytes and all.
+func (w Warning) FilePath() string {
+	if w.PathBytes != nil {
+		return string(w.PathBytes)
+	}
+	return w.Path
 }
 
 // WriteMsg writes one message.

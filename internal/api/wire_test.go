@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"io"
 	"runtime"
@@ -133,4 +134,22 @@ func FuzzReadMsg(f *testing.F) {
 			t.Fatalf("the messages read do not write back to the input")
 		}
 	})
+}
+
+// A warning about a file whose name is not valid UTF-8 names that file
+// after the trip through JSON, not one with U+FFFD in its name.
+func TestWarningKeepsANonUTF8Path(t *testing.T) {
+	for _, path := range []string{"/srv/caf\xe9", "/srv/café", ""} {
+		b, err := json.Marshal(NewWarning(path, "name is not valid UTF-8"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var w Warning
+		if err := json.Unmarshal(b, &w); err != nil {
+			t.Fatal(err)
+		}
+		if w.FilePath() != path || w.Message != "name is not valid UTF-8" {
+			t.Errorf("%q came back as %q (%s)", path, w.FilePath(), b)
+		}
+	}
 }

@@ -234,7 +234,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, rj *runningJob,
 			if err := json.Unmarshal(payload, &wm); err != nil {
 				return fail(fmt.Errorf("%w: %v", api.ErrBadMsg, err))
 			}
-			prod.hooks.Warn(wm.Path, wm.Message)
+			prod.hooks.Warn(wm.FilePath(), wm.Message)
 		case api.MsgAbort:
 			var wm api.Warning
 			_ = json.Unmarshal(payload, &wm)

@@ -2,7 +2,7 @@
 // (POSIX tar) archive cut into independent zstd frames, preceded by a
 // self-describing label in a zstd skippable frame. Stock tools restore it:
 //
-//	cat PART1 PART2 ... | zstd -dc | tar --delay-directory-restore -xpf -
+//	cat PART1 PART2 ... | zstd -dc | tar --delay-directory-restore --xattrs --xattrs-include='*' -xpf -
 //
 // # Layout of one part (one tape file)
 //
@@ -66,7 +66,9 @@
 //
 // The restore recipe passes --delay-directory-restore to GNU tar: entries
 // come in index order, where a directory's children follow its siblings,
-// and without that option GNU tar fixes a directory's mtime too early.
+// and without that option GNU tar fixes a directory's mtime too early. It
+// passes --xattrs --xattrs-include='*' so that extended attributes of every
+// namespace (capabilities, ACLs) come back too.
 //
 // # Write ordering
 //

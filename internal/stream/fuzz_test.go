@@ -47,7 +47,16 @@ func TestSeedFiles(t *testing.T) {
 			t.Errorf("%s: the label encoding changed; labels on media must stay readable", p)
 		}
 	}
-	// Old seeds must still read.
+	// Old seeds must still read: the stream, and the label as written
+	// before its recipe line gained --xattrs (its text changed, its JSON
+	// did not).
+	old, err := os.ReadFile(filepath.Join("testdata", "label-2026-12.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := ReadLabelFrame(bytes.NewReader(old)); err != nil || l.SavesetID != testLabel().SavesetID {
+		t.Errorf("testdata/label-2026-12.bin: %+v, %v", l, err)
+	}
 	b, _ := os.ReadFile(filepath.Join("testdata", "stream.kura"))
 	rd, _ := NewReader(&memSource{parts: [][]byte{b}}, nil, ReaderOptions{})
 	defer rd.Close()
@@ -63,6 +72,9 @@ func FuzzReadLabelFrame(f *testing.F) {
 	}
 	f.Add(b)
 	f.Add(b[:20])
+	if old, err := os.ReadFile(filepath.Join("testdata", "label-2026-12.bin")); err == nil {
+		f.Add(old)
+	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		l, err := ReadLabelFrame(bytes.NewReader(in))
 		if err != nil {

@@ -98,7 +98,6 @@ func labelContent(l Label) []byte {
 	b.WriteString("To restore into the current directory with stock tools (save this tape file as FILE):\n")
 	b.WriteString("  " + Recipe([]string{"FILE"}) + "\n")
 	b.WriteString("If the saveset spans several tape files, name all parts in order after cat.\n")
-	b.WriteString("Add --xattrs --xattrs-include='*' to tar to restore extended attributes.\n")
 	return b.Bytes()
 }
 
@@ -189,13 +188,22 @@ func parseLabel(b []byte) (Label, error) {
 	return l, nil
 }
 
+// recipeTar is the tar command at the end of every Recipe.
+const recipeTar = "tar --delay-directory-restore --xattrs --xattrs-include='*' -xpf -"
+
 // Recipe returns a shell pipeline using only cat, zstd and GNU tar that
 // restores the saveset stored in files (its parts, in order) into the
 // current directory. --delay-directory-restore is needed because entries
 // are in index order (a directory's children follow its siblings), so GNU
 // tar would otherwise set a directory's mtime and mode before all its
-// children exist (measured: wrong directory mtimes without it). Paths are single-quoted when they hold anything but
-// [A-Za-z0-9_./:@%+=,-]; a path starting with "-" is prefixed with "./".
+// children exist (measured: wrong directory mtimes without it).
+// --xattrs --xattrs-include='*' restores the SCHILY.xattr records of every
+// namespace: without them GNU tar drops all extended attributes, file
+// capabilities and the POSIX ACLs (stored as their raw system.posix_acl_*
+// values) included; a user who may not set security.* or trusted.* gets a
+// warning per attribute from tar and exit status 0. Paths are single-quoted
+// when they hold anything but [A-Za-z0-9_./:@%+=,-]; a path starting with
+// "-" is prefixed with "./".
 func Recipe(files []string) string {
 	if len(files) == 0 {
 		files = []string{"FILE"}
@@ -207,7 +215,7 @@ func Recipe(files []string) string {
 		}
 		q[i] = shellQuote(f)
 	}
-	return "cat " + strings.Join(q, " ") + " | zstd -dc | tar --delay-directory-restore -xpf -"
+	return "cat " + strings.Join(q, " ") + " | zstd -dc | " + recipeTar
 }
 
 func shellQuote(s string) string {

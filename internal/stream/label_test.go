@@ -96,10 +96,11 @@ func TestLabelTooManyPathsIsCut(t *testing.T) {
 func TestRecipeQuoting(t *testing.T) {
 	names := []string{"plain.kura", "with space", "it's", `$HOME`, "a;rm -rf x", "-dash", "tab\there", "ü", "`x`"}
 	r := Recipe(names)
-	if !strings.HasPrefix(r, "cat ") || !strings.HasSuffix(r, " | zstd -dc | tar --delay-directory-restore -xpf -") {
+	const tail = " | zstd -dc | tar --delay-directory-restore --xattrs --xattrs-include='*' -xpf -"
+	if !strings.HasPrefix(r, "cat ") || !strings.HasSuffix(r, tail) {
 		t.Fatalf("recipe %q", r)
 	}
-	args := strings.TrimSuffix(strings.TrimPrefix(r, "cat "), " | zstd -dc | tar --delay-directory-restore -xpf -")
+	args := strings.TrimSuffix(strings.TrimPrefix(r, "cat "), tail)
 	out, err := exec.Command("sh", "-c", `for a in `+args+`; do printf '%s\n' "$a"; done`).Output()
 	if err != nil {
 		t.Fatal(err)
