@@ -13,6 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kura-backup/kura/internal/index"
+	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/producer"
 	"github.com/kura-backup/kura/internal/restorer"
 )
 
@@ -90,9 +92,29 @@ func TestSparseFilesComeBackSparse(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(src, "dense"), bytes.Repeat([]byte("d"), 3*int(mib)), 0o644)
 
-	ss := produce(t, src)
+	ss := &memSaveset{}
+	var idx bytes.Buffer
+	phase := monitor.StartPhase(monitor.SystemClock{}, "backup")
+	prod, err := producer.Local{}.Produce(context.Background(), producer.Spec{JobID: 1, Paths: []string{src}},
+		ss, &idx, producer.Hooks{Phase: phase, Warn: func(p, msg string) { t.Errorf("warning: %s: %s", p, msg) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.FinishIndex(nil, []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	ss.idx = idx.Bytes()
 	if len(ss.data) > 1*int(mib) {
 		t.Fatalf("%d bytes stored for 36 KiB of data in holes and 3 MiB of a plain file", len(ss.data))
+	}
+	// The job counts the files' sizes (holes included) as its source bytes;
+	// what went to media is the data alone.
+	want := 3 * mib
+	for _, l := range layouts {
+		want += l.size
+	}
+	if got := phase.Source.Total(); got != want {
+		t.Errorf("source bytes %d, want the sizes of the files, %d", got, want)
 	}
 	store := &memStore{sets: map[int64]*memSaveset{7: ss}}
 	ir, err := store.OpenIndex(&restorer.Saveset{ID: 7}, nil)
