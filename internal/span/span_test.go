@@ -443,3 +443,63 @@ func TestReaderErrors(t *testing.T) {
 	}
 	rc.Close()
 }
+
+// ewOnly is a device that, like a physical drive, tells its writers only
+// that early warning was reached, not how many bytes still fit.
+type ewOnly struct{ tape.Device }
+
+type ewWriter struct{ fw tape.FileWriter }
+
+func (d ewOnly) Append(tag string) (tape.FileWriter, error) {
+	fw, err := d.Device.Append(tag)
+	if err != nil {
+		return nil, err
+	}
+	return ewWriter{fw}, nil
+}
+
+func (w ewWriter) Write(p []byte) (int, error)    { return w.fw.Write(p) }
+func (w ewWriter) Written() int64                 { return w.fw.Written() }
+func (w ewWriter) EarlyWarning() bool             { return w.fw.EarlyWarning() }
+func (w ewWriter) Finish() (tape.FileInfo, error) { return w.fw.Finish() }
+func (w ewWriter) Abort() error                   { return w.fw.Abort() }
+
+// TestSpanOnEarlyWarningOnly: on a drive that only signals early warning,
+// the frame that crosses it still goes to the tape (the margin past early
+// warning holds it) and the next frame starts the next part.
+func TestSpanOnEarlyWarningOnly(t *testing.T) {
+	s := newShelf(t, "T1", "T2", "T3")
+	next := func(exclude []string) (tape.Device, string, error) {
+		d, bc, err := s.next(exclude)
+		if err != nil {
+			return nil, "", err
+		}
+		return ewOnly{d}, bc, nil
+	}
+	dev, bc := s.first()
+	w := NewWriter(ewOnly{dev}, bc, next, header, "saveset 7")
+	var frames [][]byte
+	for i := range 10 {
+		frames = append(frames, frame(i, 200<<10))
+	}
+	locs := writeFrames(t, w, frames)
+	parts, err := w.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := int64(len(header(0)))
+	// Five frames stay below 1 MiB with the header; the sixth crosses it.
+	want := []Part{
+		{Barcode: "T1", File: 1, Bytes: hdr + 6*200<<10, Header: hdr},
+		{Barcode: "T2", File: 1, Bytes: hdr + 4*200<<10, Header: hdr},
+	}
+	if !slices.Equal(parts, want) {
+		t.Fatalf("parts:\n got %+v\nwant %+v", parts, want)
+	}
+	r := NewReader(s.open, parts)
+	for i, loc := range locs {
+		if got, want := readAll(t, r, loc), slices.Concat(frames[i:]...); !bytes.Equal(got, want) {
+			t.Fatalf("from frame %d on the stream reads back wrong", i)
+		}
+	}
+}

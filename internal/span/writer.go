@@ -130,9 +130,10 @@ func (w *Writer) WriteFrame(frame []byte) (stream.Location, error) {
 
 func (w *Writer) writeFrame(frame []byte) (stream.Location, error) {
 	n := int64(len(frame))
-	if w.fw != nil && n > w.fw.Remaining() && w.frames > 0 {
-		// The frame does not fit before early warning: close this part
-		// and move on.
+	if w.fw != nil && w.frames > 0 && !fits(w.fw, n) {
+		// The frame does not fit before early warning (or, on a drive that
+		// only signals it, early warning was reached): close this part and
+		// move on.
 		if err := w.finishPart(); err != nil {
 			return stream.Location{}, err
 		}
@@ -166,6 +167,17 @@ func (w *Writer) writeFrame(frame []byte) (stream.Location, error) {
 	return loc, nil
 }
 
+// fits reports whether n more bytes can go to fw before early warning: by
+// its exact count when the device knows it (tape.Remainer), else as long as
+// the drive has not signalled early warning (the margin between early
+// warning and the end of the tape holds the frame that crosses it).
+func fits(fw tape.FileWriter, n int64) bool {
+	if r, ok := fw.(tape.Remainer); ok {
+		return n <= r.Remaining()
+	}
+	return !fw.EarlyWarning()
+}
+
 // startPart appends a tape file to the current tape and writes the header.
 // With frameLen >= 0 it first checks that the header and a frame of that
 // size fit before early warning; if they do not and the tape already holds
@@ -185,7 +197,7 @@ func (w *Writer) startPart(frameLen int64) (bool, error) {
 	}
 	// The tape's own figures, once it has truncated any incomplete tape
 	// file, are the exact ones: check again.
-	if frameLen >= 0 && w.dev.Used() > 0 && fw.Remaining() < int64(len(hdr))+frameLen {
+	if frameLen >= 0 && w.dev.Used() > 0 && !fits(fw, int64(len(hdr))+frameLen) {
 		if err := fw.Abort(); err != nil {
 			return false, fmt.Errorf("span: leaving tape %s: %w", w.barcode, err)
 		}

@@ -89,16 +89,30 @@ type FileWriter interface {
 	io.Writer
 	// Written is the number of bytes accepted so far.
 	Written() int64
-	// Remaining is the number of bytes that still fit before the tape's early
-	// warning point (negative past it). Spanning writers check it before each
-	// frame.
-	Remaining() int64
+	// EarlyWarning reports whether the tape has reached its early-warning
+	// point. It is sticky: once true it stays true for this writer. Writes
+	// still succeed past it, up to the hard end (ErrEndOfMedia); a writer
+	// that sees it finishes its tape file and continues on the next tape.
+	// This is all a physical drive can say (the st driver reports early
+	// warning, not a byte count); devices that know exactly how much fits
+	// also implement Remainer.
+	EarlyWarning() bool
 	// Finish flushes, fsyncs data and checksums, then writes the filemark.
 	Finish() (FileInfo, error)
 	// Abort stops writing and removes the unfinished tape file, so that its
 	// space is free at once; a file it cannot remove stays incomplete and is
 	// truncated by the next Append. A Finish that fails does the same.
 	Abort() error
+}
+
+// Remainer is an optional capability of a FileWriter whose device knows
+// exactly how many bytes still fit before early warning (a folder, memory,
+// object storage; not a physical drive). Spanning writers use it to cut a
+// part before a frame that would cross early warning instead of after it.
+type Remainer interface {
+	// Remaining is the number of bytes that still fit before the tape's
+	// early warning point (negative past it).
+	Remaining() int64
 }
 
 // FileReader reads one tape file, checking every block's CRC-32C as it enters.
@@ -126,4 +140,13 @@ type Device interface {
 	Used() int64
 	Append(tag string) (FileWriter, error)
 	Open(n int) (FileReader, error)
+	// Close releases the device (its lock, descriptors, connections). An
+	// open FileWriter must be finished or aborted first.
+	Close() error
+}
+
+// DataPather is an optional capability of a device whose tape files are
+// plain files on this machine: the stock-tool recipe reads them with cat.
+type DataPather interface {
+	DataPath(n int) string
 }

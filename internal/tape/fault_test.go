@@ -220,7 +220,7 @@ func crashChild(dir string) {
 			// With a ring of 2, 9 blocks accepted means at least 7 written.
 			fmt.Println("writing")
 		}
-		if w.Remaining() < 1<<20 {
+		if w.(tape.Remainer).Remaining() < 1<<20 {
 			// Never finish: wait to be killed.
 			select {}
 		}

@@ -357,6 +357,10 @@ func (w *fileWriter) Remaining() int64 {
 	return w.early - w.base - w.written.Load()
 }
 
+// EarlyWarning reports whether the early warning point is reached. It
+// follows from the byte count, so it is sticky.
+func (w *fileWriter) EarlyWarning() bool { return w.Remaining() <= 0 }
+
 // stop drains the ring and waits for the drive.
 func (w *fileWriter) stop(flush bool) {
 	if flush && len(w.cur) > 0 && w.stickyErr() == nil {

@@ -242,13 +242,27 @@ func testCapacity(t *testing.T, d tape.Device) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := l.EarlyWarning - int64(len(first)); w.Remaining() != want {
-		t.Errorf("Remaining() = %d, want %d", w.Remaining(), want)
+	if r, ok := w.(tape.Remainer); ok {
+		if want := l.EarlyWarning - int64(len(first)); r.Remaining() != want {
+			t.Errorf("Remaining() = %d, want %d", r.Remaining(), want)
+		}
+	}
+	if w.EarlyWarning() {
+		t.Errorf("EarlyWarning() before anything was written past the first third")
 	}
 	chunk := make([]byte, 64<<10)
 	var werr error
+	sawWarning := false
 	for werr == nil {
 		_, werr = w.Write(chunk)
+		if w.EarlyWarning() {
+			sawWarning = true
+		} else if sawWarning {
+			t.Fatalf("EarlyWarning() went back to false: it must be sticky")
+		}
+	}
+	if !sawWarning || !w.EarlyWarning() {
+		t.Errorf("the tape filled up without an early warning")
 	}
 	if !errors.Is(werr, tape.ErrEndOfMedia) {
 		t.Fatalf("writing past capacity: %v, want ErrEndOfMedia", werr)
@@ -289,8 +303,8 @@ func testCapacity(t *testing.T, d tape.Device) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.Remaining() > 0 {
-		t.Errorf("Remaining() = %d on a full tape", w.Remaining())
+	if r, ok := w.(tape.Remainer); ok && r.Remaining() > 0 {
+		t.Errorf("Remaining() = %d on a full tape", r.Remaining())
 	}
 	if n, err := w.Write([]byte{1}); n != 0 || !errors.Is(err, tape.ErrEndOfMedia) {
 		t.Errorf("Write on a full tape = %d, %v", n, err)
