@@ -357,9 +357,11 @@ func (w *fileWriter) Remaining() int64 {
 	return w.early - w.base - w.written.Load()
 }
 
-// EarlyWarning reports whether the early warning point is reached. It
-// follows from the byte count, so it is sticky.
-func (w *fileWriter) EarlyWarning() bool { return w.Remaining() <= 0 }
+// EarlyWarning reports whether the early warning point is reached (or the
+// end of the tape, which lies past it). Both stick.
+func (w *fileWriter) EarlyWarning() bool {
+	return w.Remaining() <= 0 || errors.Is(w.stickyErr(), ErrEndOfMedia)
+}
 
 // stop drains the ring and waits for the drive.
 func (w *fileWriter) stop(flush bool) {
