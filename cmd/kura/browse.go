@@ -105,7 +105,7 @@ path that contains it. The matches are printed page by page as they come.`,
 							continue
 						}
 						fmt.Fprintf(l.tw, "%d\t%s\t%s\t%s\t%s\t%s\n", m.SavesetID, m.Created, m.Level, sizeOf(&m.Entry),
-							mtimeOf(&m.Entry), m.Entry.Path)
+							mtimeOf(&m.Entry), m.Entry.FilePath())
 					}
 					if page.Next == "" {
 						return l.end()
@@ -252,14 +252,14 @@ func mtimeOf(e *api.Entry) string {
 }
 
 func nameOf(e *api.Entry) string {
-	name := path.Base(e.Path)
+	name := path.Base(e.FilePath())
 	switch e.Type {
 	case "dir":
 		return name + "/"
 	case "symlink":
-		return name + " -> " + e.Link
+		return name + " -> " + e.LinkTarget()
 	case "hardlink":
-		return name + " => /" + e.Link
+		return name + " => /" + e.LinkTarget()
 	}
 	return name
 }

@@ -173,3 +173,51 @@ func damage(t *testing.T, p string) {
 	b[len(b)/2] ^= 0xff
 	must(t, os.WriteFile(p, b, 0o600))
 }
+
+// A name that is not valid UTF-8 is listed with its own bytes through a
+// server as locally (JSON alone would turn them into U+FFFD), in text and
+// in --json (path_bytes, link_bytes); a file with holes is listed sparse.
+func TestListingKeepsNonUTF8NamesAndSparse(t *testing.T) {
+	t.Parallel()
+	local, admin := serverAndAdmin(t)
+	src := filepath.Join(local.dir, "src")
+	writeTree(t, src, map[string]string{"caf\xe9": "coffee\n"})
+	if err := os.Symlink("caf\xe9", filepath.Join(src, "to-cafe")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(src, "disk.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(64 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("boot"), 32<<20)
+	f.Close()
+	var fig figures
+	local.json(exitWarnings, &fig, "backup", src, "--json") // the name is not UTF-8: one warning
+	id := itoa64(fig.SavesetID)
+	dir := "/" + indexPath(src)
+
+	r := sameBothWays(t, local, admin, "ls", id, dir)
+	if !strings.Contains(r.stdout, "caf\xe9\n") || !strings.Contains(r.stdout, "to-cafe -> caf\xe9\n") {
+		t.Errorf("ls does not name the file by its bytes:\n%s", r.stdout)
+	}
+	var entries []api.Entry
+	if err := json.Unmarshal([]byte(sameBothWays(t, local, admin, "ls", "--json", id, dir).stdout), &entries); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]api.Entry{}
+	for _, e := range entries {
+		got[e.FilePath()] = e
+	}
+	if _, ok := got[dir+"/caf\xe9"]; !ok {
+		t.Errorf("ls --json: no entry whose path_bytes give caf\\xe9: %+v", entries)
+	}
+	if l := got[dir+"/to-cafe"]; l.LinkTarget() != "caf\xe9" {
+		t.Errorf("ls --json: the symlink's target reads %q", l.LinkTarget())
+	}
+	if img := got[dir+"/disk.img"]; !img.Sparse || img.Size != 64<<20 {
+		t.Errorf("ls --json: disk.img %+v, want sparse, 64 MiB", img)
+	}
+}

@@ -2,7 +2,9 @@ package api
 
 import (
 	"context"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // SavesetService is the savesets and what is in them: /savesets.
@@ -138,6 +140,43 @@ type Entry struct {
 	Link   string `json:"link,omitempty"`
 	Source int64  `json:"data_in_saveset,omitempty"` // an unchanged file: the saveset that holds its data
 	Digest string `json:"digest,omitempty"`
+	// Sparse: a file with holes, stored as its data alone (Size is its
+	// logical size) and restored with its holes.
+	Sparse bool `json:"sparse,omitempty"`
+	// A path or link that is not valid UTF-8 does not survive JSON (its
+	// bytes become U+FFFD in Path and Link): its bytes are here too.
+	// FilePath and LinkTarget give the real ones.
+	PathBytes []byte `json:"path_bytes,omitempty"`
+	LinkBytes []byte `json:"link_bytes,omitempty"`
+}
+
+// SetNames sets Path and Link, and their bytes when they are not valid
+// UTF-8 (Path and Link then hold U+FFFD for each bad byte, as JSON would
+// make of them anyway).
+func (e *Entry) SetNames(path, link string) {
+	e.Path, e.Link, e.PathBytes, e.LinkBytes = path, link, nil, nil
+	if !utf8.ValidString(path) {
+		e.Path, e.PathBytes = strings.ToValidUTF8(path, "\uFFFD"), []byte(path)
+	}
+	if !utf8.ValidString(link) {
+		e.Link, e.LinkBytes = strings.ToValidUTF8(link, "\uFFFD"), []byte(link)
+	}
+}
+
+// FilePath is the entry's path, bytes and all.
+func (e *Entry) FilePath() string {
+	if e.PathBytes != nil {
+		return string(e.PathBytes)
+	}
+	return e.Path
+}
+
+// LinkTarget is the entry's symlink or hard link target, bytes and all.
+func (e *Entry) LinkTarget() string {
+	if e.LinkBytes != nil {
+		return string(e.LinkBytes)
+	}
+	return e.Link
 }
 
 // Match is one version of a path that a search found (`kura find --json`).

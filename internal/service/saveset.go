@@ -90,8 +90,9 @@ func Decision(d engine.SavesetDecision) api.RetentionDecision {
 
 // Entry converts an index entry.
 func Entry(e *index.Entry) api.Entry {
-	j := api.Entry{Path: "/" + e.Path, Type: e.Type.String(), Mode: fmt.Sprintf("%04o", e.Mode), UID: e.UID, GID: e.GID,
-		Size: e.Size, MTime: time.Unix(0, e.MTime).UTC().Format(time.RFC3339Nano), Link: e.Link}
+	j := api.Entry{Type: e.Type.String(), Mode: fmt.Sprintf("%04o", e.Mode), UID: e.UID, GID: e.GID,
+		Size: e.Size, MTime: time.Unix(0, e.MTime).UTC().Format(time.RFC3339Nano), Sparse: e.Flags&index.FlagSparse != 0}
+	j.SetNames("/"+e.Path, e.Link)
 	if e.Flags&index.FlagUnchanged != 0 {
 		j.Source = int64(e.Source)
 	}
