@@ -143,3 +143,7 @@ func TestShelfAndRelabel(t *testing.T) {
 		t.Errorf("Barcodes() = %v", got)
 	}
 }
+
+func TestFaults(t *testing.T) {
+	tapetest.RunFaults(t, func(t *testing.T) tape.Device { return reopenable{newTape(t, 4096, 2<<20, 0)} })
+}
