@@ -99,25 +99,43 @@ func (m *Media) Load(blockSize int) (*Tape, error) {
 	return &Tape{m: m, blockSize: blockSize}, nil
 }
 
-// Relabel erases every tape file and writes label l (Generation counts
-// up). A writer open on the media makes it fail with tape.ErrBusy.
+// Relabel erases every tape file and labels the media again, as
+// tape.Tape.Relabel does: zero fields of l keep the current label's values,
+// the barcode cannot change, Generation counts up. A writer open on the
+// media makes it fail with tape.ErrBusy.
 func (m *Media) Relabel(l tape.Label) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	old := m.label
 	if m.writer {
-		return fmt.Errorf("memtape: relabel %s: %w", m.label.Barcode, tape.ErrBusy)
+		return fmt.Errorf("memtape: relabel %s: %w", old.Barcode, tape.ErrBusy)
 	}
-	if l.EarlyWarning == 0 {
-		l.EarlyWarning = l.Capacity
+	if l.Barcode != "" && l.Barcode != old.Barcode {
+		return fmt.Errorf("memtape: relabel %s: cannot change the barcode to %q", old.Barcode, l.Barcode)
 	}
-	l.Version = tape.LabelVersion
-	l.Generation = m.label.Generation + 1
-	l.Created = m.label.Created
-	l.Labelled = m.clock().UTC()
-	if err := checkLabel(l); err != nil {
-		return fmt.Errorf("memtape: relabel %s: %w", m.label.Barcode, err)
+	nl := old
+	if l.Library != "" {
+		nl.Library = l.Library
 	}
-	m.label, m.files = l, nil
+	if l.BlockSize != 0 {
+		nl.BlockSize = l.BlockSize
+	}
+	if l.Capacity != 0 {
+		nl.Capacity = l.Capacity
+		if l.EarlyWarning == 0 && nl.EarlyWarning > nl.Capacity {
+			nl.EarlyWarning = nl.Capacity
+		}
+	}
+	if l.EarlyWarning != 0 {
+		nl.EarlyWarning = l.EarlyWarning
+	}
+	nl.Version = tape.LabelVersion
+	nl.Generation = old.Generation + 1
+	nl.Labelled = m.clock().UTC()
+	if err := checkLabel(nl); err != nil {
+		return fmt.Errorf("memtape: relabel %s: %w", old.Barcode, err)
+	}
+	m.label, m.files = nl, nil
 	return nil
 }
 
@@ -157,6 +175,14 @@ func (t *Tape) Media() *Media { return t.m }
 
 // Label is the media's label.
 func (t *Tape) Label() tape.Label { return t.m.Label() }
+
+// Relabel relabels the loaded media (Media.Relabel).
+func (t *Tape) Relabel(l tape.Label) error {
+	if t.isClosed() {
+		return tape.ErrClosed
+	}
+	return t.m.Relabel(l)
+}
 
 func (t *Tape) isClosed() bool {
 	t.mu.Lock()
