@@ -9,6 +9,7 @@ import (
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/stream"
+	"github.com/kura-backup/kura/internal/tape"
 )
 
 // List returns the immediate children of dir in a saveset ("" or "/" is the
@@ -311,20 +312,38 @@ func (e *Env) Recipe(id int64) (string, error) {
 	if ss.Status != catalog.StatusComplete || ss.Expired {
 		return "", fmt.Errorf("saveset %d is %s: it cannot be restored", id, savesetState(ss))
 	}
-	var files []string
-	for _, p := range ss.Parts {
-		lib, err := e.LibraryOfTape(p.Barcode)
+	files, err := recipeFiles(id, ss.Parts, func(barcode string) (tape.Device, error) {
+		lib, err := e.LibraryOfTape(barcode)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		t, err := lib.OpenTape(p.Barcode)
-		if err != nil {
-			return "", err
-		}
-		files = append(files, t.DataPath(p.File))
-		t.Close()
+		return lib.OpenTape(barcode)
+	})
+	if err != nil {
+		return "", err
 	}
 	return stream.Recipe(files), nil
+}
+
+// recipeFiles returns the data path of every part of saveset id, in order:
+// the files the stock tools read. A tape whose device has none (its media
+// are not files on this machine: tape.DataPather) fails with ErrNoDataPath.
+func recipeFiles(id int64, parts []catalog.Part, open func(barcode string) (tape.Device, error)) ([]string, error) {
+	var files []string
+	for _, p := range parts {
+		t, err := open(p.Barcode)
+		if err != nil {
+			return nil, err
+		}
+		dp, ok := t.(tape.DataPather)
+		if !ok {
+			t.Close()
+			return nil, sayf(ErrNoDataPath, "saveset %d: tape %s is not kept in files on this machine, so stock tools cannot read it: restore the saveset with kura restore", id, p.Barcode)
+		}
+		files = append(files, dp.DataPath(p.File))
+		t.Close()
+	}
+	return files, nil
 }
 
 func savesetState(ss *catalog.Saveset) string {

@@ -208,7 +208,7 @@ func (e *Env) backupCatalog(ctx context.Context, lib *library.Library, opts Cata
 		return nil, err
 	}
 	var (
-		t       *tape.Tape
+		t       tape.Device
 		barcode string
 		full    []string
 	)
@@ -433,7 +433,7 @@ func findCatalogBackups(lib *library.Library, tapes []library.TapeStatus, copies
 	return copies, notes
 }
 
-func readCatalogLabel(t *tape.Tape, n int) (catalogbackup.Label, error) {
+func readCatalogLabel(t tape.Device, n int) (catalogbackup.Label, error) {
 	fr, err := t.Open(n)
 	if err != nil {
 		return catalogbackup.Label{}, err

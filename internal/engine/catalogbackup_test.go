@@ -19,6 +19,7 @@ import (
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/stream"
+	"github.com/kura-backup/kura/internal/tape"
 )
 
 func backupCatalog(t *testing.T, env *engine.Env, o engine.CatalogBackupOptions) *engine.CatalogBackupResult {
@@ -245,7 +246,7 @@ func catalogDataPath(t *testing.T, env *engine.Env, rec *engine.CatalogBackupRes
 	tp, err := lib.OpenTape(rec.Barcode)
 	must(t, err)
 	defer tp.Close()
-	return tp.DataPath(rec.File)
+	return tp.(tape.DataPather).DataPath(rec.File)
 }
 
 // Damaged catalog backups are refused with the check that caught them, and

@@ -221,7 +221,7 @@ func copyDataPath(t *testing.T, env *engine.Env, id int64, n int) string {
 		t.Fatal(err)
 	}
 	defer tp.Close()
-	return tp.DataPath(p.File)
+	return tp.(tape.DataPather).DataPath(p.File)
 }
 
 func flipAt(t *testing.T, path string, off int64) {

@@ -18,6 +18,7 @@ import (
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/library"
+	"github.com/kura-backup/kura/internal/tape"
 	"github.com/kura-backup/kura/internal/walk"
 	"golang.org/x/sys/unix"
 )
@@ -498,7 +499,7 @@ func flipByte(t *testing.T, env *engine.Env, id int64, off int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := tp.DataPath(ss.Parts[0].File)
+	data := tp.(tape.DataPather).DataPath(ss.Parts[0].File)
 	tp.Close()
 	f, err := os.OpenFile(data, os.O_RDWR, 0)
 	if err != nil {

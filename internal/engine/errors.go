@@ -25,6 +25,9 @@ var (
 	// ErrNoSelectionSet: a policy names a selection set its client does
 	// not have (a *NoSelectionSetError).
 	ErrNoSelectionSet = errors.New("no such selection set")
+	// ErrNoDataPath: the stock-tool recipe needs a tape's data as files on
+	// this machine, and the tape's device has none (tape.DataPather).
+	ErrNoDataPath = errors.New("no data path for stock tools")
 )
 
 // said is an error of a sentinel kind in its own words: its message is

@@ -146,7 +146,7 @@ func (e *Env) ScanTape(ctx context.Context, barcode string, opts ScanOptions) (*
 
 // scanTape scans every tape file of t; phase (when not nil) counts the
 // tape files and bytes read.
-func (e *Env) scanTape(ctx context.Context, t *tape.Tape, phase *monitor.Phase) ([]ScanFound, error) {
+func (e *Env) scanTape(ctx context.Context, t tape.Device, phase *monitor.Phase) ([]ScanFound, error) {
 	files, err := t.Files()
 	if err != nil {
 		return nil, err
@@ -189,7 +189,7 @@ func (e *Env) scanTape(ctx context.Context, t *tape.Tape, phase *monitor.Phase) 
 	return found, stopped
 }
 
-func (e *Env) scanFile(t *tape.Tape, fi tape.FileInfo, f *ScanFound) error {
+func (e *Env) scanFile(t tape.Device, fi tape.FileInfo, f *ScanFound) error {
 	fr, err := t.Open(fi.Number)
 	if err != nil {
 		return err

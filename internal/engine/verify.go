@@ -18,6 +18,7 @@ import (
 
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/index"
+	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/producer"
 	"github.com/kura-backup/kura/internal/span"
@@ -229,7 +230,7 @@ func (v *verifyRun) labels() {
 		if err != nil {
 			continue // reading the tape reports it
 		}
-		t, ok := dev.(*tape.Tape)
+		t, ok := dev.(library.LabelReporter)
 		if !ok {
 			continue
 		}

@@ -31,6 +31,16 @@
 // the tape is offline (state "exported") until imported into a free slot.
 // Moving a tape changes inventory.json only, never the tape's data.
 //
+// # Changer and media
+//
+// *Library is the Changer (changer.go): inventory, drive leases, import
+// and export, handing out tape.Device values only. Its cartridges live on
+// Media (media.go): FolderMedia, the tapes/ folder above, unless the
+// library was created or opened with other media (CreateWithMedia,
+// OpenWithMedia). Erasing, reclaiming and reporting label damage are
+// optional capabilities of the devices (Relabeler, Reclaimer,
+// LabelReporter), found by interface checks.
+//
 // # Invariants
 //
 //   - Every inventory change is a read-modify-write under the library lock

@@ -22,19 +22,15 @@ const (
 
 func newDriveLock(path string) *flock.Flock { return flock.New(path) }
 
-// Drive is an acquired virtual drive: its holder, in this process, is the
-// only user of the drive across all processes until Release.
-//
-// The *tape.Tape returned by Load and LoadWritable belongs to the drive: it
-// stays valid until the next Load, LoadWritable, Unload or Release, which
-// close it. A Drive is safe for use by one goroutine at a time.
-type Drive struct {
+// vtlDrive is an acquired drive of a library: its holder, in this process,
+// is the only user of the drive across all processes until Release.
+type vtlDrive struct {
 	lib  *Library
 	n    int
 	lock *flock.Flock
 
 	mu       sync.Mutex
-	cur      *tape.Tape
+	cur      tape.Device
 	released bool
 }
 
@@ -42,7 +38,7 @@ type Drive struct {
 // exclusively across processes (a flock on DIR/drives/N.lock). While the
 // drive (or every drive) is busy it waits, until ctx ends; the error then
 // wraps ErrDriveBusy and the context's cause.
-func (l *Library) Acquire(ctx context.Context, n int) (*Drive, error) {
+func (l *Library) Acquire(ctx context.Context, n int) (Drive, error) {
 	var want []int
 	if n == 0 {
 		for i := 1; i <= l.cfg.Drives; i++ {
@@ -64,7 +60,7 @@ func (l *Library) Acquire(ctx context.Context, n int) (*Drive, error) {
 				return nil, fmt.Errorf("library %s: locking drive %d: %w", l.cfg.Name, i, err)
 			}
 			if ok {
-				return &Drive{lib: l, n: i, lock: lk}, nil
+				return &vtlDrive{lib: l, n: i, lock: lk}, nil
 			}
 		}
 		if timer == nil {
@@ -87,16 +83,16 @@ func (l *Library) Acquire(ctx context.Context, n int) (*Drive, error) {
 }
 
 // Number is the drive's number, 1-based.
-func (d *Drive) Number() int { return d.n }
+func (d *vtlDrive) Number() int { return d.n }
 
 // closeCur closes the tape the drive has open. Called with d.mu held.
-func (d *Drive) closeCur() error {
+func (d *vtlDrive) closeCur() error {
 	t := d.cur
 	d.cur = nil
-	return closeTape(t)
+	return closeDevice(t)
 }
 
-func (d *Drive) check() error {
+func (d *vtlDrive) check() error {
 	if d.released {
 		return fmt.Errorf("drive %d of library %s: %w", d.n, d.lib.cfg.Name, ErrReleased)
 	}
@@ -105,7 +101,7 @@ func (d *Drive) check() error {
 
 // put moves bc into this drive in inv, sending whatever the drive held back
 // to its home slot. Called under the library lock.
-func (d *Drive) put(inv *inventory, bc string) {
+func (d *vtlDrive) put(inv *inventory, bc string) {
 	for _, e := range inv.Tapes {
 		if e.Drive == d.n {
 			e.Drive = 0
@@ -115,8 +111,8 @@ func (d *Drive) put(inv *inventory, bc string) {
 }
 
 // open opens bc with the drive's settings.
-func (d *Drive) open(bc string, set driveEntry) (*tape.Tape, error) {
-	t, err := tape.Open(d.lib.tapeDir(bc), tape.Options{BlockSize: set.BlockSize, BufferSize: set.BufferSize, Clock: d.lib.now})
+func (d *vtlDrive) open(bc string, set driveEntry) (tape.Device, error) {
+	t, err := d.lib.media.Open(bc, tape.Label{}, d.lib.driveOptions(set))
 	if err != nil {
 		return nil, fmt.Errorf("drive %d of library %s: opening tape %s: %w", d.n, d.lib.cfg.Name, bc, err)
 	}
@@ -129,7 +125,7 @@ func (d *Drive) open(bc string, set driveEntry) (*tape.Tape, error) {
 // block size and buffer size. A tape in another drive is taken from it if
 // nobody has acquired that drive; otherwise Load fails with ErrDriveBusy.
 // An exported tape fails with ErrExported.
-func (d *Drive) Load(barcode string) (*tape.Tape, error) {
+func (d *vtlDrive) Load(barcode string) (tape.Device, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.check(); err != nil {
@@ -173,7 +169,7 @@ func (d *Drive) Load(barcode string) (*tape.Tape, error) {
 //
 // With none, it fails with a *NoTapeError: "no writable tape in library
 // NAME" (the CLI says how to add tapes).
-func (d *Drive) LoadWritable(exclude ...string) (*tape.Tape, string, error) {
+func (d *vtlDrive) LoadWritable(exclude ...string) (tape.Device, string, error) {
 	return d.LoadWritableIf(nil, exclude...)
 }
 
@@ -182,7 +178,7 @@ func (d *Drive) LoadWritable(exclude ...string) (*tape.Tape, string, error) {
 type TapeFilter func(barcode string, blank bool) bool
 
 // LoadWritableIf is LoadWritable among the tapes allow accepts (nil: all).
-func (d *Drive) LoadWritableIf(allow TapeFilter, exclude ...string) (*tape.Tape, string, error) {
+func (d *vtlDrive) LoadWritableIf(allow TapeFilter, exclude ...string) (tape.Device, string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.check(); err != nil {
@@ -253,7 +249,7 @@ func (d *Drive) LoadWritableIf(allow TapeFilter, exclude ...string) (*tape.Tape,
 
 // Unload closes the loaded tape and puts it back into its home slot. An
 // empty drive is not an error.
-func (d *Drive) Unload() error {
+func (d *vtlDrive) Unload() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.check(); err != nil {
@@ -277,7 +273,7 @@ func (d *Drive) Unload() error {
 // Release closes the loaded tape (which stays in the drive, as in a real
 // library) and frees the drive for other holders. Calls after Release fail
 // with ErrReleased.
-func (d *Drive) Release() error {
+func (d *vtlDrive) Release() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.check(); err != nil {

@@ -130,7 +130,7 @@ func TestAcquireWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	type result struct {
-		d   *Drive
+		d   Drive
 		err error
 	}
 	got := make(chan result, 1)

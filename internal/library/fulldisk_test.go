@@ -26,7 +26,7 @@ func TestInventoryWriteReclaimsAFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	bc := tapes[0].Barcode
-	f, err := os.Create(filepath.Join(l.tapeDir(bc), "000001.data"))
+	f, err := os.Create(filepath.Join(filepath.Join(l.dir, tapesDir, bc), "000001.data"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestInventoryWriteReclaimsAFullDisk(t *testing.T) {
 	if err := l.MarkFull(tapes[1].Barcode); err != nil {
 		t.Fatalf("an inventory write on the disk a dead writer filled: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(l.tapeDir(bc), "000001.data")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(filepath.Join(l.dir, tapesDir, bc), "000001.data")); !os.IsNotExist(err) {
 		t.Errorf("the unfinished tape file is still there: %v", err)
 	}
 }

@@ -87,9 +87,10 @@ const (
 // folder: all shared state lives in the folder and changes under the
 // library lock.
 type Library struct {
-	dir string
-	cfg Config // as created; Slots is the value at creation
-	now func() time.Time
+	dir   string
+	cfg   Config // as created; Slots is the value at creation
+	now   func() time.Time
+	media Media // where the tapes are kept: DIR/tapes for a folder library
 }
 
 // storedConfig is library.json.
@@ -131,7 +132,12 @@ type driveEntry struct {
 // (ErrExists if it holds a library, ErrNotEmpty if anything else): the drive
 // lock files, one blank labelled tape in each slot, the inventory, and
 // finally library.json.
-func Create(cfg Config) (*Library, error) {
+func Create(cfg Config) (*Library, error) { return CreateWithMedia(cfg, nil) }
+
+// CreateWithMedia is Create with the tapes kept on media (nil: the folder
+// DIR/tapes, as Create does). The library folder still holds the
+// configuration, the inventory and the drive locks.
+func CreateWithMedia(cfg Config, media Media) (*Library, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -152,7 +158,10 @@ func Create(cfg Config) (*Library, error) {
 			return nil, fmt.Errorf("creating library %s: %w", cfg.Name, err)
 		}
 	}
-	l := &Library{dir: dir, cfg: cfg, now: time.Now}
+	l := &Library{dir: dir, cfg: cfg, now: time.Now, media: media}
+	if l.media == nil {
+		l.media = FolderMedia(filepath.Join(dir, tapesDir))
+	}
 
 	lk := flock.New(filepath.Join(dir, lockFile))
 	if err := lk.Lock(); err != nil {
@@ -197,7 +206,11 @@ func Create(cfg Config) (*Library, error) {
 }
 
 // Open opens the library in dir.
-func Open(dir string) (*Library, error) {
+func Open(dir string) (*Library, error) { return OpenWithMedia(dir, nil) }
+
+// OpenWithMedia opens the library in dir whose tapes are kept on media
+// (nil: the folder DIR/tapes, as Open does).
+func OpenWithMedia(dir string, media Media) (*Library, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("library folder %s: %w", dir, err)
@@ -221,7 +234,10 @@ func Open(dir string) (*Library, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w: %s: %w", dir, ErrBadInventory, configFile, err)
 	}
-	l := &Library{dir: dir, cfg: cfg, now: time.Now}
+	l := &Library{dir: dir, cfg: cfg, now: time.Now, media: media}
+	if l.media == nil {
+		l.media = FolderMedia(filepath.Join(dir, tapesDir))
+	}
 	if _, err := l.readInventory(); err != nil {
 		return nil, err
 	}
@@ -266,7 +282,16 @@ func (l *Library) Remove() error {
 	return nil
 }
 
-func (l *Library) tapeDir(barcode string) string { return filepath.Join(l.dir, tapesDir, barcode) }
+// driveOptions are the tape options of a drive with settings set.
+func (l *Library) driveOptions(set driveEntry) tape.Options {
+	return tape.Options{BlockSize: set.BlockSize, BufferSize: set.BufferSize, Clock: l.now}
+}
+
+// defaultOptions are the tape options of the library's default drive
+// settings.
+func (l *Library) defaultOptions() tape.Options {
+	return l.driveOptions(driveEntry{BlockSize: l.cfg.BlockSize, BufferSize: l.cfg.BufferSize})
+}
 
 func (l *Library) driveLockPath(n int) string {
 	return filepath.Join(l.dir, drivesDir, strconv.Itoa(n)+".lock")
@@ -340,8 +365,8 @@ func (l *Library) writeInventory(inv *inventory) error {
 }
 
 // Reclaim removes the unfinished last tape file that a writer which died
-// left on any tape of the library (tape.Tape.Reclaim), and returns the
-// bytes freed. Tapes being written are left alone.
+// left on any tape of the library (Reclaimer: a folder tape can), and
+// returns the bytes freed. Tapes being written are left alone.
 func (l *Library) Reclaim() (int64, error) {
 	inv, err := l.readInventory()
 	if err != nil {
@@ -350,12 +375,17 @@ func (l *Library) Reclaim() (int64, error) {
 	var freed int64
 	var firstErr error
 	for bc := range inv.Tapes {
-		t, err := tape.Open(l.tapeDir(bc), tape.Options{BlockSize: l.cfg.BlockSize, BufferSize: l.cfg.BufferSize, Clock: l.now})
+		t, err := l.media.Open(bc, tape.Label{}, l.defaultOptions())
 		if err != nil {
 			firstErr = cmp.Or(firstErr, err)
 			continue
 		}
-		n, err := t.Reclaim()
+		r, ok := t.(Reclaimer)
+		if !ok {
+			t.Close()
+			continue
+		}
+		n, err := r.Reclaim()
 		t.Close()
 		freed += n
 		if err != nil && !errors.Is(err, tape.ErrBusy) {
@@ -495,12 +525,16 @@ func (l *Library) addTapes(inv *inventory, n int) ([]string, error) {
 			if _, ok := inv.Tapes[bc]; ok {
 				continue
 			}
-			if _, err := os.Lstat(l.tapeDir(bc)); errors.Is(err, fs.ErrNotExist) {
+			exists, err := l.media.Exists(bc)
+			if err != nil {
+				return made, fmt.Errorf("adding tapes to library %s: %w", l.cfg.Name, err)
+			}
+			if !exists {
 				break
 			}
 		}
 		now := l.now().UTC()
-		t, err := tape.Format(l.tapeDir(bc), tape.Label{
+		err := l.media.Format(tape.Label{
 			Barcode:      bc,
 			Library:      l.cfg.Name,
 			BlockSize:    l.cfg.BlockSize,
@@ -508,11 +542,8 @@ func (l *Library) addTapes(inv *inventory, n int) ([]string, error) {
 			EarlyWarning: l.cfg.EarlyWarning(),
 			Created:      now,
 			Labelled:     now,
-		}, tape.Options{BlockSize: l.cfg.BlockSize, BufferSize: l.cfg.BufferSize, Clock: l.now})
+		}, l.defaultOptions())
 		if err != nil {
-			return made, fmt.Errorf("labelling tape %s in library %s: %w", bc, l.cfg.Name, err)
-		}
-		if err := t.Close(); err != nil {
 			return made, fmt.Errorf("labelling tape %s in library %s: %w", bc, l.cfg.Name, err)
 		}
 		inv.Tapes[bc] = &tapeEntry{Home: slot}

@@ -347,8 +347,8 @@ func TestTapeStates(t *testing.T) {
 	if err != nil {
 		t.Fatalf("OpenTape of a tape whose label is lost: %v", err)
 	}
-	if !errors.Is(tp.LabelDamage(), tape.ErrBadLabel) || tp.Label().Barcode != "KUR004" {
-		t.Errorf("KUR004: label %+v, damage %v", tp.Label(), tp.LabelDamage())
+	if lr, ok := tp.(LabelReporter); !ok || !lr.LabelLost() || !errors.Is(lr.LabelDamage(), tape.ErrBadLabel) || tp.Label().Barcode != "KUR004" {
+		t.Errorf("KUR004: label %+v, not reported lost as ErrBadLabel", tp.Label())
 	}
 	if _, err := tp.Append("x"); !errors.Is(err, tape.ErrBadLabel) {
 		t.Errorf("Append to a tape whose label is lost: %v, want ErrBadLabel", err)

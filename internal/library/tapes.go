@@ -1,7 +1,6 @@
 package library
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -93,7 +92,7 @@ func (l *Library) inspect(bc string, e *tapeEntry) TapeStatus {
 		MailSlot:   e.MailSlot,
 		MarkedFull: e.Full,
 	}
-	t, err := tape.OpenWithLabel(l.tapeDir(bc), l.standIn(bc), tape.Options{})
+	t, err := l.media.Open(bc, l.standIn(bc), tape.Options{})
 	if err != nil {
 		ts.State, ts.Error = StateError, err.Error()
 		return ts
@@ -118,11 +117,15 @@ func (l *Library) inspect(bc string, e *tapeEntry) TapeStatus {
 	default:
 		ts.State = StateAppendable
 	}
-	if _, _, lerr := tape.CheckLabel(l.tapeDir(bc)); lerr != nil {
+	lr, ok := t.(LabelReporter)
+	if !ok {
+		return ts
+	}
+	if lr.LabelLost() {
 		// Both copies lost: its tape files read (OpenTape), but nothing is
 		// written to it until it is erased.
-		ts.State, ts.Error = StateError, "label lost, tape files readable, erase it to write again: "+lerr.Error()
-	} else if d := t.LabelDamage(); d != nil && ts.Error == "" {
+		ts.State, ts.Error = StateError, "label lost, tape files readable, erase it to write again: "+lr.LabelDamage().Error()
+	} else if d := lr.LabelDamage(); d != nil && ts.Error == "" {
 		// Readable from the other copy; say so (the next append heals it).
 		ts.Error = d.Error()
 	}
@@ -323,17 +326,21 @@ func (l *Library) Erase(barcode string) error {
 		if e.Drive > 0 && l.driveBusy(e.Drive) {
 			return fmt.Errorf("erasing tape %s: it is in drive %d: %w", barcode, e.Drive, ErrDriveBusy)
 		}
-		t, err := tape.OpenWithLabel(l.tapeDir(barcode), l.standIn(barcode), tape.Options{Clock: l.now})
+		t, err := l.media.Open(barcode, l.standIn(barcode), tape.Options{Clock: l.now})
 		if err != nil {
 			return fmt.Errorf("erasing tape %s: %w", barcode, err)
 		}
 		defer t.Close()
+		rl, ok := t.(Relabeler)
+		if !ok {
+			return fmt.Errorf("erasing tape %s: relabelling: %w", barcode, ErrUnsupported)
+		}
 		lab := t.Label()
 		lab.Barcode = barcode
 		lab.Library = l.cfg.Name
 		lab.Labelled = l.now().UTC()
 		lab.Generation++
-		if err := t.Relabel(lab); err != nil {
+		if err := rl.Relabel(lab); err != nil {
 			return fmt.Errorf("erasing tape %s: %w", barcode, err)
 		}
 		e.Full = false
@@ -343,8 +350,9 @@ func (l *Library) Erase(barcode string) error {
 
 // OpenTape opens a tape for reading wherever it is in the library (slot or
 // drive). An exported tape fails with ErrExported ("tape X is exported;
-// import it"). The caller closes the tape.
-func (l *Library) OpenTape(barcode string) (*tape.Tape, error) {
+// import it"). The caller closes the device. A tape whose label is lost
+// opens with the label it was made with standing in.
+func (l *Library) OpenTape(barcode string) (tape.Device, error) {
 	inv, err := l.readInventory()
 	if err != nil {
 		return nil, err
@@ -356,7 +364,7 @@ func (l *Library) OpenTape(barcode string) (*tape.Tape, error) {
 	if e.MailSlot > 0 {
 		return nil, exportedErr(barcode)
 	}
-	t, err := tape.OpenWithLabel(l.tapeDir(barcode), l.standIn(barcode), tape.Options{BlockSize: l.cfg.BlockSize, BufferSize: l.cfg.BufferSize, Clock: l.now})
+	t, err := l.media.Open(barcode, l.standIn(barcode), l.defaultOptions())
 	if err != nil {
 		return nil, fmt.Errorf("library %s: opening tape %s: %w", l.cfg.Name, barcode, err)
 	}
@@ -365,21 +373,10 @@ func (l *Library) OpenTape(barcode string) (*tape.Tape, error) {
 
 // standIn is the label a tape of this library was given when it was made:
 // what stands in, for reading, for a label whose both copies are damaged
-// (tape.OpenWithLabel). Its times and generation are unknown.
+// (Media.Open). Its times and generation are unknown.
 func (l *Library) standIn(barcode string) tape.Label {
 	return tape.Label{Barcode: barcode, Library: l.cfg.Name, BlockSize: l.cfg.BlockSize,
 		Capacity: l.cfg.TapeSize, EarlyWarning: l.cfg.EarlyWarning()}
-}
-
-// closeTape closes t, ignoring a second close.
-func closeTape(t *tape.Tape) error {
-	if t == nil {
-		return nil
-	}
-	if err := t.Close(); err != nil && !errors.Is(err, tape.ErrClosed) {
-		return err
-	}
-	return nil
 }
 
 // noDriveError is ErrNoDrive (and ErrInvalidConfig, as a drive setting

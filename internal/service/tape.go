@@ -124,7 +124,11 @@ func (l *Local) TapeLayout(ctx context.Context, barcode string) (*api.TapeLayout
 	}
 	defer t.Close()
 	files, ferr := t.Files()
-	out := TapeLayout(t.Label(), t.LabelDamage(), files, ferr, t.Used())
+	var damage error
+	if lr, ok := t.(library.LabelReporter); ok {
+		damage = lr.LabelDamage()
+	}
+	out := TapeLayout(t.Label(), damage, files, ferr, t.Used())
 	return &out, nil
 }
 
@@ -317,7 +321,7 @@ func (l *Local) driveHeld(lib string, n int) error {
 // its lease in the catalog (where jobs take theirs), then the drive's
 // lock. A drive a job holds is refused with a *DriveHeldError naming the
 // job. release gives both back.
-func (l *Local) holdDrive(lib *library.Library, n int) (d *library.Drive, release func() error, err error) {
+func (l *Local) holdDrive(lib *library.Library, n int) (d library.Drive, release func() error, err error) {
 	cfg := lib.Config()
 	if n < 1 || n > cfg.Drives {
 		return nil, nil, library.NoDrive(cfg.Name, n, cfg.Drives)

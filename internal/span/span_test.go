@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/kura-backup/kura/internal/stream"
 	"github.com/kura-backup/kura/internal/tape"
+	"github.com/kura-backup/kura/internal/tape/faultdev"
+	"github.com/kura-backup/kura/internal/tape/memtape"
 )
 
 const (
@@ -19,23 +19,24 @@ const (
 	early    = 1 << 20  // early warning: small, so a few frames span
 )
 
-// shelf is a set of real tapes in a temporary folder, handed out in order
-// by next, the way the engine hands out LoadWritable's tapes.
+// shelf is a set of tapes in memory (package memtape), handed out in order
+// by next, the way the engine hands out LoadWritable's tapes. A test may
+// wrap a tape in faults (package faultdev) before it is handed out;
+// library_test.go runs the same writer on a folder library.
 type shelf struct {
 	t        *testing.T
-	tapes    map[string]*tape.Tape
+	tapes    map[string]tape.Device
 	queue    []string
 	excludes [][]string // what next was given, call by call
 }
 
 func newShelf(t *testing.T, barcodes ...string) *shelf {
 	t.Helper()
-	s := &shelf{t: t, tapes: map[string]*tape.Tape{}, queue: barcodes}
-	dir := t.TempDir()
+	s := &shelf{t: t, tapes: map[string]tape.Device{}, queue: barcodes}
 	for _, bc := range barcodes {
-		tp, err := tape.Format(filepath.Join(dir, bc), tape.Label{
+		tp, err := memtape.New(tape.Label{
 			Barcode: bc, Library: "test", BlockSize: 4096, Capacity: capacity, EarlyWarning: early,
-		}, tape.Options{BlockSize: 4096, BufferSize: 32 << 10})
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +163,12 @@ func TestSpanOverThreeTapes(t *testing.T) {
 		if tp.Used() > early {
 			t.Errorf("tape %s used %d, past early warning %d", part.Barcode, tp.Used(), early)
 		}
-		raw, err := os.ReadFile(tp.DataPath(1))
+		fr, err := tp.Open(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := io.ReadAll(fr)
+		fr.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -446,23 +452,7 @@ func TestReaderErrors(t *testing.T) {
 
 // ewOnly is a device that, like a physical drive, tells its writers only
 // that early warning was reached, not how many bytes still fit.
-type ewOnly struct{ tape.Device }
-
-type ewWriter struct{ fw tape.FileWriter }
-
-func (d ewOnly) Append(tag string) (tape.FileWriter, error) {
-	fw, err := d.Device.Append(tag)
-	if err != nil {
-		return nil, err
-	}
-	return ewWriter{fw}, nil
-}
-
-func (w ewWriter) Write(p []byte) (int, error)    { return w.fw.Write(p) }
-func (w ewWriter) Written() int64                 { return w.fw.Written() }
-func (w ewWriter) EarlyWarning() bool             { return w.fw.EarlyWarning() }
-func (w ewWriter) Finish() (tape.FileInfo, error) { return w.fw.Finish() }
-func (w ewWriter) Abort() error                   { return w.fw.Abort() }
+func ewOnly(d tape.Device) tape.Device { return faultdev.New(d).EarlyWarningOnly() }
 
 // TestSpanOnEarlyWarningOnly: on a drive that only signals early warning,
 // the frame that crosses it still goes to the tape (the margin past early
@@ -474,10 +464,10 @@ func TestSpanOnEarlyWarningOnly(t *testing.T) {
 		if err != nil {
 			return nil, "", err
 		}
-		return ewOnly{d}, bc, nil
+		return ewOnly(d), bc, nil
 	}
 	dev, bc := s.first()
-	w := NewWriter(ewOnly{dev}, bc, next, header, "saveset 7")
+	w := NewWriter(ewOnly(dev), bc, next, header, "saveset 7")
 	var frames [][]byte
 	for i := range 10 {
 		frames = append(frames, frame(i, 200<<10))

@@ -77,6 +77,16 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// TestDeviceFaults runs the device-level fault tests (tapetest.RunFaults)
+// on a folder tape.
+func TestDeviceFaults(t *testing.T) {
+	tapetest.RunFaults(t, func(t *testing.T) tape.Device {
+		opts := tape.Options{BufferSize: 64 << 10}
+		tp, dir := newTape(t, 4096, 2<<20, opts)
+		return reopenable{Tape: tp, dir: dir, opts: opts}
+	})
+}
+
 func TestDataFileIsRaw(t *testing.T) {
 	tp, _ := newTape(t, 4096, 1<<20, tape.Options{})
 	data := tapetest.Payload(9, 10000)
