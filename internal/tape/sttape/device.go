@@ -42,6 +42,8 @@ type Options struct {
 	Overwrite bool
 	// Clock stamps labels and filemarks; nil means time.Now.
 	Clock func() time.Time
+
+	keepCompression bool // leave the drive's compression setting alone (SelfTest)
 }
 
 func (o Options) clock() time.Time {
@@ -148,6 +150,9 @@ func (t *Device) setup() error {
 	if t.opts.BlockSize != 0 && (t.opts.BlockSize < tape.MinBlockSize || t.opts.BlockSize > tape.MaxBlockSize) {
 		return fmt.Errorf("sttape options: block size %d: want 0 or %d to %d", t.opts.BlockSize, tape.MinBlockSize, tape.MaxBlockSize)
 	}
+	if t.opts.keepCompression {
+		return nil
+	}
 	on := int32(0)
 	if t.opts.Compression {
 		on = 1
@@ -199,8 +204,13 @@ func (t *Device) readLabel() (l tape.Label, damage, err error) {
 		n, err := t.d.Read(blk)
 		switch {
 		case err == nil && n == 0 && i == 0:
-			if st, serr := t.d.Status(); serr == nil && st.EOD() {
+			// Nothing, or only a filemark (how a tape is blanked without
+			// erasing it: `mt weof` at the beginning), before end of data.
+			if t.atEOD() {
 				return tape.Label{}, nil, fmt.Errorf("%w (the tape is empty)", tape.ErrBlank)
+			}
+			if n2, err2 := t.d.Read(blk); err2 == nil && n2 == 0 && t.atEOD() {
+				return tape.Label{}, nil, fmt.Errorf("%w (a filemark and nothing after it)", tape.ErrBlank)
 			}
 			return tape.Label{}, nil, fmt.Errorf("%w: tape file 0 is empty", tape.ErrBadLabel)
 		case err != nil:
@@ -226,6 +236,11 @@ func (t *Device) readLabel() (l tape.Label, damage, err error) {
 		return got[1], fmt.Errorf("first copy: %w (read from the second)", errs[0]), nil
 	}
 	return tape.Label{}, nil, fmt.Errorf("%w; %v", errs[0], errs[1])
+}
+
+func (t *Device) atEOD() bool {
+	st, err := t.d.Status()
+	return err == nil && st.EOD()
 }
 
 // LabelDamage reports what was wrong with one copy of the label when the
