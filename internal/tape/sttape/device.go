@@ -68,6 +68,8 @@ type Device struct {
 	// partial is an incomplete last tape file (data without trailer), or
 	// nil; the next Append writes over it.
 	partial *tape.FileInfo
+	// bad holds the error of each tape file whose trailer is damaged.
+	bad     map[int]error
 	w       *fileWriter
 	readers int
 	owner   *fileReader // the reader the head was last moved for
@@ -287,7 +289,7 @@ func (t *Device) locate(f int) error {
 // scan finds the tape files: for each, it spaces over the data (counting
 // its blocks by the position) and reads the trailer.
 func (t *Device) scan() error {
-	t.files, t.partial = nil, nil
+	t.files, t.partial, t.bad = nil, nil, map[int]error{}
 	if err := t.locate(dataFile(1)); err != nil {
 		if errors.Is(err, unix.EIO) {
 			return nil // a label and nothing after it
@@ -296,6 +298,16 @@ func (t *Device) scan() error {
 	}
 	for n := 1; ; n++ {
 		fi, end, err := t.scanOne(n)
+		if err != nil && fi != nil {
+			// A damaged trailer: the tape file stays in the list, and
+			// the others stay readable. Files and Open(n) report it.
+			t.files = append(t.files, *fi)
+			t.bad[n] = err
+			if t.locate(dataFile(n+1)) != nil {
+				return nil
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -342,20 +354,21 @@ func (t *Device) scanOne(n int) (fi *tape.FileInfo, end bool, err error) {
 	}
 	blocks := p1 - p0 - 1
 	tr, empty, err := t.readTrailer()
-	if empty {
+	if empty && err == nil {
 		if blocks > 0 {
 			return incomplete(blocks), true, nil
 		}
 		return nil, true, nil // an aborted tape file's filemark, or the driver's on close
 	}
-	if err != nil {
-		return nil, false, corrupt(err)
-	}
-	if tr.Number != n {
-		return nil, false, corrupt(fmt.Errorf("%w: the trailer says tape file %d", tape.ErrCorrupt, tr.Number))
-	}
-	if tr.Blocks != blocks {
-		return nil, false, corrupt(fmt.Errorf("%w: %d blocks on tape, the trailer says %d", tape.ErrTruncated, blocks, tr.Blocks))
+	damaged := &tape.FileInfo{Number: n, Status: tape.FileComplete, Blocks: blocks, BlockSize: t.label.BlockSize,
+		Bytes: blocks * int64(t.label.BlockSize)}
+	switch {
+	case err != nil:
+		return damaged, false, corrupt(err)
+	case tr.Number != n:
+		return damaged, false, corrupt(fmt.Errorf("%w: the trailer says tape file %d", tape.ErrCorrupt, tr.Number))
+	case tr.Blocks != blocks:
+		return damaged, false, corrupt(fmt.Errorf("%w: %d blocks on tape, the trailer says %d", tape.ErrTruncated, blocks, tr.Blocks))
 	}
 	return &tr.FileInfo, false, nil
 }
@@ -484,6 +497,11 @@ func (t *Device) Files() ([]tape.FileInfo, error) {
 	defer t.mu.Unlock()
 	if t.closed {
 		return nil, tape.ErrClosed
+	}
+	for n := range len(t.files) {
+		if err := t.bad[n+1]; err != nil {
+			return nil, err
+		}
 	}
 	files := append([]tape.FileInfo(nil), t.files...)
 	if t.partial != nil {
@@ -826,6 +844,9 @@ func (t *Device) Open(n int) (tape.FileReader, error) {
 	}
 	if n < 1 || n > len(t.files) {
 		return nil, fmt.Errorf("tape %s: tape file %d: %w", t.label.Barcode, n, tape.ErrNoSuchFile)
+	}
+	if err := t.bad[n]; err != nil {
+		return nil, err
 	}
 	corrupt := func(err error) error {
 		return &tape.CorruptError{Library: t.label.Library, Barcode: t.label.Barcode, File: n, Block: -1, Err: err}
