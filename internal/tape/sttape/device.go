@@ -201,7 +201,8 @@ func (t *Device) readLabel() (l tape.Label, damage, err error) {
 	t.owner = nil
 	blk := make([]byte, MetaBlockSize)
 	var got [2]tape.Label
-	var errs [2]error
+	missing := fmt.Errorf("%w: label block missing", tape.ErrBadLabel)
+	errs := [2]error{missing, missing}
 	for i := range 2 {
 		n, err := t.d.Read(blk)
 		switch {
