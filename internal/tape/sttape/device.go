@@ -2,15 +2,11 @@ package sttape
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io"
 	"io/fs"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -354,12 +350,12 @@ func (t *Device) scanOne(n int) (fi *tape.FileInfo, end bool, err error) {
 		return nil, true, nil
 	}
 	blocks := p1 - p0 - 1
-	tr, empty, err := t.readTrailer()
-	if empty && err == nil {
-		if blocks > 0 {
-			return incomplete(blocks), true, nil
-		}
+	tr, empty, done, err := t.readTrailer()
+	switch {
+	case empty && err == nil && blocks == 0:
 		return nil, true, nil // an aborted tape file's filemark, or the driver's on close
+	case empty && err == nil, !done && err == nil:
+		return incomplete(blocks), true, nil
 	}
 	damaged := &tape.FileInfo{Number: n, Status: tape.FileComplete, Blocks: blocks, BlockSize: t.label.BlockSize,
 		Bytes: blocks * int64(t.label.BlockSize)}
@@ -374,103 +370,21 @@ func (t *Device) scanOne(n int) (fi *tape.FileInfo, end bool, err error) {
 	return &tr.FileInfo, false, nil
 }
 
-// trailer is a tape file's trailer: its filemark and checksum table.
-type trailer struct {
-	tape.FileInfo
-	sums []uint32
-}
-
-// Trailer layout (doc.go).
-const (
-	trailerMagic   = "KSTT"
-	trailerVersion = 1
-	trailerHeader  = 28
-)
-
-func encodeTrailer(fi tape.FileInfo, table []byte) ([]byte, error) {
-	mark, err := tape.EncodeFilemark(fi)
-	if err != nil {
-		return nil, err
-	}
-	sums := append(tape.EncodeChecksumHeader(fi.BlockSize), table...)
-	b := make([]byte, trailerHeader, trailerHeader+len(mark)+len(sums))
-	le := binary.LittleEndian
-	copy(b, trailerMagic)
-	le.PutUint16(b[4:], trailerVersion)
-	le.PutUint32(b[8:], uint32(len(mark)))
-	le.PutUint64(b[16:], uint64(len(sums)))
-	le.PutUint32(b[24:], tape.CRC32C(b[:24]))
-	b = append(b, mark...)
-	return append(b, sums...), nil
-}
-
-// decodeTrailer parses a trailer (zero padding after it allowed). Every
-// length is checked against the bytes there are before it is used.
-func decodeTrailer(b []byte) (trailer, error) {
-	le := binary.LittleEndian
-	if len(b) < trailerHeader {
-		return trailer{}, fmt.Errorf("trailer: %w: %d bytes", tape.ErrTruncated, len(b))
-	}
-	if string(b[:4]) != trailerMagic {
-		return trailer{}, fmt.Errorf("trailer: %w: bad magic", tape.ErrCorrupt)
-	}
-	if got, want := le.Uint32(b[24:]), tape.CRC32C(b[:24]); got != want {
-		return trailer{}, fmt.Errorf("trailer: %w: header crc %08x, want %08x", tape.ErrCorrupt, got, want)
-	}
-	if v := le.Uint16(b[4:]); v != trailerVersion {
-		return trailer{}, fmt.Errorf("trailer: %w: unknown version %d", tape.ErrCorrupt, v)
-	}
-	if le.Uint16(b[6:]) != 0 || le.Uint32(b[12:]) != 0 {
-		return trailer{}, fmt.Errorf("trailer: %w: reserved bytes set", tape.ErrCorrupt)
-	}
-	m, c := uint64(le.Uint32(b[8:])), le.Uint64(b[16:])
-	rest := uint64(len(b) - trailerHeader)
-	if m > tape.MaxFilemarkSize || m > rest || c > rest-m {
-		return trailer{}, fmt.Errorf("trailer: %w: %d filemark and %d checksum bytes in %d", tape.ErrTruncated, m, c, rest)
-	}
-	fi, err := tape.DecodeFilemark(b[trailerHeader : trailerHeader+m])
-	if err != nil {
-		return trailer{}, err
-	}
-	sums := b[trailerHeader+m : trailerHeader+m+c]
-	bs, err := tape.DecodeChecksumHeader(sums)
-	if err != nil {
-		return trailer{}, err
-	}
-	table := sums[tape.ChecksumHeaderSize:]
-	if bs != fi.BlockSize || uint64(len(table)) != 4*uint64(fi.Blocks) {
-		return trailer{}, fmt.Errorf("trailer: %w: checksum table of %d bytes, block size %d, for %d blocks of %d",
-			tape.ErrCorrupt, len(table), bs, fi.Blocks, fi.BlockSize)
-	}
-	if got := crc32.Checksum(table, castagnoli); got != fi.CRCTable {
-		return trailer{}, fmt.Errorf("trailer: %w: checksum table crc %08x, the filemark says %08x", tape.ErrCorrupt, got, fi.CRCTable)
-	}
-	if bytes.ContainsFunc(b[trailerHeader+m+c:], func(r rune) bool { return r != 0 }) {
-		return trailer{}, fmt.Errorf("trailer: %w: data after the checksum table", tape.ErrCorrupt)
-	}
-	tr := trailer{FileInfo: fi, sums: make([]uint32, fi.Blocks)}
-	for i := range tr.sums {
-		tr.sums[i] = le.Uint32(table[4*i:])
-	}
-	return tr, nil
-}
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // readTrailer reads the trailer st file at the head, to its filemark.
-// empty: the st file holds nothing (end of data or a bare filemark).
+// empty: the st file holds nothing (end of data or a bare filemark);
+// !done: it ends without its filemark, at the end of data.
 // Memory grows with the blocks actually read, never with a length read
 // from the tape.
-func (t *Device) readTrailer() (tr trailer, empty bool, err error) {
+func (t *Device) readTrailer() (tr trailer, empty, done bool, err error) {
 	if err := t.d.Op(mtSETBLK, MetaBlockSize); err != nil {
-		return trailer{}, false, fmt.Errorf("set block size %d: %w", MetaBlockSize, err)
+		return trailer{}, false, false, fmt.Errorf("set block size %d: %w", MetaBlockSize, err)
 	}
 	var b []byte
 	blk := make([]byte, MetaBlockSize)
 	for {
 		n, err := t.d.Read(blk)
 		if err != nil {
-			return trailer{}, false, fmt.Errorf("%w: read trailer: %v", tape.ErrCorrupt, err)
+			return trailer{}, false, false, fmt.Errorf("%w: read trailer: %v", tape.ErrCorrupt, err)
 		}
 		if n == 0 {
 			break
@@ -478,10 +392,15 @@ func (t *Device) readTrailer() (tr trailer, empty bool, err error) {
 		b = append(b, blk[:n]...)
 	}
 	if len(b) == 0 {
-		return trailer{}, true, nil
+		return trailer{}, true, true, nil
+	}
+	if t.atEOD() {
+		// No filemark after it: the writer stopped while writing the
+		// trailer, so Finish never returned.
+		return trailer{}, false, false, nil
 	}
 	tr, err = decodeTrailer(b)
-	return tr, false, err
+	return tr, false, true, err
 }
 
 // Label returns the tape's label.
@@ -585,416 +504,4 @@ func (t *Device) writeBlock(b []byte) (ew bool, err error) {
 		ew = true
 	}
 	return ew, nil
-}
-
-// ---- writing ----
-
-// Append starts tape file len(Files())+1 after the last complete one,
-// writing over an incomplete one.
-func (t *Device) Append(tag string) (tape.FileWriter, error) {
-	if len(tag) > tape.MaxTagLen || !utf8.ValidString(tag) {
-		return nil, fmt.Errorf("append: tag is not UTF-8 of at most %d bytes", tape.MaxTagLen)
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return nil, tape.ErrClosed
-	}
-	if t.w != nil {
-		return nil, fmt.Errorf("append to %s: %w", t.label.Barcode, tape.ErrBusy)
-	}
-	if t.readers > 0 {
-		return nil, fmt.Errorf("append to %s: %w: %d tape files open for reading, and the drive has one head", t.label.Barcode, tape.ErrBusy, t.readers)
-	}
-	st, err := t.d.Status()
-	if err != nil {
-		return nil, fmt.Errorf("append to %s: status: %w", t.label.Barcode, err)
-	}
-	if st.WriteProtected() {
-		return nil, fmt.Errorf("append to %s: %w", t.label.Barcode, ErrWriteProtected)
-	}
-	n := len(t.files) + 1
-	bs := t.opts.BlockSize
-	if bs == 0 {
-		bs = t.label.BlockSize
-	}
-	if err := t.locate(dataFile(n)); err != nil {
-		return nil, fmt.Errorf("append to %s: %w", t.label.Barcode, err)
-	}
-	if err := t.d.Op(mtSETBLK, int32(bs)); err != nil {
-		return nil, fmt.Errorf("append to %s: set block size %d: %w", t.label.Barcode, bs, err)
-	}
-	t.partial = nil
-	t.w = &fileWriter{t: t, number: n, bs: bs, tag: tag, base: t.used(), cur: make([]byte, 0, bs)}
-	return t.w, nil
-}
-
-// fileWriter writes one tape file: data blocks, then at Finish a filemark,
-// the trailer and a filemark. It is not for concurrent use; Written and
-// EarlyWarning are.
-type fileWriter struct {
-	t      *Device
-	number int
-	bs     int
-	tag    string
-	base   int64 // data bytes of the earlier tape files
-	cur    []byte
-
-	// Under t.mu.
-	written int64
-	blocks  int64
-	table   []byte
-	ew      bool  // the drive signalled early warning
-	err     error // first error, sticky
-	closed  bool
-}
-
-var _ tape.FileWriter = (*fileWriter)(nil)
-
-func (w *fileWriter) fail(err error) error {
-	if w.err == nil {
-		w.err = fmt.Errorf("tape %s: tape file %d: %w", w.t.label.Barcode, w.number, err)
-	}
-	return w.err
-}
-
-// flush writes the block in cur, padded with zeros when it is the last.
-func (w *fileWriter) flush() error {
-	b := w.cur
-	sum := crc32.Checksum(b, castagnoli)
-	if len(b) < w.bs {
-		b = append(b, make([]byte, w.bs-len(b))...)
-	}
-	ew, err := w.t.writeBlock(b)
-	w.ew = w.ew || ew
-	if err != nil {
-		return w.fail(fmt.Errorf("block %d: %w", w.blocks, err))
-	}
-	w.table = binary.LittleEndian.AppendUint32(w.table, sum)
-	w.blocks++
-	w.cur = w.cur[:0]
-	return nil
-}
-
-// Write copies p into blocks and writes each full one. A write that would
-// take the tape past its label's capacity accepts nothing and fails with
-// ErrEndOfMedia, as does one the drive cannot fit before its physical end.
-func (w *fileWriter) Write(p []byte) (int, error) {
-	t := w.t
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if w.closed {
-		return 0, tape.ErrClosed
-	}
-	if w.err != nil {
-		return 0, w.err
-	}
-	if w.base+w.written+int64(len(p)) > t.label.Capacity {
-		return 0, w.fail(fmt.Errorf("%w: %d bytes used of %d, %d more refused", tape.ErrEndOfMedia, w.base+w.written, t.label.Capacity, len(p)))
-	}
-	total := 0
-	for len(p) > 0 {
-		n := copy(w.cur[len(w.cur):w.bs], p)
-		w.cur = w.cur[:len(w.cur)+n]
-		p = p[n:]
-		total += n
-		w.written += int64(n)
-		if len(w.cur) == w.bs {
-			if err := w.flush(); err != nil {
-				return total, err
-			}
-		}
-	}
-	return total, nil
-}
-
-// Written is the number of bytes accepted so far.
-func (w *fileWriter) Written() int64 {
-	w.t.mu.Lock()
-	defer w.t.mu.Unlock()
-	return w.written
-}
-
-// EarlyWarning reports whether the drive signalled early warning, the
-// label's early warning point is reached, or the end of the tape. All
-// stick.
-func (w *fileWriter) EarlyWarning() bool {
-	w.t.mu.Lock()
-	defer w.t.mu.Unlock()
-	return w.ew || w.base+w.written >= w.t.label.EarlyWarning || errors.Is(w.err, tape.ErrEndOfMedia)
-}
-
-// Finish writes the last block, a filemark, the trailer and a filemark.
-// The tape file is durable once the drive has written the last filemark
-// (writing a filemark flushes the drive's buffer). On any error the tape
-// file is cut off as Abort does.
-func (w *fileWriter) Finish() (tape.FileInfo, error) {
-	t := w.t
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if w.closed {
-		return tape.FileInfo{}, tape.ErrClosed
-	}
-	w.closed = true
-	fi, err := w.finish()
-	if err != nil {
-		if aerr := w.cut(); aerr != nil {
-			err = fmt.Errorf("%w (and cutting it off: %v)", err, aerr)
-		}
-		t.w = nil
-		return tape.FileInfo{}, err
-	}
-	t.files = append(t.files, fi)
-	t.w = nil
-	return fi, nil
-}
-
-func (w *fileWriter) finish() (tape.FileInfo, error) {
-	t := w.t
-	if w.err != nil {
-		return tape.FileInfo{}, w.err
-	}
-	if len(w.cur) > 0 {
-		if err := w.flush(); err != nil {
-			return tape.FileInfo{}, err
-		}
-	}
-	if err := t.d.Op(mtWEOF, 1); err != nil {
-		return tape.FileInfo{}, w.fail(fmt.Errorf("filemark after the data: %w", err))
-	}
-	fi := tape.FileInfo{Number: w.number, Status: tape.FileComplete, Bytes: w.written, Blocks: w.blocks, BlockSize: w.bs,
-		CRCTable: crc32.Checksum(w.table, castagnoli), Written: time.Unix(0, t.opts.clock().UnixNano()).UTC(), Tag: w.tag}
-	b, err := encodeTrailer(fi, w.table)
-	if err != nil {
-		return tape.FileInfo{}, w.fail(err)
-	}
-	if err := t.d.Op(mtSETBLK, MetaBlockSize); err != nil {
-		return tape.FileInfo{}, w.fail(fmt.Errorf("set block size %d: %w", MetaBlockSize, err))
-	}
-	for p := b; len(p) > 0; {
-		blk := make([]byte, MetaBlockSize)
-		p = p[copy(blk, p):]
-		ew, err := t.writeBlock(blk)
-		w.ew = w.ew || ew
-		if err != nil {
-			return tape.FileInfo{}, w.fail(fmt.Errorf("trailer: %w", err))
-		}
-	}
-	if err := t.d.Op(mtWEOF, 1); err != nil {
-		return tape.FileInfo{}, w.fail(fmt.Errorf("filemark after the trailer: %w", err))
-	}
-	return fi, nil
-}
-
-// Abort stops writing and cuts the tape off before the tape file: its
-// space is free at once.
-func (w *fileWriter) Abort() error {
-	t := w.t
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if w.closed {
-		return tape.ErrClosed
-	}
-	w.closed = true
-	err := w.cut()
-	t.w = nil
-	return err
-}
-
-// cut ends the tape before the tape file being written: a filemark ends
-// what was written (so the head can move), the head goes back to where the
-// tape file began, and a filemark written there discards everything after
-// it. Scanning reads that as the end of the tape files.
-func (w *fileWriter) cut() error {
-	t := w.t
-	if err := t.d.Op(mtWEOF, 1); err != nil {
-		t.partial = &tape.FileInfo{Number: w.number, Status: tape.FileIncomplete, BlockSize: w.bs, Blocks: w.blocks, Bytes: w.written}
-		return fmt.Errorf("tape %s: cut off tape file %d: %w", t.label.Barcode, w.number, err)
-	}
-	if err := t.locate(dataFile(w.number)); err != nil {
-		t.partial = &tape.FileInfo{Number: w.number, Status: tape.FileIncomplete, BlockSize: w.bs, Blocks: w.blocks, Bytes: w.written}
-		return fmt.Errorf("tape %s: cut off tape file %d: %w", t.label.Barcode, w.number, err)
-	}
-	if err := t.d.Op(mtWEOF, 1); err != nil {
-		t.partial = &tape.FileInfo{Number: w.number, Status: tape.FileIncomplete, BlockSize: w.bs, Blocks: w.blocks, Bytes: w.written}
-		return fmt.Errorf("tape %s: cut off tape file %d: %w", t.label.Barcode, w.number, err)
-	}
-	// Back to the beginning of the (now empty) tape file, where Append
-	// writes next.
-	return t.locate(dataFile(w.number))
-}
-
-// ---- reading ----
-
-// Open reads the trailer of tape file n and returns a reader of its data,
-// every block's CRC-32C checked as it enters.
-func (t *Device) Open(n int) (tape.FileReader, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return nil, tape.ErrClosed
-	}
-	if t.w != nil {
-		if n == t.w.number {
-			return nil, fmt.Errorf("tape %s: tape file %d: %w", t.label.Barcode, n, tape.ErrIncomplete)
-		}
-		return nil, fmt.Errorf("tape %s: open tape file %d: %w: tape file %d is being written, and the drive has one head", t.label.Barcode, n, tape.ErrBusy, t.w.number)
-	}
-	if t.partial != nil && n == t.partial.Number {
-		return nil, fmt.Errorf("tape %s: tape file %d: %w", t.label.Barcode, n, tape.ErrIncomplete)
-	}
-	if n < 1 || n > len(t.files) {
-		return nil, fmt.Errorf("tape %s: tape file %d: %w", t.label.Barcode, n, tape.ErrNoSuchFile)
-	}
-	if err := t.bad[n]; err != nil {
-		return nil, err
-	}
-	corrupt := func(err error) error {
-		return &tape.CorruptError{Library: t.label.Library, Barcode: t.label.Barcode, File: n, Block: -1, Err: err}
-	}
-	if err := t.locate(trailerFile(n)); err != nil {
-		return nil, fmt.Errorf("tape %s: tape file %d: %w", t.label.Barcode, n, err)
-	}
-	tr, empty, err := t.readTrailer()
-	if empty {
-		err = fmt.Errorf("%w: the trailer is gone", tape.ErrTruncated)
-	}
-	if err != nil {
-		return nil, corrupt(err)
-	}
-	if tr.FileInfo != t.files[n-1] {
-		return nil, corrupt(fmt.Errorf("%w: the trailer of tape file %d changed since the tape was opened", tape.ErrCorrupt, n))
-	}
-	t.readers++
-	return &fileReader{t: t, info: tr.FileInfo, sums: tr.sums, blk: make([]byte, tr.BlockSize), blkNo: -1}, nil
-}
-
-// fileReader reads one tape file's data blocks.
-type fileReader struct {
-	t      *Device
-	info   tape.FileInfo
-	sums   []uint32
-	off    int64
-	blk    []byte // the block last read, checked
-	blkNo  int64  // its number, or -1
-	head   int64  // the block at the head when t.owner is this reader
-	closed bool
-}
-
-var _ tape.FileReader = (*fileReader)(nil)
-
-func (r *fileReader) Info() tape.FileInfo { return r.info }
-
-func (r *fileReader) Read(p []byte) (int, error) {
-	if r.closed {
-		return 0, tape.ErrClosed
-	}
-	if r.off >= r.info.Bytes {
-		return 0, io.EOF
-	}
-	bs := int64(r.info.BlockSize)
-	k := r.off / bs
-	if k != r.blkNo {
-		t := r.t
-		t.mu.Lock()
-		err := r.load(k)
-		t.mu.Unlock()
-		if err != nil {
-			return 0, err
-		}
-	}
-	in := r.blk[r.off-k*bs : min(bs, r.info.Bytes-k*bs)]
-	n := copy(p, in)
-	r.off += int64(n)
-	return n, nil
-}
-
-// load reads block k into r.blk and checks it, moving the head there
-// first unless it is there already: space to the data, then over records.
-func (r *fileReader) load(k int64) error {
-	t := r.t
-	if t.closed {
-		return tape.ErrClosed
-	}
-	corrupt := func(err error) error {
-		return &tape.CorruptError{Library: t.label.Library, Barcode: t.label.Barcode, File: r.info.Number, Block: k, Err: err}
-	}
-	if t.owner != r {
-		if err := t.locate(dataFile(r.info.Number)); err != nil {
-			return fmt.Errorf("tape %s: tape file %d: %w", t.label.Barcode, r.info.Number, err)
-		}
-		if err := t.d.Op(mtSETBLK, int32(r.info.BlockSize)); err != nil {
-			return fmt.Errorf("tape %s: set block size %d: %w", t.label.Barcode, r.info.BlockSize, err)
-		}
-		t.owner, r.head = r, 0
-	}
-	var err error
-	switch d := k - r.head; {
-	case d > 0:
-		err = t.d.Op(mtFSR, int32(d))
-	case d < 0:
-		err = t.d.Op(mtBSR, int32(-d))
-	}
-	if err != nil {
-		t.owner = nil
-		return fmt.Errorf("tape %s: tape file %d: space to block %d: %w", t.label.Barcode, r.info.Number, k, err)
-	}
-	r.head = k
-	n, err := t.d.Read(r.blk)
-	if err != nil || n != len(r.blk) {
-		t.owner, r.blkNo = nil, -1
-		if err == nil {
-			err = fmt.Errorf("%w: the data ends at block %d", tape.ErrTruncated, k)
-		} else {
-			err = fmt.Errorf("%w: %v", tape.ErrCorrupt, err)
-		}
-		return corrupt(err)
-	}
-	r.head = k + 1
-	bs := int64(r.info.BlockSize)
-	if got := crc32.Checksum(r.blk[:min(bs, r.info.Bytes-k*bs)], castagnoli); got != r.sums[k] {
-		r.blkNo = -1
-		return corrupt(tape.ErrCorrupt)
-	}
-	r.blkNo = k
-	return nil
-}
-
-// Seek positions in O(1): the block is found by spacing over records when
-// it is read.
-func (r *fileReader) Seek(offset int64, whence int) (int64, error) {
-	if r.closed {
-		return 0, tape.ErrClosed
-	}
-	var abs int64
-	switch whence {
-	case io.SeekStart:
-		abs = offset
-	case io.SeekCurrent:
-		abs = r.off + offset
-	case io.SeekEnd:
-		abs = r.info.Bytes + offset
-	default:
-		return 0, fmt.Errorf("seek: bad whence %d", whence)
-	}
-	if abs < 0 {
-		return 0, fmt.Errorf("seek: negative position %d", abs)
-	}
-	r.off = abs
-	return abs, nil
-}
-
-func (r *fileReader) Close() error {
-	if r.closed {
-		return tape.ErrClosed
-	}
-	r.closed = true
-	t := r.t
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.readers--
-	if t.owner == r {
-		t.owner = nil
-	}
-	return nil
 }

@@ -78,8 +78,9 @@
 //     Writing a filemark flushes the drive's buffer, so a tape file is
 //     complete exactly when its trailer and the filemark after it are on
 //     the tape. A crash before leaves data without a trailer (with or
-//     without a filemark: the driver writes one on close), which Open lists
-//     as incomplete and the next Append writes over.
+//     without a filemark: the driver writes one on close), or a trailer
+//     without the filemark after it, which Open lists as incomplete and
+//     the next Append writes over.
 //   - Abort (and a failed Finish) writes a filemark to end the data, spaces
 //     back to where the tape file began and writes a filemark there: the
 //     tape ends with an empty st file, read as the end of the tape files.

@@ -123,14 +123,18 @@ func (m *Media) Load(write bool) (*Emulation, error) {
 // after that proceeds, and so on alternately until the physical end, where
 // every write fails with ENOSPC.
 type Emulation struct {
-	m           *Media
-	write       bool
-	pos         int
-	blockSize   int  // 0: variable-block mode
-	known       bool // file and block numbers are known (not after MTSEEK, MTEOM)
-	lastWrite   bool // the last operation wrote data: a filemark is due on close or repositioning
-	enospcNext  bool // past early warning: the next write fails with ENOSPC
-	eodRead     bool // the 0-byte read at end of data was returned
+	m          *Media
+	write      bool
+	pos        int
+	blockSize  int  // 0: variable-block mode
+	known      bool // file and block numbers are known (not after MTSEEK, MTEOM)
+	lastWrite  bool // the last operation wrote data: a filemark is due on close or repositioning
+	enospcNext bool // past early warning: the next write fails with ENOSPC
+	eodRead    bool // the 0-byte read at end of data was returned
+	// eodSeen: the driver knows it is at end of data (GMT_EOD), as after
+	// a read or a space that ran into it, or MTEOM; not merely because
+	// the last filemark was read or the last block written.
+	eodSeen     bool
 	compression bool
 	closed      bool
 }
@@ -160,7 +164,7 @@ func (e *Emulation) Read(p []byte) (int, error) {
 		if e.eodRead {
 			return 0, unix.EIO
 		}
-		e.eodRead = true
+		e.eodRead, e.eodSeen = true, true
 		return 0, nil
 	}
 	if m.mark[e.pos] {
@@ -212,7 +216,7 @@ func (e *Emulation) Write(p []byte) (int, error) {
 		return 0, unix.ENOSPC
 	}
 	m.truncate(e.pos)
-	e.eodRead = false
+	e.eodRead, e.eodSeen = false, false
 	bs := e.blockSize
 	if bs == 0 {
 		bs = len(p)
@@ -266,7 +270,7 @@ func (e *Emulation) Op(op int16, count int32) error {
 			m.add(nil, true)
 			e.pos++
 		}
-		e.lastWrite, e.eodRead = false, false
+		e.lastWrite, e.eodRead, e.eodSeen = false, false, false
 		return nil
 	}
 	// Repositioning: data just written is ended with a filemark first, as
@@ -277,7 +281,7 @@ func (e *Emulation) Op(op int16, count int32) error {
 		e.pos++
 		e.lastWrite = false
 	}
-	e.eodRead, e.enospcNext = false, false
+	e.eodRead, e.enospcNext, e.eodSeen = false, false, false
 	switch op {
 	case mtREW:
 		m.counts.Rewinds++
@@ -296,7 +300,7 @@ func (e *Emulation) Op(op int16, count int32) error {
 		return nil
 	case mtEOM:
 		m.counts.Spaces++
-		e.pos, e.known = len(m.recs), false
+		e.pos, e.known, e.eodSeen = len(m.recs), false, true
 		return nil
 	case mtSEEK:
 		m.counts.Spaces++
@@ -320,7 +324,7 @@ func (e *Emulation) space(op int16) error {
 	case mtFSF:
 		i := sort.SearchInts(m.fms, e.pos)
 		if i == len(m.fms) {
-			e.pos = len(m.recs)
+			e.pos, e.eodSeen = len(m.recs), true
 			return unix.EIO
 		}
 		e.pos = m.fms[i] + 1
@@ -333,6 +337,7 @@ func (e *Emulation) space(op int16) error {
 		e.pos = m.fms[i]
 	case mtFSR:
 		if e.pos == len(m.recs) {
+			e.eodSeen = true
 			return unix.EIO
 		}
 		e.pos++
@@ -362,7 +367,7 @@ func (e *Emulation) Status() (Status, error) {
 	if e.pos == 0 {
 		s.Gstat |= gmtBOT
 	}
-	if e.pos == len(m.recs) {
+	if e.pos == len(m.recs) && e.eodSeen {
 		s.Gstat |= gmtEOD
 	}
 	if e.pos > 0 && m.mark[e.pos-1] {

@@ -47,8 +47,12 @@ func TestEmulation(t *testing.T) {
 	must(e.Op(mtWEOF, 1))
 	e.Write(blk('c'))
 	must(e.Op(mtWEOF, 1))
-	if st, _ := e.Status(); !st.EOD() || !st.EOF() || st.FileNo != 2 || st.BlockNo != 0 {
+	if st, _ := e.Status(); !st.EOF() || st.FileNo != 2 || st.BlockNo != 0 {
 		t.Errorf("status at the end: %+v", st)
+	}
+	must(e.Op(mtEOM, 1))
+	if st, _ := e.Status(); !st.EOD() || st.FileNo != -1 {
+		t.Errorf("status after MTEOM: %+v, want end of data, file number unknown", st)
 	}
 	must(e.Op(mtREW, 1))
 	if st, _ := e.Status(); !st.BOT() || st.FileNo != 0 {

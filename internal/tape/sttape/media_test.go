@@ -97,27 +97,46 @@ func TestCrash(t *testing.T) {
 		} else {
 			d.media.Cut(d.media.Records()) // the power fails
 		}
-		d2 := d.Reopen(t)
-		files, err := d2.Files()
-		if err != nil || len(files) != 3 || files[2].Status != tape.FileIncomplete || files[2].Blocks != 5 {
-			t.Fatalf("closed=%v: Files() after a crash = %+v, %v; want 2 complete and an incomplete one of 5 blocks", closed, files, err)
+		testCrashed(t, d, data, 5)
+	}
+}
+
+// TestCrashInFinish: a writer that dies in Finish, before or inside the
+// trailer or before the filemark after it, leaves an incomplete tape
+// file; the tape stays appendable.
+func TestCrashInFinish(t *testing.T) {
+	// Records of a third tape file of 2 blocks after twoFiles: 15-16 data,
+	// 17 FM, 18 trailer, 19 FM.
+	for _, cut := range []int{17, 18, 19} {
+		d, data := twoFiles(t)
+		tapetest.WriteFile(t, d, "third", tapetest.Payload(3, 2*testBlock), 0)
+		d.media.Cut(cut)
+		testCrashed(t, d, data, 2)
+	}
+}
+
+func testCrashed(t *testing.T, d *emulated, data [][]byte, blocks int64) {
+	t.Helper()
+	d2 := d.Reopen(t)
+	files, err := d2.Files()
+	if err != nil || len(files) != 3 || files[2].Status != tape.FileIncomplete || files[2].Blocks != blocks {
+		t.Fatalf("Files() after a crash = %+v, %v; want 2 complete and an incomplete one of %d blocks", files, err, blocks)
+	}
+	if _, err := d2.Open(3); !errors.Is(err, tape.ErrIncomplete) {
+		t.Errorf("Open(incomplete) = %v", err)
+	}
+	third := tapetest.Payload(8, testBlock+1)
+	if info := tapetest.WriteFile(t, d2, "again", third, 0); info.Number != 3 {
+		t.Errorf("Append after a crash made tape file %d, want 3", info.Number)
+	}
+	d3 := d2.(*emulated).Reopen(t)
+	for i, want := range [][]byte{data[0], data[1], third} {
+		if !bytes.Equal(tapetest.ReadFile(t, d3, i+1), want) {
+			t.Fatalf("tape file %d wrong after the crash and the append", i+1)
 		}
-		if _, err := d2.Open(3); !errors.Is(err, tape.ErrIncomplete) {
-			t.Errorf("Open(incomplete) = %v", err)
-		}
-		third := tapetest.Payload(8, testBlock+1)
-		if info := tapetest.WriteFile(t, d2, "again", third, 0); info.Number != 3 {
-			t.Errorf("closed=%v: Append after a crash made tape file %d, want 3", closed, info.Number)
-		}
-		d3 := d2.(*emulated).Reopen(t)
-		for i, want := range [][]byte{data[0], data[1], third} {
-			if !bytes.Equal(tapetest.ReadFile(t, d3, i+1), want) {
-				t.Fatalf("closed=%v: tape file %d wrong after the crash and the append", closed, i+1)
-			}
-		}
-		if files, _ := d3.Files(); len(files) != 3 {
-			t.Errorf("closed=%v: %d tape files, want 3", closed, len(files))
-		}
+	}
+	if files, _ := d3.Files(); len(files) != 3 {
+		t.Errorf("%d tape files after the append, want 3", len(files))
 	}
 }
 
