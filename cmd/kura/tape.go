@@ -24,7 +24,7 @@ func init() { commands = append(commands, newTapeCmd) }
 func newTapeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tape",
-		Short: "Virtual tapes: list, show, add, label, export, import, load, unload, erase, scan",
+		Short: "Virtual tapes: list, show, add, label, export, import, load, unload, erase, scan; selftest of a real drive",
 	}
 	var (
 		vtl, listPool string
