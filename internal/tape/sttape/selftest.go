@@ -80,6 +80,11 @@ func SelfTest(d Drive, opts SelfTestOptions) (SelfTestReport, error) {
 	if !r.Online {
 		return r, ErrNoTape
 	}
+	// Leave the driver's block size as it was, and the tape rewound.
+	defer func() {
+		d.Op(mtSETBLK, int32(st.BlockSize))
+		d.Op(mtREW, 1)
+	}()
 	t := &Device{d: d, opts: Options{keepCompression: true}}
 	l, damage, err := t.readLabel()
 	switch {
@@ -93,7 +98,11 @@ func SelfTest(d Drive, opts SelfTestOptions) (SelfTestReport, error) {
 			r.LabelProblem = damage.Error()
 		}
 		t.label = l
-		if err := t.scan(); err != nil {
+		err := t.scan()
+		if err == nil {
+			_, err = t.Files() // a damaged trailer
+		}
+		if err != nil {
 			r.FilesProblem = err.Error()
 		}
 		r.Files = append(append(r.Files, t.files...), partial(t)...)
@@ -192,6 +201,9 @@ func writeCheck(d Drive, r *SelfTestReport, size int64, bs int, now func() time.
 		fill(want[:n])
 		if _, err := io.ReadFull(fr, got[:n]); err != nil {
 			r.Match = false
+			if errors.Is(err, tape.ErrCorrupt) || errors.Is(err, tape.ErrTruncated) {
+				return fmt.Errorf("%w: %w", ErrMismatch, err)
+			}
 			return err
 		}
 		if !bytes.Equal(want[:n], got[:n]) {
