@@ -156,3 +156,41 @@ func TestTapeSelftestHelp(t *testing.T) {
 		t.Errorf("no DEVICE: exit %d, want 2", code)
 	}
 }
+
+// TestTapeSelftestMismatchExits4: a drive that gives back other bytes than
+// it was given fails the write check with exit 4, and says so.
+func TestTapeSelftestMismatchExits4(t *testing.T) {
+	m := sttape.NewMedia(64<<20, 80<<20)
+	dir := t.TempDir()
+	t.Setenv("KURA_HOME", dir+"/home")
+	t.Setenv("KURA_LOGIN", dir+"/login")
+	old := openTapeDrive
+	t.Cleanup(func() { openTapeDrive = old })
+	openTapeDrive = func(path string, write bool) (sttape.Drive, error) {
+		e, err := m.Load(write)
+		return corrupting{e, m}, err
+	}
+	root := newRootCmd()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs([]string{"tape", "selftest", "/dev/nst0", "--write", "--size", "1MiB", "--block-size", "64KiB"})
+	code := exitCode(root.Execute(), &errb)
+	if code != exitVerify || !strings.Contains(errb.String(), "read back differs") || !strings.Contains(out.String(), "read back DIFFERENT") {
+		t.Errorf("exit %d\n%s%s", code, out.String(), errb.String())
+	}
+}
+
+// corrupting flips a bit in every 64 KiB block it writes.
+type corrupting struct {
+	*sttape.Emulation
+	m *sttape.Media
+}
+
+func (c corrupting) Write(p []byte) (int, error) {
+	n, err := c.Emulation.Write(p)
+	if err == nil && len(p) == 64<<10 {
+		c.m.FlipBit(c.m.Records()-1, 3)
+	}
+	return n, err
+}
