@@ -24,7 +24,7 @@ func init() { commands = append(commands, newTapeCmd) }
 func newTapeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tape",
-		Short: "Virtual tapes: list, show, add, label, export, import, load, unload, erase, scan",
+		Short: "Virtual tapes: list, show, add, label, export, import, load, unload, erase, scan; selftest of a real drive",
 	}
 	var (
 		vtl, listPool string
@@ -266,7 +266,7 @@ folder (--dir, or "kura vtl register DIR"), then scan each tape.`,
 	scan.Flags().StringVar(&scanDir, "dir", "", "register the library in this folder first")
 	scan.Flags().BoolVar(&scanJSON, "json", false, "print as JSON")
 
-	cmd.AddCommand(list, show, add, label, export, imp, load, unload, erase, scan)
+	cmd.AddCommand(list, show, add, label, export, imp, load, unload, erase, scan, newTapeSelftestCmd())
 	return cmd
 }
 

@@ -127,6 +127,9 @@ type FileReader interface {
 //
 //   - Append and Open may be called on the same device concurrently only for
 //     different tape files; at most one FileWriter is open at a time.
+//     A device with one head (a physical drive, tapetest.OneHead) answers
+//     Open while a FileWriter is open, and Append while a FileReader is,
+//     with ErrBusy instead.
 //   - Data is durable only after FileWriter.Finish returns nil.
 //   - Once Finish returns, the tape file reads back byte for byte.
 //   - A write that would pass Capacity fails with ErrEndOfMedia; the tape

@@ -28,6 +28,14 @@ type LabelDamager interface {
 	DamageLabel(t *testing.T)
 }
 
+// OneHead is a device with a single head (a physical tape drive): it
+// cannot read one tape file while it writes another, and answers an Open
+// during a write with tape.ErrBusy instead. The suite checks that in place
+// of reading while writing.
+type OneHead interface {
+	OneHead() bool
+}
+
 // Run runs the suite. open returns a fresh, empty device each time it is
 // called; its capacity must be between 1 MiB and 64 MiB, and its block size
 // (Label().BlockSize) the one its writers use.
@@ -441,6 +449,24 @@ func testReadWhileWriting(t *testing.T, d tape.Device) {
 	w, err := d.Append("second")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if oh, ok := d.(OneHead); ok && oh.OneHead() {
+		if _, err := w.Write(Payload(7, 2*bs)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Open(1); !errors.Is(err, tape.ErrBusy) {
+			t.Errorf("Open(1) while tape file 2 is written on a one-head device = %v, want ErrBusy", err)
+		}
+		if _, err := d.Open(2); !errors.Is(err, tape.ErrIncomplete) {
+			t.Errorf("Open of the file being written = %v, want ErrIncomplete", err)
+		}
+		if _, err := w.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(ReadFile(t, d, 1), first) || !bytes.Equal(ReadFile(t, d, 2), Payload(7, 2*bs)) {
+			t.Fatal("tape files wrong after a write that a read waited for")
+		}
+		return
 	}
 	done := make(chan error)
 	go func() {
