@@ -32,9 +32,8 @@ const maxLockBytes = 4 << 10
 
 // heldLock is a lock this process holds.
 type heldLock struct {
-	t       *Tape
-	etag    string
-	renewed time.Time
+	t    *Tape
+	etag string
 }
 
 func defaultOwner() string {
@@ -72,7 +71,7 @@ func (t *Tape) lock(ctx context.Context) (*heldLock, error) {
 	opts.SetMatchETagExcept("*")
 	info, err := t.s.put(ctx, key, t.lockRecord(now), opts)
 	if err == nil {
-		return &heldLock{t: t, etag: info.ETag, renewed: now}, nil
+		return &heldLock{t: t, etag: info.ETag}, nil
 	}
 	if !isPrecondition(err) {
 		return nil, t.s.wrap("lock", err)
@@ -101,27 +100,26 @@ func (t *Tape) lock(ctx context.Context) (*heldLock, error) {
 	if err != nil {
 		return nil, t.s.wrap("take over lock", err)
 	}
-	return &heldLock{t: t, etag: info.ETag, renewed: now}, nil
+	return &heldLock{t: t, etag: info.ETag}, nil
 }
 
-// renew extends the lease when half of it is gone. A lock taken over
-// meanwhile (this writer stalled past its lease) is tape.ErrBusy: the
-// writer must stop.
+// renew extends the lease, with If-Match on the lock's ETag: a lock taken
+// over meanwhile (this writer stalled past its lease) is tape.ErrBusy, and
+// the writer must stop without touching the tape file, which is now the
+// other writer's. Writers renew at every chunk end and before the
+// filemark.
 func (h *heldLock) renew(ctx context.Context) error {
 	now := h.t.s.clock()
-	if now.Sub(h.renewed) < h.t.lease()/2 {
-		return nil
-	}
 	opts := minio.PutObjectOptions{ContentType: "application/json"}
 	opts.SetMatchETag(h.etag)
 	info, err := h.t.s.put(ctx, h.t.base+lockName, h.t.lockRecord(now), opts)
-	if isPrecondition(err) {
+	if isPrecondition(err) || isNotFound(err) {
 		return fmt.Errorf("%w: the writer lock was taken over (this writer stalled past its lease)", tape.ErrBusy)
 	}
 	if err != nil {
 		return h.t.s.wrap("renew lock", err)
 	}
-	h.etag, h.renewed = info.ETag, now
+	h.etag = info.ETag
 	return nil
 }
 

@@ -243,21 +243,31 @@ func (s *store) where() string {
 	return scheme + "://" + s.cfg.Endpoint
 }
 
+// deniedCodes are the S3 error codes of a refused key or signature (AWS,
+// MinIO, versitygw).
+var deniedCodes = map[string]bool{
+	"AccessDenied": true, "InvalidAccessKeyId": true, "SignatureDoesNotMatch": true,
+	"InvalidClientTokenId": true, "XAdminUserNotFound": true, "XMinioInvalidAccessKeyID": true,
+}
+
 // wrap gives a store error its sentinel. The message of an S3 error names
 // the request and the server's code, never the secret key (the signature
 // is not part of it).
 func (s *store) wrap(what string, err error) error {
 	resp := minio.ToErrorResponse(err)
+	detail := err.Error()
+	if resp.Code != "" {
+		detail = resp.Code + ": " + resp.Message
+	}
 	switch {
 	case resp.Code == "NoSuchBucket":
 		return fmt.Errorf("object store %s: %s: %w", s.where(), what, ErrNoBucket)
-	case resp.Code == "AccessDenied" || resp.Code == "InvalidAccessKeyId" || resp.Code == "SignatureDoesNotMatch" ||
-		resp.StatusCode == http.StatusForbidden:
-		return fmt.Errorf("object store %s: %s: %w (%s)", s.where(), what, ErrAccessDenied, resp.Code)
-	case resp.StatusCode >= 500 || resp.StatusCode == 0:
-		return fmt.Errorf("object store %s: %s: %w: %v", s.where(), what, ErrUnavailable, err)
+	case deniedCodes[resp.Code] || resp.StatusCode == http.StatusForbidden:
+		return fmt.Errorf("object store %s: %s: %w (%s)", s.where(), what, ErrAccessDenied, detail)
+	case resp.StatusCode >= 500 || resp.Code == "":
+		return fmt.Errorf("object store %s: %s: %w (%s)", s.where(), what, ErrUnavailable, detail)
 	}
-	return fmt.Errorf("object store %s: %s: %v", s.where(), what, err)
+	return fmt.Errorf("object store %s: %s: %s", s.where(), what, detail)
 }
 
 func isNotFound(err error) bool {

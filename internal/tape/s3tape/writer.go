@@ -118,6 +118,7 @@ type writer struct {
 	upload    string // multipart upload id of the current chunk, or ""
 	parts     []minio.CompletePart
 	err       error // sticky
+	lost      bool  // the lock was taken over: the tape file is no longer ours
 	ended     atomic.Bool
 	closed    bool
 	discarded bool
@@ -133,7 +134,7 @@ func (w *writer) fail(op string, err error) error {
 		if errors.Is(err, tape.ErrEndOfMedia) || errors.Is(err, tape.ErrBusy) {
 			w.err = fmt.Errorf("tape %s: tape file %d: %s: %w", w.label.Barcode, w.n, op, err)
 		} else {
-			w.err = fmt.Errorf("tape %s: tape file %d: %s: %w", w.label.Barcode, w.n, op, w.t.s.wrap(op, err))
+			w.err = fmt.Errorf("tape %s: tape file %d: %w", w.label.Barcode, w.n, w.t.s.wrap(op, err))
 		}
 		if errors.Is(err, tape.ErrEndOfMedia) {
 			w.ended.Store(true)
@@ -217,13 +218,18 @@ func (w *writer) putPart() error {
 }
 
 // endChunk stores the current chunk: one PUT when it never needed a part
-// upload, else its last part and the completion of its upload. Then the
-// lock's lease is renewed if half of it is gone.
+// upload, else its last part and the completion of its upload. The lock is
+// renewed first: a chunk becomes visible only by that PUT or completion,
+// so a writer that lost its lock never overwrites the chunk of the writer
+// that took over.
 func (w *writer) endChunk() error {
 	ctx := context.Background()
 	s := w.t.s
 	name := chunkKey(w.n, w.k+1)
 	key := w.t.base + name
+	if err := w.renew(ctx); err != nil {
+		return err
+	}
 	if w.upload == "" {
 		if _, err := s.put(ctx, key, w.buf, minio.PutObjectOptions{ContentType: "application/octet-stream"}); err != nil {
 			return w.fail("upload "+name, err)
@@ -241,7 +247,14 @@ func (w *writer) endChunk() error {
 	w.k++
 	w.storedLen += w.chunkLen
 	w.buf, w.chunkLen, w.upload, w.parts = w.buf[:0], 0, "", nil
+	return nil
+}
+
+// renew renews the writer lock; a lock lost to another writer stops this
+// one, which then leaves the tape alone.
+func (w *writer) renew(ctx context.Context) error {
 	if err := w.lk.renew(ctx); err != nil {
+		w.lost = errors.Is(err, tape.ErrBusy)
 		return w.fail("renew the writer lock", err)
 	}
 	return nil
@@ -283,6 +296,8 @@ func (w *writer) Finish() (tape.FileInfo, error) {
 		mark, e := tape.EncodeFilemark(m)
 		if e != nil {
 			err = fmt.Errorf("tape %s: tape file %d: %w", w.label.Barcode, w.n, e)
+		} else if e := w.renew(ctx); e != nil { // as for a chunk: the lock first
+			err = e
 		} else if _, e := w.t.s.put(ctx, w.t.base+fileKey(w.n, "crc"), tape.EncodeChecksums(w.bs, w.crcs), minio.PutObjectOptions{}); e != nil {
 			err = w.fail("store checksums", e)
 		} else if _, e := w.t.s.put(ctx, w.t.base+fileKey(w.n, "mark"), mark, minio.PutObjectOptions{}); e != nil {
@@ -320,6 +335,9 @@ func (w *writer) Abort() error {
 // discard aborts the upload in progress and removes the tape file's
 // objects, under the writer lock.
 func (w *writer) discard() {
+	if w.lost {
+		return // another writer holds the tape; the objects may be its own
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	s := w.t.s
@@ -360,5 +378,7 @@ func (w *writer) release() {
 	t.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	w.lk.release(ctx)
+	if !w.lost {
+		w.lk.release(ctx)
+	}
 }
