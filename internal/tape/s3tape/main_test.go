@@ -110,19 +110,24 @@ func startServer(dir string) (*server, error) {
 	if err := s.start(); err != nil {
 		return nil, err
 	}
-	c, err := minio.New(addr, &minio.Options{Creds: credentials.NewStaticV4(testAccess, testSecret, ""), MaxRetries: 10})
-	if err != nil {
-		return nil, err
-	}
-	if err := c.MakeBucket(context.Background(), testBucket, minio.MakeBucketOptions{}); err != nil {
+	if err := s.client().MakeBucket(context.Background(), testBucket, minio.MakeBucketOptions{}); err != nil {
 		s.stop()
 		return nil, err
 	}
 	return s, nil
 }
 
-// start runs the server and returns once it says it listens; the first
-// requests retry (minio-go's bounded backoff) until the port answers.
+// client is a plain client of the server that retries (minio-go's bounded
+// backoff, 10 attempts) until the port answers.
+func (s *server) client() *minio.Client {
+	c, err := minio.New(s.addr, &minio.Options{Creds: credentials.NewStaticV4(testAccess, testSecret, ""), MaxRetries: 10})
+	if err != nil {
+		panic(err) // only a malformed address fails here
+	}
+	return c
+}
+
+// start runs the server and returns once it answers requests.
 func (s *server) start() error {
 	cmd := exec.Command(gwBin, "--port", s.addr, "--access", testAccess, "--secret", testSecret, "posix", s.dir)
 	out, err := cmd.StdoutPipe()
@@ -157,6 +162,12 @@ func (s *server) start() error {
 	}()
 	if !<-ready {
 		return errors.New("versitygw did not start")
+	}
+	// It says so just before it listens: the first request retries until
+	// the port answers.
+	if _, err := s.client().ListBuckets(context.Background()); err != nil {
+		s.kill()
+		return fmt.Errorf("versitygw does not answer: %w", err)
 	}
 	return nil
 }
