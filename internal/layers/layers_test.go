@@ -14,7 +14,8 @@ var layer = map[string]int{
 	"internal/retention": 0, "internal/schedule": 0, "internal/home": 0, "internal/pki": 0, "internal/planner": 0,
 	"internal/monitor": 0,
 
-	"internal/tape": 1, "internal/tape/tapetest": 1, "internal/tape/faultfs": 1, "internal/span": 1,
+	"internal/tape": 1, "internal/tape/tapetest": 1, "internal/tape/faultfs": 1, "internal/tape/s3tape": 1,
+	"internal/span":   1,
 	"internal/stream": 1, "internal/walk": 1, "internal/catalogbackup": 1, "internal/api": 1,
 
 	"internal/catalog": 2, "internal/library": 2, "internal/producer": 2, "internal/restorer": 2,
