@@ -539,3 +539,53 @@ func TestParseURL(t *testing.T) {
 		t.Errorf("a URL with credentials: %v", err)
 	}
 }
+
+// TestFailedUploadIsAborted: a chunk going up as a multipart upload whose
+// part keeps failing: the writer fails, and its Finish aborts the upload
+// and removes the tape file's chunks at once (the store still answers).
+func TestFailedUploadIsAborted(t *testing.T) {
+	ft := newFaultTransport()
+	cfg := testConfig(srv)
+	cfg.Transport, cfg.Retries = ft, 2
+	cfg.ChunkSize, cfg.PartSize = 12<<20, 5<<20
+	d := formatTape(t, cfg, 64<<20, 64<<10)
+	first := tapetest.Payload(22, 3<<20)
+	tapetest.WriteFile(t, d, "kept", first, 0)
+	ft.setHook(func(r *http.Request) *http.Response {
+		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "000002.data.000002") && r.URL.Query().Get("partNumber") == "2" {
+			return unavailable()
+		}
+		return nil
+	})
+	w, err := d.Append("fails in chunk 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var werr error
+	for i := 0; i < 40 && werr == nil; i++ {
+		_, werr = w.Write(tapetest.Payload(23, 1<<20))
+	}
+	if !errors.Is(werr, ErrUnavailable) {
+		t.Fatalf("write: %v, want ErrUnavailable", werr)
+	}
+	if n := incompleteUploads(t, d); n != 1 {
+		t.Fatalf("%d unfinished uploads while the writer is open, want 1", n)
+	}
+	if _, err := w.Finish(); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Finish: %v", err)
+	}
+	ft.setHook(nil)
+	if n := incompleteUploads(t, d); n != 0 {
+		t.Errorf("%d unfinished uploads after the failed Finish, want 0", n)
+	}
+	objs, err := d.s.list(context.Background(), d.base+"000002.")
+	if err != nil || len(objs) != 0 {
+		t.Errorf("objects of the failed tape file left: %v, %v", objs, err)
+	}
+	if files, err := d.Files(); err != nil || len(files) != 1 || d.Used() != int64(len(first)) {
+		t.Errorf("Files() = %+v, %v, Used() = %d", files, err, d.Used())
+	}
+	if !bytes.Equal(tapetest.ReadFile(t, d, 1), first) {
+		t.Fatal("tape file 1 differs")
+	}
+}
