@@ -165,9 +165,10 @@ type store struct {
 	clock  func() time.Time
 	owner  string
 	prefix string // cfg.Prefix + "/" or ""
+	idle   func() // closes the idle connections of a transport of our own
 }
 
-func newTransport() http.RoundTripper {
+func newTransport() *http.Transport {
 	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -196,9 +197,10 @@ func connect(cfg Config) (*store, error) {
 	if err != nil || v.AccessKeyID == "" || v.SecretAccessKey == "" {
 		return nil, ErrNoCredentials
 	}
-	tr := cfg.Transport
+	tr, idle := cfg.Transport, func() {}
 	if tr == nil {
-		tr = newTransport()
+		own := newTransport()
+		tr, idle = own, own.CloseIdleConnections
 	}
 	retries := cfg.Retries
 	if retries == 0 {
@@ -215,7 +217,7 @@ func connect(cfg Config) (*store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("object store %s: %w", cfg.Endpoint, err)
 	}
-	s := &store{cfg: cfg, core: core, clock: cfg.Clock, owner: cfg.Owner}
+	s := &store{cfg: cfg, core: core, clock: cfg.Clock, owner: cfg.Owner, idle: idle}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -227,9 +229,11 @@ func connect(cfg Config) (*store, error) {
 	}
 	ok, err := core.BucketExists(context.Background(), cfg.Bucket)
 	if err != nil {
+		idle()
 		return nil, s.wrap("bucket "+cfg.Bucket, err)
 	}
 	if !ok {
+		idle()
 		return nil, fmt.Errorf("object store %s: bucket %q: %w", s.where(), cfg.Bucket, ErrNoBucket)
 	}
 	return s, nil
@@ -705,8 +709,8 @@ func (t *Tape) eraseAll(ctx context.Context, objs []object) error {
 	return nil
 }
 
-// Close closes the tape; an open writer is aborted. Later calls return
-// tape.ErrClosed.
+// Close closes the tape: an open writer is aborted (its lock released) and
+// the idle connections closed. Later calls return tape.ErrClosed.
 func (t *Tape) Close() error {
 	t.mu.Lock()
 	if t.closed {
@@ -716,6 +720,7 @@ func (t *Tape) Close() error {
 	t.closed = true
 	w := t.w
 	t.mu.Unlock()
+	defer t.s.idle()
 	if w != nil {
 		if err := w.Abort(); err != nil && !errors.Is(err, tape.ErrClosed) {
 			return err
@@ -748,4 +753,74 @@ func (t *Tape) Keys(n int) ([]string, error) {
 		keys[i] = c.key
 	}
 	return keys, nil
+}
+
+// Relabel erases every tape file and writes a new label with Generation+1,
+// as tape.Tape.Relabel does (a recycled tape): zero fields of l keep the
+// current label's values; the barcode cannot change. It fails with
+// tape.ErrBusy while a writer is open (in any process).
+//
+// Tape files are erased last first, and the label replaced only after, so
+// a failure half way leaves the old label with a prefix of its tape files
+// (the last maybe incomplete), or the new, empty tape.
+func (t *Tape) Relabel(l tape.Label) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return tape.ErrClosed
+	}
+	if t.w != nil {
+		return fmt.Errorf("relabel %s: %w", t.label.Barcode, tape.ErrBusy)
+	}
+	ctx := context.Background()
+	lk, err := t.lock(ctx)
+	if err != nil {
+		return fmt.Errorf("relabel %s: %w", t.label.Barcode, err)
+	}
+	defer lk.release(ctx)
+	old, _, err := t.readLabel(ctx)
+	if err != nil && !errors.Is(err, tape.ErrBadLabel) {
+		return err
+	}
+	if err != nil {
+		old = t.label
+	}
+	if l.Barcode != "" && l.Barcode != old.Barcode {
+		return fmt.Errorf("relabel %s: cannot change the barcode to %q", old.Barcode, l.Barcode)
+	}
+	nl := old
+	if l.Library != "" {
+		nl.Library = l.Library
+	}
+	if l.BlockSize != 0 {
+		nl.BlockSize = l.BlockSize
+	}
+	if l.Capacity != 0 {
+		nl.Capacity = l.Capacity
+		if l.EarlyWarning == 0 && nl.EarlyWarning > nl.Capacity {
+			nl.EarlyWarning = nl.Capacity
+		}
+	}
+	if l.EarlyWarning != 0 {
+		nl.EarlyWarning = l.EarlyWarning
+	}
+	nl.Version = tape.LabelVersion
+	nl.Generation = max(old.Generation, t.label.Generation) + 1
+	nl.Labelled = t.s.clock().UTC()
+	if _, err := tape.EncodeLabel(nl); err != nil {
+		return fmt.Errorf("relabel %s: %w", old.Barcode, err)
+	}
+	objs, err := t.s.list(ctx, t.base)
+	if err != nil {
+		return t.s.wrap("relabel "+old.Barcode, err)
+	}
+	if err := t.eraseAll(ctx, objs); err != nil {
+		return t.s.wrap("relabel "+old.Barcode, err)
+	}
+	if err := t.writeLabel(ctx, nl); err != nil {
+		return t.s.wrap("relabel "+old.Barcode, err)
+	}
+	t.label = nl
+	t.used = 0
+	return nil
 }

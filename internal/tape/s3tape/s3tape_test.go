@@ -3,6 +3,8 @@ package s3tape
 import (
 	"bytes"
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/minio/minio-go/v7"
@@ -79,5 +81,60 @@ func TestChunkSizeNotABlockMultiple(t *testing.T) {
 	}
 	if !bytes.Equal(tapetest.ReadFile(t, d, 1), data) {
 		t.Fatal("read back differs")
+	}
+}
+
+// TestRelabel: a recycled tape loses its tape files (chunks, checksums,
+// filemarks) and gets the next generation; a tape being written is not
+// relabelled.
+func TestRelabel(t *testing.T) {
+	cfg := testConfig(srv)
+	cfg.ChunkSize = 16 << 10
+	d := formatTape(t, cfg, 1<<20, 4096)
+	for i := range 3 {
+		tapetest.WriteFile(t, d, "old", tapetest.Payload(uint64(40+i), 50000), 0)
+	}
+	other, err := Open(cfg, d.Barcode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	w, err := other.Append("busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Relabel(tape.Label{}); !errors.Is(err, tape.ErrBusy) {
+		t.Fatalf("Relabel while another device writes: %v, want ErrBusy", err)
+	}
+	w.Abort()
+	if err := d.Relabel(tape.Label{Library: "recycled"}); err != nil {
+		t.Fatal(err)
+	}
+	l := d.Label()
+	if l.Generation != 2 || l.Library != "recycled" || d.Used() != 0 {
+		t.Fatalf("after Relabel: label %+v, Used() %d", l, d.Used())
+	}
+	objs, err := d.s.list(context.Background(), d.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, o := range objs {
+		names = append(names, strings.TrimPrefix(o.key, d.base))
+	}
+	if strings.Join(names, " ") != "label label.copy" {
+		t.Fatalf("objects after Relabel: %v, want the two labels only", names)
+	}
+	data := tapetest.Payload(43, 9000)
+	if info := tapetest.WriteFile(t, d, "new", data, 0); info.Number != 1 {
+		t.Errorf("first tape file after Relabel is number %d", info.Number)
+	}
+	d2, err := Open(cfg, d.Barcode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	if d2.Label() != l || !bytes.Equal(tapetest.ReadFile(t, d2, 1), data) {
+		t.Fatalf("reopened after Relabel: %+v", d2.Label())
 	}
 }
