@@ -84,7 +84,9 @@
 //
 // Open(n) costs three requests: a LIST of the tape file's objects, its
 // filemark and its checksum object (read no longer than the filemark's
-// block count allows). The chunks must be numbered 1..K without gaps and
+// block count allows). A Tape keeps the filemarks it decoded, by key and
+// version (ETag and size in the listing), so Files() again is one LIST and
+// a filemark changed in the bucket is read again. The chunks must be numbered 1..K without gaps and
 // add up to the filemark's length, or Open fails with a *tape.CorruptError
 // wrapping tape.ErrTruncated. Data comes by ranged GETs: the reader keeps
 // one GET open while reading goes on in order (one GET per chunk for a

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/kura-backup/kura/internal/tape"
@@ -587,5 +588,51 @@ func TestFailedUploadIsAborted(t *testing.T) {
 	}
 	if !bytes.Equal(tapetest.ReadFile(t, d, 1), first) {
 		t.Fatal("tape file 1 differs")
+	}
+}
+
+// TestFilesFetchesEachFilemarkOnce: listing a tape's files again costs one
+// LIST, not a GET per filemark; a filemark that changed in the bucket is
+// read again (and here found damaged).
+func TestFilesFetchesEachFilemarkOnce(t *testing.T) {
+	ft := newFaultTransport()
+	cfg := testConfig(srv)
+	cfg.Transport = ft
+	d := formatTape(t, cfg, 1<<20, 4096)
+	for i := range 5 {
+		tapetest.WriteFile(t, d, fmt.Sprintf("file %d", i+1), tapetest.Payload(uint64(50+i), 5000), 0)
+	}
+	markGETs := func() int {
+		n := 0
+		for _, r := range ft.take() {
+			if strings.HasPrefix(r, "GET ") && strings.Contains(r, ".mark?") {
+				n++
+			}
+		}
+		return n
+	}
+	first, err := d.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	markGETs()
+	again, err := d.Files()
+	if err != nil || fmt.Sprint(again) != fmt.Sprint(first) {
+		t.Fatalf("Files() again = %v, %v", again, err)
+	}
+	if n := markGETs(); n != 0 {
+		t.Errorf("Files() again fetched %d filemarks, want 0", n)
+	}
+	b, err := d.s.get(context.Background(), d.base+"000003.mark", tape.MaxFilemarkBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[20] ^= 1
+	if _, err := d.s.put(context.Background(), d.base+"000003.mark", b, minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var ce *tape.CorruptError
+	if _, err := d.Files(); !errors.As(err, &ce) || ce.File != 3 {
+		t.Fatalf("Files() after filemark 3 changed: %v; want a CorruptError naming tape file 3", err)
 	}
 }

@@ -280,22 +280,35 @@ func isNotFound(err error) bool {
 }
 
 func (s *store) get(ctx context.Context, key string, limit int64) ([]byte, error) {
+	b, _, err := s.getVersion(ctx, key, limit)
+	return b, err
+}
+
+// getVersion reads a whole object of at most limit bytes (a longer one is
+// errTooBig, not read), and says which version it read: ETag and size.
+func (s *store) getVersion(ctx context.Context, key string, limit int64) ([]byte, string, error) {
 	body, info, _, err := s.core.GetObject(ctx, s.cfg.Bucket, key, minio.GetObjectOptions{})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer body.Close()
 	if info.Size > limit {
-		return nil, fmt.Errorf("%w: %s is %d bytes, more than %d", errTooBig, key, info.Size, limit)
+		return nil, "", fmt.Errorf("%w: %s is %d bytes, more than %d", errTooBig, key, info.Size, limit)
 	}
 	b, err := io.ReadAll(io.LimitReader(body, limit+1))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%w: %s is more than %d bytes", errTooBig, key, limit)
+		return nil, "", fmt.Errorf("%w: %s is more than %d bytes", errTooBig, key, limit)
 	}
-	return b, nil
+	return b, version(info.ETag, int64(len(b))), nil
+}
+
+// version names one version of an object (a listing quotes ETags, a GET
+// does not).
+func version(etag string, size int64) string {
+	return fmt.Sprintf("%s/%d", strings.Trim(etag, `"`), size)
 }
 
 func (s *store) put(ctx context.Context, key string, b []byte, opts minio.PutObjectOptions) (minio.UploadInfo, error) {
@@ -315,6 +328,7 @@ type object struct {
 	key      string
 	size     int64
 	modified time.Time
+	etag     string
 }
 
 // list lists every object under prefix, in key order.
@@ -327,7 +341,7 @@ func (s *store) list(ctx context.Context, prefix string) ([]object, error) {
 			return nil, err
 		}
 		for _, o := range r.Contents {
-			out = append(out, object{key: o.Key, size: o.Size, modified: o.LastModified})
+			out = append(out, object{key: o.Key, size: o.Size, modified: o.LastModified, etag: o.ETag})
 		}
 		if !r.IsTruncated || r.NextContinuationToken == "" {
 			break
@@ -388,6 +402,7 @@ type Tape struct {
 	used   int64
 	w      *writer
 	closed bool
+	marks  map[string]tape.Filemark // decoded filemarks by key and version (markID)
 }
 
 var _ tape.Device = (*Tape)(nil)
@@ -539,6 +554,7 @@ type fileObjs struct {
 	chunks []object // in chunk order, 1..K
 	crc    bool
 	mark   bool
+	markID string // the filemark object's ETag and size: its version
 }
 
 func (f fileObjs) bytes() int64 {
@@ -573,6 +589,7 @@ func (t *Tape) parse(objs []object) []fileObjs {
 			f.crc = true
 		case rest == "mark":
 			f.mark = true
+			f.markID = version(o.etag, o.size)
 		case strings.HasPrefix(rest, "data.") && len(rest) == len("data.")+6:
 			if _, err := strconv.Atoi(rest[len("data."):]); err != nil {
 				continue
@@ -648,7 +665,13 @@ func (t *Tape) Files() ([]tape.FileInfo, error) {
 	return out, nil
 }
 
-// info describes a tape file, and returns its filemark if it has one.
+// maxCachedMarks bounds the filemarks a Tape keeps decoded.
+const maxCachedMarks = 100000
+
+// info describes a tape file, and returns its filemark if it has one. A
+// filemark is fetched once per version: the listing's ETag and size say
+// when it changed (a relabel, another process), so Files() on a tape of
+// many tape files costs one LIST.
 func (t *Tape) info(ctx context.Context, l tape.Label, f fileObjs) (tape.FileInfo, *tape.Filemark, error) {
 	if !f.mark {
 		fi := tape.FileInfo{Number: f.n, Status: tape.FileIncomplete, Bytes: f.bytes(), BlockSize: l.BlockSize}
@@ -658,11 +681,17 @@ func (t *Tape) info(ctx context.Context, l tape.Label, f fileObjs) (tape.FileInf
 		}
 		return fi, nil, nil
 	}
-	b, err := t.s.get(ctx, t.base+fileKey(f.n, "mark"), tape.MaxFilemarkBytes)
+	name := fileKey(f.n, "mark")
+	t.mu.Lock()
+	m, ok := t.marks[name+"@"+f.markID]
+	t.mu.Unlock()
+	if ok {
+		return m.Info(), &m, nil
+	}
+	b, id, err := t.s.getVersion(ctx, t.base+name, tape.MaxFilemarkBytes)
 	if err != nil && !errors.Is(err, errTooBig) {
 		return tape.FileInfo{}, nil, t.s.wrap(fmt.Sprintf("tape %s: filemark %d", l.Barcode, f.n), err)
 	}
-	var m tape.Filemark
 	if err == nil {
 		m, err = tape.DecodeFilemark(b)
 		if err == nil && m.Number != f.n {
@@ -675,6 +704,12 @@ func (t *Tape) info(ctx context.Context, l tape.Label, f fileObjs) (tape.FileInf
 		}
 		return tape.FileInfo{}, nil, &tape.CorruptError{Library: l.Library, Barcode: l.Barcode, File: f.n, Block: -1, Err: err}
 	}
+	t.mu.Lock()
+	if t.marks == nil || len(t.marks) > maxCachedMarks {
+		t.marks = map[string]tape.Filemark{}
+	}
+	t.marks[name+"@"+id] = m // the version read, which may be newer than the listing's
+	t.mu.Unlock()
 	return m.Info(), &m, nil
 }
 
