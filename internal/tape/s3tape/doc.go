@@ -104,7 +104,11 @@
 // minio-go on 5xx, throttling and network errors, Config.Retries attempts
 // in all (default 10), backing off 200 ms doubling to at most 1 s with
 // jitter: under 10 s of waiting per request, each attempt bounded by a
-// 10 s dial and a 2 min wait for the response header. The failures a user
+// 10 s dial and a 2 min wait for the response header. A request that
+// went through but whose answer was lost is retried too, and each
+// non-idempotent one checks for that: a conditional lock PUT that fails
+// against a lock of its own owner keeps it, a completion that finds no
+// upload looks for the chunk, whole. The failures a user
 // meets are sentinel errors: ErrNoBucket, ErrAccessDenied,
 // ErrNoCredentials, ErrUnavailable, and the tape package's.
 package s3tape

@@ -241,13 +241,24 @@ func (w *writer) endChunk() error {
 			}
 		}
 		if _, err := s.core.CompleteMultipartUpload(ctx, s.cfg.Bucket, key, w.upload, w.parts, minio.PutObjectOptions{}); err != nil {
-			return w.fail("complete upload of "+name, err)
+			// A completion whose answer was lost and was retried finds
+			// no upload: it is done if the chunk is there, whole.
+			if !isNoUpload(err) || !w.chunkStored(ctx, key) {
+				return w.fail("complete upload of "+name, err)
+			}
 		}
 	}
 	w.k++
 	w.storedLen += w.chunkLen
 	w.buf, w.chunkLen, w.upload, w.parts = w.buf[:0], 0, "", nil
 	return nil
+}
+
+// chunkStored reports whether the current chunk's object is in the store
+// with the chunk's length.
+func (w *writer) chunkStored(ctx context.Context, key string) bool {
+	oi, err := w.t.s.core.StatObject(ctx, w.t.s.cfg.Bucket, key, minio.StatObjectOptions{})
+	return err == nil && oi.Size == w.chunkLen
 }
 
 // renew renews the writer lock; a lock lost to another writer stops this
