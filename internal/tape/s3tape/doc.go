@@ -35,8 +35,10 @@
 // the block size; readers use the sizes the listing gives, so tape files
 // written with different chunk sizes read alike. A chunk that fits in one
 // part (Config.PartSize, default 8 MiB, at least S3's 5 MiB) is one PUT; a
-// bigger one is a multipart upload of part-size parts, so the writer's
-// memory is one part whatever the chunk size.
+// bigger one is a multipart upload of part-size parts. One part goes up
+// (in a goroutine of the writer's) while the next fills, as a drive's
+// transfer-buffer ring does: the writer's memory is two parts whatever the
+// chunk size, and an upload's failure shows at a later Write or at Finish.
 //
 // # Write ordering
 //
@@ -47,8 +49,8 @@
 //     writer's), and removes an incomplete last tape file (chunks without a
 //     filemark): filemark, checksums, then chunks from the last.
 //   - Chunks go up in order, each complete (PUT, or multipart upload
-//     completed) before the next starts; the block CRCs are computed as the
-//     bytes arrive.
+//     completed) before the next starts; parts too, one at a time; the
+//     block CRCs are computed as the bytes arrive.
 //   - Finish stores the last chunk, then NNNNNN.crc, then NNNNNN.mark. A
 //     tape file is complete exactly when its filemark exists; objects are
 //     visible only whole (S3 PUT and completion are atomic), so a crash or
