@@ -43,7 +43,7 @@
 //	0      4     magic "KSTT"
 //	4      2     version = 1
 //	6      2     reserved, 0
-//	8      4     filemark record length m (≤ tape.MaxFilemarkSize)
+//	8      4     filemark record length m (≤ tape.MaxFilemarkBytes)
 //	12     4     reserved, 0
 //	16     8     checksum table length c = 16 + 4·blocks
 //	24     4     CRC-32C of bytes 0..23

@@ -26,7 +26,8 @@ const (
 )
 
 func encodeTrailer(fi tape.FileInfo, table []byte) ([]byte, error) {
-	mark, err := tape.EncodeFilemark(fi)
+	mark, err := tape.EncodeFilemark(tape.Filemark{Number: fi.Number, BlockSize: fi.BlockSize, Bytes: fi.Bytes,
+		Blocks: fi.Blocks, CRCTable: fi.CRCTable, Written: fi.Written, Tag: fi.Tag})
 	if err != nil {
 		return nil, err
 	}
@@ -63,19 +64,20 @@ func decodeTrailer(b []byte) (trailer, error) {
 	}
 	m, c := uint64(le.Uint32(b[8:])), le.Uint64(b[16:])
 	rest := uint64(len(b) - trailerHeader)
-	if m > tape.MaxFilemarkSize || m > rest || c > rest-m {
+	if m > tape.MaxFilemarkBytes || m > rest || c > rest-m {
 		return trailer{}, fmt.Errorf("trailer: %w: %d filemark and %d checksum bytes in %d", tape.ErrTruncated, m, c, rest)
 	}
-	fi, err := tape.DecodeFilemark(b[trailerHeader : trailerHeader+m])
+	mark, err := tape.DecodeFilemark(b[trailerHeader : trailerHeader+m])
 	if err != nil {
 		return trailer{}, err
 	}
+	fi := mark.Info()
 	sums := b[trailerHeader+m : trailerHeader+m+c]
 	bs, err := tape.DecodeChecksumHeader(sums)
 	if err != nil {
 		return trailer{}, err
 	}
-	table := sums[tape.ChecksumHeaderSize:]
+	table := sums[tape.ChecksumHeaderBytes:]
 	if bs != fi.BlockSize || uint64(len(table)) != 4*uint64(fi.Blocks) {
 		return trailer{}, fmt.Errorf("trailer: %w: checksum table of %d bytes, block size %d, for %d blocks of %d",
 			tape.ErrCorrupt, len(table), bs, fi.Blocks, fi.BlockSize)
