@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian machine with Go:
-#   installs what the tests need (GNU tar, zstd), checks formatting and vet,
+#   installs what the tests need (GNU tar, zstd, and the versitygw S3 server
+#   the object-storage tape tests run against), checks formatting and vet,
 #   then runs every test with the race detector.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,18 @@ if [ ${#need[@]} -gt 0 ]; then
     sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
   fi
 fi
+
+# versitygw (Apache-2.0), pinned: internal/tape/s3tape's tests start it on
+# 127.0.0.1 over a temporary folder. Installed once into a cache folder
+# (~80 s to build); the tests find it through KURA_VERSITYGW.
+versitygw_version=v1.8.0
+gw_dir="${XDG_CACHE_HOME:-$HOME/.cache}/kura-test/versitygw-$versitygw_version"
+if [ ! -x "$gw_dir/versitygw" ]; then
+  echo "== go install versitygw@$versitygw_version into $gw_dir"
+  mkdir -p "$gw_dir"
+  GOBIN="$gw_dir" go install "github.com/versity/versitygw/cmd/versitygw@$versitygw_version"
+fi
+export KURA_VERSITYGW="$gw_dir/versitygw"
 
 echo "== gofmt"
 bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))

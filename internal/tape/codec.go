@@ -1,0 +1,110 @@
+package tape
+
+import (
+	"fmt"
+	"hash/crc32"
+	"time"
+)
+
+// The record formats of doc.go, for devices in other packages (object
+// storage) that keep a tape's label, checksum file and filemark byte for
+// byte as a folder tape does, so every kind of media reads the same way.
+
+// Record size limits: a device reads no more than these from its media.
+const (
+	// MaxLabelBytes bounds a label record.
+	MaxLabelBytes = maxLabelSize
+	// MaxFilemarkBytes bounds a filemark record.
+	MaxFilemarkBytes = markHeaderSize + MaxTagLen + 4
+	// ChecksumHeaderBytes is the size of a checksum file's header; the
+	// CRC of block i follows at ChecksumHeaderBytes+4i.
+	ChecksumHeaderBytes = sumHeaderSize
+)
+
+// Filemark is the record that completes a tape file (doc.go).
+type Filemark struct {
+	Number    int
+	BlockSize int
+	Bytes     int64
+	Blocks    int64 // ceil(Bytes / BlockSize)
+	CRCTable  uint32
+	Written   time.Time
+	Tag       string
+}
+
+// Info is the FileInfo of the complete tape file the filemark ends.
+func (m Filemark) Info() FileInfo {
+	return FileInfo{Number: m.Number, Status: FileComplete, Bytes: m.Bytes, Blocks: m.Blocks,
+		BlockSize: m.BlockSize, CRCTable: m.CRCTable, Written: m.Written, Tag: m.Tag}
+}
+
+// NewLabel completes a label for a new tape as Format does: Version,
+// Generation 1, Created and Labelled at now, a zero EarlyWarning meaning
+// Capacity. It checks the fields.
+func NewLabel(l Label, now time.Time) (Label, error) {
+	l.Version = LabelVersion
+	l.Generation = 1
+	l.Created, l.Labelled = now.UTC(), now.UTC()
+	if l.EarlyWarning == 0 {
+		l.EarlyWarning = l.Capacity
+	}
+	if err := l.validate(); err != nil {
+		return Label{}, err
+	}
+	return l, nil
+}
+
+// EncodeLabel renders a label record; DecodeLabel parses one (every failure
+// wraps ErrBadLabel).
+func EncodeLabel(l Label) ([]byte, error) { return encodeLabel(l) }
+
+// DecodeLabel parses a label record; every failure wraps ErrBadLabel.
+func DecodeLabel(b []byte) (Label, error) { return decodeLabel(b) }
+
+// EncodeFilemark renders a filemark record.
+func EncodeFilemark(m Filemark) ([]byte, error) { return encodeMark(filemark(m)) }
+
+// DecodeFilemark parses a filemark record; every failure wraps ErrCorrupt
+// or ErrTruncated.
+func DecodeFilemark(b []byte) (Filemark, error) {
+	m, err := decodeMark(b)
+	return Filemark(m), err
+}
+
+// EncodeChecksums renders a whole checksum file: the header for blockSize
+// and one CRC-32C per block.
+func EncodeChecksums(blockSize int, crcs []uint32) []byte {
+	return append(encodeSumHeader(blockSize), encodeSumTable(crcs)...)
+}
+
+// ChecksumTableCRC is the CRC-32C over the checksum table (the filemark's
+// CRCTable) of crcs.
+func ChecksumTableCRC(crcs []uint32) uint32 { return crc32c(encodeSumTable(crcs)) }
+
+// DecodeChecksums parses a whole checksum file against the filemark that
+// completes it: the header's block size, the length and the table's CRC
+// must match. Failures wrap ErrCorrupt or ErrTruncated.
+func DecodeChecksums(b []byte, m Filemark) ([]uint32, error) {
+	want := sumHeaderSize + 4*m.Blocks
+	if m.Blocks < 0 || int64(len(b)) < want {
+		return nil, fmt.Errorf("checksum file: %w: %d bytes, want %d", ErrTruncated, len(b), want)
+	}
+	b = b[:want]
+	bs, err := decodeSumHeader(b)
+	if err != nil {
+		return nil, err
+	}
+	if bs != m.BlockSize {
+		return nil, fmt.Errorf("checksum file: %w: block size %d, filemark says %d", ErrCorrupt, bs, m.BlockSize)
+	}
+	if got := crc32c(b[sumHeaderSize:]); got != m.CRCTable {
+		return nil, fmt.Errorf("checksum table: %w: crc %08x, filemark says %08x", ErrCorrupt, got, m.CRCTable)
+	}
+	return decodeSumTable(b[sumHeaderSize:], m.Blocks)
+}
+
+// CRC32C is the CRC-32C (Castagnoli) every block, label and record carries.
+func CRC32C(b []byte) uint32 { return crc32c(b) }
+
+// UpdateCRC32C extends a running CRC-32C with b.
+func UpdateCRC32C(crc uint32, b []byte) uint32 { return crc32.Update(crc, castagnoli, b) }
