@@ -315,3 +315,126 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// s3Create creates library cloud on url with small chunks and blocks.
+func s3Create(k *kura, url string) result {
+	k.t.Helper()
+	return k.ok("vtl", "create", "cloud", "--s3", url, "--chunk-size", "64KiB", "--block-size", "16KiB",
+		"--buffer", "64KiB", "--tape-size", "64MiB", "--slots", "4", "--barcode-prefix", "CLD")
+}
+
+// labelOnly reports whether the tape under base holds its label and
+// nothing else (a recycled tape).
+func labelOnly(t *testing.T, bucket, base string) bool {
+	t.Helper()
+	for _, k := range s3Objects(t, bucket, base) {
+		if name := strings.TrimPrefix(k, base); name != "label" && name != "label.copy" {
+			return false
+		}
+	}
+	return true
+}
+
+// TestS3LibraryCopyPruneCatalogScan: the offsite copy from a folder library
+// to the bucket and back, each restorable with the other tape exported;
+// prune recycles a tape in the bucket (its objects erased, a new label);
+// the catalog backup on the bucket and `kura tape scan` of its tapes bring
+// everything back after the home is lost, from the bucket alone.
+func TestS3LibraryCopyPruneCatalogScan(t *testing.T) {
+	t.Parallel()
+	url, bucket := s3Bucket(t, "lib")
+	k := newKura(t)
+	s3Env(k)
+	s3Create(k, url)
+	src := filepath.Join(k.dir, "src")
+	writeTree(t, src, s3Tree())
+	want := readTree(t, src)
+	restores := func(id int64, what string) {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), "out")
+		if r := k.run("restore", itoa64(id), "--to", out); r.code != 0 {
+			t.Fatalf("restore %s:\n%s", what, r)
+		}
+		sameTree(t, want, readTree(t, restoredAt(out, src)))
+	}
+
+	// Folder → bucket: the copy restores with the folder tape exported.
+	local := k.backup(src)
+	var c figures
+	k.json(0, &c, "copy", itoa64(local.SavesetID), "--to-vtl", "cloud", "--json")
+	if len(c.Tapes) != 1 || !strings.HasPrefix(c.Tapes[0], "CLD") {
+		t.Fatalf("copy to the S3 library: tapes %v", c.Tapes)
+	}
+	k.ok("tape", "export", local.Tapes[0])
+	restores(local.SavesetID, "from the copy in the bucket")
+	if r := k.ok("verify", itoa64(local.SavesetID), "--copy", "1"); !strings.Contains(r.stdout, "no problems") {
+		t.Errorf("verify --copy 1 in the bucket:\n%s", r)
+	}
+	k.ok("tape", "import", local.Tapes[0])
+
+	// Bucket → folder.
+	cloud := k.backup(src, "--vtl", "cloud")
+	k.ok("vtl", "create", "back", "--tape-size", "64MiB", "--slots", "2")
+	k.ok("copy", itoa64(cloud.SavesetID), "--to-vtl", "back")
+	k.ok("tape", "export", cloud.Tapes[0])
+	restores(cloud.SavesetID, "from the folder copy of a saveset in the bucket")
+	k.ok("tape", "import", cloud.Tapes[0])
+
+	// Prune recycles a tape of the bucket: a policy keeping one
+	// generation, its first run on tape A, the second (A exported) on B.
+	k.ok("selection", "create", "docs", src)
+	k.ok("policy", "create", "p", "--selection", "docs", "--full", "0 1 * * 0", "--keep-generations", "1", "--vtl", "cloud")
+	var p1, p2 figures
+	k.json(0, &p1, "policy", "run", "p", "--json")
+	k.ok("tape", "export", p1.Tapes[0])
+	k.json(0, &p2, "policy", "run", "p", "--json")
+	k.ok("tape", "import", p1.Tapes[0])
+	if p1.Tapes[0] == p2.Tapes[0] || labelOnly(t, bucket, "lib/"+p1.Tapes[0]+"/") {
+		t.Fatalf("policy runs on tapes %v then %v", p1.Tapes, p2.Tapes)
+	}
+	var pr struct {
+		Expired  []int64  `json:"expired"`
+		Recycled []string `json:"recycled"`
+	}
+	k.json(0, &pr, "prune", "--json")
+	if !contains(pr.Recycled, p1.Tapes[0]) {
+		t.Fatalf("prune recycled %v, want %s", pr.Recycled, p1.Tapes[0])
+	}
+	if !labelOnly(t, bucket, "lib/"+p1.Tapes[0]+"/") {
+		t.Errorf("recycled tape %s still holds %v", p1.Tapes[0], s3Objects(t, bucket, "lib/"+p1.Tapes[0]+"/"))
+	}
+	restores(p2.SavesetID, "the generation kept")
+
+	// The catalog goes to the bucket too.
+	var cb catalogBackup
+	k.json(0, &cb, "catalog", "backup", "--vtl", "cloud", "--json")
+	if !strings.HasPrefix(cb.Barcode, "CLD") {
+		t.Fatalf("catalog backup to the S3 library: %+v", cb)
+	}
+
+	// The home is lost (catalog, indexes, the library folder): the library
+	// created again over the bucket takes its tapes back, and the catalog
+	// backup in the bucket brings every saveset back.
+	if err := os.RemoveAll(k.home); err != nil {
+		t.Fatal(err)
+	}
+	s3Create(k, url)
+	if tapes := k.tapes(); len(tapes) < 3 {
+		t.Fatalf("the library created again over its bucket has tapes %v: want its old ones", tapes)
+	}
+	k.ok("catalog", "restore", "--tape", cb.Barcode)
+	restores(cloud.SavesetID, "after a catalog restore from the bucket")
+
+	// Lost again, without the catalog backup: `tape scan` rebuilds from
+	// the bucket alone.
+	if err := os.RemoveAll(k.home); err != nil {
+		t.Fatal(err)
+	}
+	s3Create(k, url)
+	r := k.ok("tape", "scan", cloud.Tapes[0])
+	if !strings.Contains(r.stdout, "saveset records rebuilt from tape "+cloud.Tapes[0]) {
+		t.Errorf("tape scan of a tape in the bucket:\n%s", r)
+	}
+	restores(cloud.SavesetID, "after a tape scan of the bucket")
+	noSecretUnder(t, k.dir)
+}
