@@ -292,6 +292,27 @@ func TestS3LibraryBackupRestoreVerify(t *testing.T) {
 			t.Errorf("verify --level %s on the S3 library:\n%s", level, r)
 		}
 	}
+	// The stock-tool recipe: the chunk objects fetched in order with curl
+	// (its own S3 signing), through zstd and tar, without Kura.
+	for _, c := range []string{"curl", "zstd", "tar", "sh"} {
+		if _, err := exec.LookPath(c); err != nil {
+			t.Fatalf("%s is required for the recipe (scripts/test.sh installs it): %v", c, err)
+		}
+	}
+	r = k.ok("saveset", "recipe", id)
+	noSecret(t, r)
+	if !strings.Contains(r.stdout, "curl") || !strings.Contains(r.stdout, url+"/"+f.Tapes[0]+"/000001.data.000001") {
+		t.Fatalf("the recipe of a saveset in the bucket should fetch its chunk objects with curl:\n%s", r)
+	}
+	stock := t.TempDir()
+	sh := exec.Command("sh", "-c", r.stdout)
+	sh.Dir = stock
+	sh.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+s3Access, "AWS_SECRET_ACCESS_KEY="+s3Secret)
+	if out, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("the recipe failed: %v\n%s\n%s", err, r.stdout, out)
+	}
+	sameTree(t, want, readTree(t, filepath.Join(stock, strings.TrimPrefix(src, "/"))))
+
 	var libs []struct {
 		Name   string `json:"name"`
 		Config struct {

@@ -3,6 +3,7 @@ package library
 import (
 	"errors"
 	"fmt"
+	"net/url"
 
 	"github.com/kura-backup/kura/internal/tape"
 	"github.com/kura-backup/kura/internal/tape/s3tape"
@@ -92,8 +93,6 @@ func S3Media(cfg s3tape.Config) Media { return s3Media{cfg: cfg} }
 
 type s3Media struct{ cfg s3tape.Config }
 
-var _ Relabeler = (*s3tape.Tape)(nil)
-
 // check reaches the store and the bucket: the credentials, the bucket and
 // the endpoint are checked before a library is created around them.
 func (m s3Media) check() error {
@@ -120,7 +119,43 @@ func (m s3Media) Open(bc string, standIn tape.Label, opts tape.Options) (tape.De
 	if err != nil {
 		return nil, err
 	}
-	return t, nil
+	return s3Device{t, m.cfg}, nil
+}
+
+// s3Device is a tape in the bucket that also knows where the bucket is, for
+// the stock-tool recipe (tape.DataURLer); every other capability is the
+// s3tape.Tape's.
+type s3Device struct {
+	*s3tape.Tape
+	cfg s3tape.Config
+}
+
+var (
+	_ tape.DataURLer = s3Device{}
+	_ Relabeler      = s3Device{}
+)
+
+// DataURLs are the URLs of tape file n's chunk objects, in order
+// (path-style: SCHEME://ENDPOINT/BUCKET/KEY), and the signing region
+// (us-east-1 when the library names none).
+func (d s3Device) DataURLs(n int) ([]string, string, error) {
+	keys, err := d.Keys(n)
+	if err != nil {
+		return nil, "", err
+	}
+	scheme := "https"
+	if d.cfg.Insecure {
+		scheme = "http"
+	}
+	urls := make([]string, len(keys))
+	for i, k := range keys {
+		urls[i] = scheme + "://" + d.cfg.Endpoint + "/" + d.cfg.Bucket + "/" + (&url.URL{Path: k}).EscapedPath()
+	}
+	region := d.cfg.Region
+	if region == "" {
+		region = "us-east-1"
+	}
+	return urls, region, nil
 }
 
 // Exists reports whether tape bc has a label (good or damaged) in the
