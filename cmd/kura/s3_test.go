@@ -459,3 +459,61 @@ func TestS3LibraryCopyPruneCatalogScan(t *testing.T) {
 	restores(cloud.SavesetID, "after a tape scan of the bucket")
 	noSecretUnder(t, k.dir)
 }
+
+// TestS3LibraryThroughServerAndAgent: an admin creates the S3 library
+// through a server (the credentials are the server's, from its
+// environment; the admin has none), an agent's files are backed up to it
+// and restored to the agent, one file alone too.
+func TestS3LibraryThroughServerAndAgent(t *testing.T) {
+	t.Parallel()
+	url, bucket := s3Bucket(t, "srv")
+	srvK := newKura(t)
+	s3Env(srvK)
+	srv := srvK.start("server", "--listen", "127.0.0.1:0")
+	srvURL := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))
+	tok, err := os.ReadFile(filepath.Join(srvK.home, "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := newKura(t)
+	admin.home = ""
+	admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json"), "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY="}
+	admin.ok("login", "--server", srvURL, "--token", strings.TrimSpace(string(tok)))
+
+	// A bucket that does not exist: refused by the server as a bad request.
+	r := admin.expect(exitUsage, "vtl", "create", "cloud", "--s3", strings.Replace(url, bucket, "no-such-bucket", 1))
+	if !strings.Contains(r.stderr, "bucket does not exist") || !strings.Contains(r.stderr, "AWS_ACCESS_KEY_ID") {
+		t.Errorf("create on a missing bucket through the server should say so, with where credentials come from:\n%s", r)
+	}
+	r = admin.ok("vtl", "create", "cloud", "--s3", url, "--chunk-size", "64KiB", "--block-size", "16KiB",
+		"--buffer", "64KiB", "--tape-size", "64MiB", "--slots", "2", "--barcode-prefix", "SRV")
+	if !strings.Contains(r.stdout, "Its tapes are kept on s3 "+url) {
+		t.Errorf("vtl create --s3 through the server:\n%s", r)
+	}
+
+	ag := newKura(t)
+	enroll := strings.TrimSpace(admin.ok("token", "create", "--expires", "10m").stdout)
+	ag.ok("agent", "enroll", "--server", srvURL, "--token", enroll, "--name", "c1")
+	ag.start("agent", "run")
+	admin.connected("c1")
+
+	src := filepath.Join(ag.dir, "src")
+	writeTree(t, src, s3Tree())
+	want := readTree(t, src)
+	var fig figures
+	admin.json(0, &fig, "backup", "--client", "c1", "--vtl", "cloud", "--json", src)
+	if fig.Status != "completed" || len(fig.Tapes) != 1 || !strings.HasPrefix(fig.Tapes[0], "SRV") {
+		t.Fatalf("backup of an agent to the S3 library: %+v", fig)
+	}
+	if keys := s3Objects(t, bucket, "srv/"+fig.Tapes[0]+"/000001.data."); len(keys) < 2 {
+		t.Errorf("the agent's saveset in the bucket: %v", keys)
+	}
+	dst := filepath.Join(ag.dir, "restored")
+	admin.ok("restore", "--client", "c1", itoa64(fig.SavesetID), "--to", dst)
+	sameTree(t, want, readTree(t, restoredAt(dst, src)))
+	if r := admin.ok("verify", itoa64(fig.SavesetID), "--level", "media"); !strings.Contains(r.stdout, "no problems") {
+		t.Errorf("verify --level media through the server:\n%s", r)
+	}
+	noSecretUnder(t, srvK.dir)
+	noSecretUnder(t, admin.dir)
+}
