@@ -15,12 +15,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/kura-backup/kura/internal/bench"
 )
 
 const (
@@ -516,4 +519,48 @@ func TestS3LibraryThroughServerAndAgent(t *testing.T) {
 	}
 	noSecretUnder(t, srvK.dir)
 	noSecretUnder(t, admin.dir)
+}
+
+// The s3 part of `kura bench run` on tiny data against the test server:
+// pairs of a folder library and an S3 library on the same set, alternating
+// which runs first, each a backup then a restore; the report's table; the
+// bucket's chunk objects erased after each S3 side — never how fast.
+func TestBenchRunS3PartOnTinyData(t *testing.T) {
+	url, bucket := s3Bucket(t, "bench")
+	k := newKura(t)
+	s3Env(k)
+	r := k.expect(exitUsage, "bench", "run", "--data", k.dir, "--out", filepath.Join(k.dir, "r0"), "--parts", "s3")
+	if !strings.Contains(r.stderr, "--s3") {
+		t.Errorf("the s3 part without a bucket should say --s3 is needed:\n%s", r)
+	}
+	out, _, res := benchRunTiny(k, "test2", "--parts", "s3", "--s3", url, "--runs", "2", "--no-drop-caches")
+	var order []string
+	for _, run := range res.Runs {
+		if !run.OK() {
+			t.Errorf("run failed: %+v", run)
+		}
+		if run.Test != bench.TestObject || run.Tool != bench.ToolKura {
+			t.Errorf("a %s run of %s in the s3 part", run.Test, run.Tool)
+		}
+		order = append(order, fmt.Sprintf("%d %s %s", run.Rep, run.Library, run.Phase))
+	}
+	want := []string{"1 folder backup", "1 folder restore", "1 s3 backup", "1 s3 restore", "2 s3 backup", "2 s3 restore", "2 folder backup", "2 folder restore"}
+	if !slices.Equal(order, want) {
+		t.Errorf("runs %v, want %v", order, want)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"## Object store ÷ folder library (issue 13)", "| test2 |"} {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("report.md lacks %q", w)
+		}
+	}
+	for _, key := range s3Objects(t, bucket, "bench/") {
+		if strings.Contains(key, ".data.") {
+			t.Errorf("chunk object %s left in the bucket after the part", key)
+		}
+	}
+	checkScratchGone(t, out)
 }
