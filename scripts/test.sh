@@ -19,7 +19,7 @@ fi
 
 # versitygw (Apache-2.0), pinned: internal/tape/s3tape's tests start it on
 # 127.0.0.1 over a temporary folder. Installed once into a cache folder
-# (~80 s to build); the tests find it through KURA_VERSITYGW.
+# (a minute or more to build); the tests find it through KURA_VERSITYGW.
 versitygw_version=v1.8.0
 gw_dir="${XDG_CACHE_HOME:-$HOME/.cache}/kura-test/versitygw-$versitygw_version"
 if [ ! -x "$gw_dir/versitygw" ]; then

@@ -35,8 +35,10 @@
 // the block size; readers use the sizes the listing gives, so tape files
 // written with different chunk sizes read alike. A chunk that fits in one
 // part (Config.PartSize, default 8 MiB, at least S3's 5 MiB) is one PUT; a
-// bigger one is a multipart upload of part-size parts, so the writer's
-// memory is one part whatever the chunk size.
+// bigger one is a multipart upload of part-size parts. One part goes up
+// (in a goroutine of the writer's) while the next fills, as a drive's
+// transfer-buffer ring does: the writer's memory is two parts whatever the
+// chunk size, and an upload's failure shows at a later Write or at Finish.
 //
 // # Write ordering
 //
@@ -47,8 +49,8 @@
 //     writer's), and removes an incomplete last tape file (chunks without a
 //     filemark): filemark, checksums, then chunks from the last.
 //   - Chunks go up in order, each complete (PUT, or multipart upload
-//     completed) before the next starts; the block CRCs are computed as the
-//     bytes arrive.
+//     completed) before the next starts; parts too, one at a time; the
+//     block CRCs are computed as the bytes arrive.
 //   - Finish stores the last chunk, then NNNNNN.crc, then NNNNNN.mark. A
 //     tape file is complete exactly when its filemark exists; objects are
 //     visible only whole (S3 PUT and completion are atomic), so a crash or
@@ -104,7 +106,11 @@
 // minio-go on 5xx, throttling and network errors, Config.Retries attempts
 // in all (default 10), backing off 200 ms doubling to at most 1 s with
 // jitter: under 10 s of waiting per request, each attempt bounded by a
-// 10 s dial and a 2 min wait for the response header. The failures a user
+// 10 s dial and a 2 min wait for the response header. A request that
+// went through but whose answer was lost is retried too, and each
+// non-idempotent one checks for that: a conditional lock PUT that fails
+// against a lock of its own owner keeps it, a completion that finds no
+// upload looks for the chunk, whole. The failures a user
 // meets are sentinel errors: ErrNoBucket, ErrAccessDenied,
 // ErrNoCredentials, ErrUnavailable, and the tape package's.
 package s3tape

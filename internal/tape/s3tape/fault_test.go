@@ -325,7 +325,7 @@ func TestUnavailableFailsCleanly(t *testing.T) {
 		return nil
 	})
 	var werr error
-	for i := 0; i < 3 && werr == nil; i++ {
+	for i := 0; i < 10 && werr == nil; i++ {
 		_, werr = w.Write(tapetest.Payload(18, 1<<20))
 	}
 	if !errors.Is(werr, ErrUnavailable) || !strings.Contains(werr.Error(), "SlowDown") {
@@ -499,8 +499,10 @@ func TestWriterLock(t *testing.T) {
 	if _, err := w3.Write(third); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w2.Write(tapetest.Payload(21, 100000)); !errors.Is(err, tape.ErrBusy) {
-		t.Fatalf("the stalled writer went on after losing its lock: %v", err)
+	// Its next chunk finds the lock lost (at this Write or, uploads being
+	// asynchronous, at Finish), and it stores nothing more.
+	if _, err := w2.Write(tapetest.Payload(21, 100000)); err != nil && !errors.Is(err, tape.ErrBusy) {
+		t.Fatalf("the stalled writer's Write: %v", err)
 	}
 	if _, err := w2.Finish(); !errors.Is(err, tape.ErrBusy) {
 		t.Fatalf("the stalled writer's Finish: %v", err)
@@ -634,5 +636,88 @@ func TestFilesFetchesEachFilemarkOnce(t *testing.T) {
 	var ce *tape.CorruptError
 	if _, err := d.Files(); !errors.As(err, &ce) || ce.File != 3 {
 		t.Fatalf("Files() after filemark 3 changed: %v; want a CorruptError naming tape file 3", err)
+	}
+}
+
+// TestLockAnswerLost: the store takes the lock (or its renewal) but the
+// answer is lost (503 after the fact); the retry's conditional PUT fails
+// against the writer's own lock, which stays its own.
+func TestLockAnswerLost(t *testing.T) {
+	ft := newFaultTransport()
+	cfg := testConfig(srv)
+	cfg.Transport, cfg.Retries, cfg.ChunkSize = ft, 3, 16<<10
+	d := formatTape(t, cfg, 1<<20, 4096)
+	for _, header := range []string{"If-None-Match", "If-Match"} {
+		lost := 0
+		ft.setHook(func(r *http.Request) *http.Response {
+			if lost == 0 && r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/lock") && r.Header.Get(header) != "" {
+				lost++
+				resp, err := ft.base.RoundTrip(r) // the store does it ...
+				if err != nil {
+					t.Errorf("lock PUT: %v", err)
+					return nil
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				return unavailable() // ... and the answer is lost
+			}
+			return nil
+		})
+		data := tapetest.Payload(70, 40000) // three chunks: the lock is renewed three times
+		info := tapetest.WriteFile(t, d, header, data, 0)
+		if lost != 1 {
+			t.Fatalf("%s: %d answers lost, want 1", header, lost)
+		}
+		if !bytes.Equal(tapetest.ReadFile(t, d, info.Number), data) {
+			t.Fatalf("%s: read back differs", header)
+		}
+	}
+	ft.setHook(nil)
+}
+
+// TestCompletionAnswerLost: a multipart chunk's completion goes through
+// but its answer is lost; the retry finds no upload (versitygw completes
+// again, other stores answer NoSuchUpload, which the test plays), and the
+// writer sees the chunk is there, whole, and goes on.
+func TestCompletionAnswerLost(t *testing.T) {
+	ft := newFaultTransport()
+	cfg := testConfig(srv)
+	cfg.Transport, cfg.Retries = ft, 3
+	cfg.ChunkSize, cfg.PartSize = 6<<20, 5<<20
+	d := formatTape(t, cfg, 64<<20, 64<<10)
+	completions := 0
+	ft.setHook(func(r *http.Request) *http.Response {
+		if r.Method != http.MethodPost || r.URL.Query().Get("uploadId") == "" {
+			return nil
+		}
+		completions++
+		switch completions {
+		case 1:
+			resp, err := ft.base.RoundTrip(r) // the store completes ...
+			if err != nil {
+				t.Errorf("complete: %v", err)
+				return nil
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return unavailable() // ... and the answer is lost
+		case 2:
+			body := `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchUpload</Code><Message>The specified upload does not exist.</Message></Error>`
+			return &http.Response{
+				Status: "404 Not Found", StatusCode: http.StatusNotFound, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+				Header: http.Header{"Content-Type": {"application/xml"}}, Body: io.NopCloser(strings.NewReader(body)),
+				ContentLength: int64(len(body)),
+			}
+		}
+		return nil
+	})
+	data := tapetest.Payload(71, 13<<20)
+	tapetest.WriteFile(t, d, "completion lost", data, 1<<20)
+	ft.setHook(nil)
+	if completions != 3 { // chunk 1: sent and retried; chunk 2 (chunk 3, 1 MiB, is one PUT)
+		t.Fatalf("%d completions, want 3", completions)
+	}
+	if !bytes.Equal(tapetest.ReadFile(t, d, 1), data) {
+		t.Fatal("read back differs")
 	}
 }

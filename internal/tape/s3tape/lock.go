@@ -76,23 +76,24 @@ func (t *Tape) lock(ctx context.Context) (*heldLock, error) {
 	if !isPrecondition(err) {
 		return nil, t.s.wrap("lock", err)
 	}
-	body, oi, _, err := t.s.core.GetObject(ctx, t.s.cfg.Bucket, key, minio.GetObjectOptions{})
+	rec, etag, err := t.readLock(ctx)
 	if isNotFound(err) {
 		return nil, fmt.Errorf("%w: the lock changed hands while taking it", tape.ErrBusy)
 	}
 	if err != nil {
-		return nil, t.s.wrap("read lock", err)
+		return nil, err
 	}
-	var rec lockRecord
-	dec := json.NewDecoder(io.LimitReader(body, maxLockBytes))
-	derr := dec.Decode(&rec)
-	body.Close()
-	if derr == nil && now.Before(rec.Expires) {
+	if rec != nil && rec.Owner == t.s.owner {
+		// Ours: the PUT went through but its answer was lost, and the
+		// retry found the lock taken — by itself.
+		return &heldLock{t: t, etag: etag}, nil
+	}
+	if rec != nil && now.Before(rec.Expires) {
 		return nil, fmt.Errorf("%w: held by %s until %s", tape.ErrBusy, rec.Owner, rec.Expires.Format(time.RFC3339))
 	}
 	// Expired (or unreadable): take it over, unless someone else just did.
 	opts = minio.PutObjectOptions{ContentType: "application/json"}
-	opts.SetMatchETag(oi.ETag)
+	opts.SetMatchETag(etag)
 	info, err = t.s.put(ctx, key, t.lockRecord(now), opts)
 	if isPrecondition(err) {
 		return nil, fmt.Errorf("%w: another writer took over the expired lock", tape.ErrBusy)
@@ -103,24 +104,51 @@ func (t *Tape) lock(ctx context.Context) (*heldLock, error) {
 	return &heldLock{t: t, etag: info.ETag}, nil
 }
 
+// readLock reads the lock object: its record (nil when it does not
+// parse) and its ETag. A missing lock is the store's not-found error.
+func (t *Tape) readLock(ctx context.Context) (*lockRecord, string, error) {
+	body, oi, _, err := t.s.core.GetObject(ctx, t.s.cfg.Bucket, t.base+lockName, minio.GetObjectOptions{})
+	if isNotFound(err) {
+		return nil, "", err
+	}
+	if err != nil {
+		return nil, "", t.s.wrap("read lock", err)
+	}
+	defer body.Close()
+	var rec lockRecord
+	if err := json.NewDecoder(io.LimitReader(body, maxLockBytes)).Decode(&rec); err != nil {
+		return nil, oi.ETag, nil
+	}
+	return &rec, oi.ETag, nil
+}
+
 // renew extends the lease, with If-Match on the lock's ETag: a lock taken
 // over meanwhile (this writer stalled past its lease) is tape.ErrBusy, and
 // the writer must stop without touching the tape file, which is now the
 // other writer's. Writers renew at every chunk end and before the
 // filemark.
 func (h *heldLock) renew(ctx context.Context) error {
-	now := h.t.s.clock()
-	opts := minio.PutObjectOptions{ContentType: "application/json"}
-	opts.SetMatchETag(h.etag)
-	info, err := h.t.s.put(ctx, h.t.base+lockName, h.t.lockRecord(now), opts)
-	if isPrecondition(err) || isNotFound(err) {
+	for attempt := 0; ; attempt++ {
+		opts := minio.PutObjectOptions{ContentType: "application/json"}
+		opts.SetMatchETag(h.etag)
+		info, err := h.t.s.put(ctx, h.t.base+lockName, h.t.lockRecord(h.t.s.clock()), opts)
+		if err == nil {
+			h.etag = info.ETag
+			return nil
+		}
+		if !isPrecondition(err) && !isNotFound(err) {
+			return h.t.s.wrap("renew lock", err)
+		}
+		// A renewal whose answer was lost and was retried fails its
+		// If-Match against itself: the lock is still ours, with the new
+		// ETag. Anyone else's lock means we lost it.
+		rec, etag, rerr := h.t.readLock(ctx)
+		if rerr == nil && rec != nil && rec.Owner == h.t.s.owner && attempt == 0 {
+			h.etag = etag
+			continue
+		}
 		return fmt.Errorf("%w: the writer lock was taken over (this writer stalled past its lease)", tape.ErrBusy)
 	}
-	if err != nil {
-		return h.t.s.wrap("renew lock", err)
-	}
-	h.etag = info.ETag
-	return nil
 }
 
 // release removes the lock object if it is still this writer's.

@@ -77,8 +77,9 @@ type Config struct {
 	// LockLease is how long the writer lock holds without renewal; a
 	// writer renews it as it uploads. 0 means DefaultLockLease.
 	LockLease time.Duration
-	// Owner names this writer in the lock object; empty means host and
-	// process.
+	// Owner names this writer in the lock object; it must be unique to
+	// the process, since a lock of the same owner counts as this one's.
+	// Empty means host, process id and a random part.
 	Owner string
 
 	// Credentials, when nil, come from AWS_ACCESS_KEY_ID /

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -82,18 +83,26 @@ func (t *Tape) startWriter(ctx context.Context, tag string, lk *heldLock) (*writ
 	}
 	bs := l.BlockSize
 	chunk := max(int64(bs), t.s.cfg.chunkSize()/int64(bs)*int64(bs))
-	return &writer{
+	w := &writer{
 		t: t, lk: lk, n: len(files) + 1, tag: tag, bs: bs, chunk: chunk,
 		part: t.s.cfg.partSize(), base: t.used, capacity: l.Capacity, early: l.EarlyWarning,
 		label: l,
-	}, nil
+		jobs:  make(chan job, 1), free: make(chan []byte, 2), done: make(chan struct{}),
+	}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	w.free <- make([]byte, 0, w.part)
+	w.buf = make([]byte, 0, w.part)
+	go w.uploader()
+	return w, nil
 }
 
 // writer writes one tape file as chunk objects. Bytes collect in a part
-// buffer; a chunk that fits in one part is one PUT, a bigger one a
-// multipart upload of part-size parts, completed when the chunk is full.
-// The block CRCs are computed as bytes arrive and stored at Finish. Not for
-// concurrent use, but Written may be called from any goroutine.
+// buffer; a full one goes to the uploader goroutine while the next fills
+// (two buffers: the writer's memory is two parts). A chunk that fits in one
+// part is one PUT, a bigger one a multipart upload of part-size parts,
+// completed when the chunk is full. The block CRCs are computed as bytes
+// arrive and stored at Finish. The first error, of either side, sticks.
+// Not for concurrent use, but Written may be called from any goroutine.
 type writer struct {
 	t     *Tape
 	lk    *heldLock
@@ -106,22 +115,40 @@ type writer struct {
 
 	base, capacity, early int64
 
-	written atomic.Int64
-	crcs    []uint32
-	cur     uint32 // CRC of the block being filled
-	inBlk   int    // bytes of it so far
+	// The caller's side.
+	written  atomic.Int64
+	crcs     []uint32
+	cur      uint32 // CRC of the block being filled
+	inBlk    int    // bytes of it so far
+	buf      []byte // bytes of the current part, not yet handed over
+	chunkLen int64  // bytes of the current chunk handed over or in buf
+	closed   bool
 
-	buf       []byte // bytes of the current part, not yet uploaded
+	// Between the two.
+	jobs   chan job      // parts to upload, in order
+	free   chan []byte   // part buffers back from the uploader
+	done   chan struct{} // closed when the uploader has stopped
+	ctx    context.Context
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	err    error // sticky
+	ended  atomic.Bool
+
+	// The uploader's side (the caller's once done is closed).
 	k         int    // chunks completed
-	chunkLen  int64  // bytes of the current chunk (uploaded parts + buf)
 	storedLen int64  // bytes of the completed chunks
 	upload    string // multipart upload id of the current chunk, or ""
 	parts     []minio.CompletePart
-	err       error // sticky
-	lost      bool  // the lock was taken over: the tape file is no longer ours
-	ended     atomic.Bool
-	closed    bool
+	lost      bool // the lock was taken over: the tape file is no longer ours
 	discarded bool
+}
+
+// job is a part for the uploader; end: the last of its chunk, which is
+// then stored (chunkLen bytes).
+type job struct {
+	buf      []byte
+	end      bool
+	chunkLen int64
 }
 
 var (
@@ -130,6 +157,8 @@ var (
 )
 
 func (w *writer) fail(op string, err error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.err == nil {
 		if errors.Is(err, tape.ErrEndOfMedia) || errors.Is(err, tape.ErrBusy) {
 			w.err = fmt.Errorf("tape %s: tape file %d: %s: %w", w.label.Barcode, w.n, op, err)
@@ -143,15 +172,22 @@ func (w *writer) fail(op string, err error) error {
 	return w.err
 }
 
-// Write takes p into the part buffer, uploading parts and completing chunks
-// as they fill. A write that would take the tape past its capacity accepts
-// nothing and fails with tape.ErrEndOfMedia.
+func (w *writer) stickyErr() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Write takes p into the part buffer, handing full parts to the uploader.
+// A write that would take the tape past its capacity accepts nothing and
+// fails with tape.ErrEndOfMedia. An upload's failure shows at a later
+// Write or at Finish.
 func (w *writer) Write(p []byte) (int, error) {
 	if w.closed {
 		return 0, tape.ErrClosed
 	}
-	if w.err != nil {
-		return 0, w.err
+	if err := w.stickyErr(); err != nil {
+		return 0, err
 	}
 	if used := w.base + w.written.Load(); used+int64(len(p)) > w.capacity {
 		return 0, w.fail("write", fmt.Errorf("%w: %d bytes used of %d, %d more refused", tape.ErrEndOfMedia, used, w.capacity, len(p)))
@@ -166,18 +202,52 @@ func (w *writer) Write(p []byte) (int, error) {
 		p = p[n:]
 		total += n
 		w.written.Add(int64(n))
-		var err error
-		switch {
-		case w.chunkLen == w.chunk:
-			err = w.endChunk()
-		case len(w.buf) == w.part:
-			err = w.putPart()
-		}
-		if err != nil {
-			return total, err
+		if w.chunkLen == w.chunk || len(w.buf) == w.part {
+			if err := w.send(w.chunkLen == w.chunk); err != nil {
+				return total, err
+			}
 		}
 	}
 	return total, nil
+}
+
+// send hands the part buffer to the uploader (end: the last part of its
+// chunk) and takes the other buffer, once the uploader is done with it.
+func (w *writer) send(end bool) error {
+	j := job{buf: w.buf, end: end, chunkLen: w.chunkLen}
+	if end {
+		w.chunkLen = 0
+	}
+	w.jobs <- j
+	w.buf = (<-w.free)[:0]
+	return w.stickyErr()
+}
+
+// uploader uploads the parts handed to it, in order, until jobs closes.
+// After an error it only hands the buffers back.
+func (w *writer) uploader() {
+	defer close(w.done)
+	for j := range w.jobs {
+		if w.stickyErr() == nil {
+			if j.end {
+				w.endChunk(j.buf, j.chunkLen)
+			} else {
+				w.putPart(j.buf)
+			}
+		}
+		w.free <- j.buf
+	}
+}
+
+// stop ends the uploader after the parts handed over (Finish) or at once,
+// cancelling a request in flight (Abort).
+func (w *writer) stop(now bool) {
+	if now {
+		w.cancel()
+	}
+	close(w.jobs)
+	<-w.done
+	w.cancel()
 }
 
 // sum feeds b to the block CRCs.
@@ -194,10 +264,10 @@ func (w *writer) sum(b []byte) {
 	}
 }
 
-// putPart uploads the buffer as the next part of the current chunk,
-// starting its multipart upload first if need be.
-func (w *writer) putPart() error {
-	ctx := context.Background()
+// putPart uploads b as the next part of the current chunk, starting its
+// multipart upload first if need be.
+func (w *writer) putPart(b []byte) error {
+	ctx := w.ctx
 	s := w.t.s
 	key := w.t.base + chunkKey(w.n, w.k+1)
 	if w.upload == "" {
@@ -208,22 +278,21 @@ func (w *writer) putPart() error {
 		w.upload = id
 	}
 	num := len(w.parts) + 1
-	p, err := s.core.PutObjectPart(ctx, s.cfg.Bucket, key, w.upload, num, bytes.NewReader(w.buf), int64(len(w.buf)), minio.PutObjectPartOptions{})
+	p, err := s.core.PutObjectPart(ctx, s.cfg.Bucket, key, w.upload, num, bytes.NewReader(b), int64(len(b)), minio.PutObjectPartOptions{})
 	if err != nil {
 		return w.fail(fmt.Sprintf("upload part %d of %s", num, chunkKey(w.n, w.k+1)), err)
 	}
 	w.parts = append(w.parts, minio.CompletePart{PartNumber: num, ETag: p.ETag})
-	w.buf = w.buf[:0]
 	return nil
 }
 
-// endChunk stores the current chunk: one PUT when it never needed a part
-// upload, else its last part and the completion of its upload. The lock is
-// renewed first: a chunk becomes visible only by that PUT or completion,
-// so a writer that lost its lock never overwrites the chunk of the writer
-// that took over.
-func (w *writer) endChunk() error {
-	ctx := context.Background()
+// endChunk stores the current chunk, whose last part is b and length
+// chunkLen: one PUT when it never needed a part upload, else its last part
+// and the completion of its upload. The lock is renewed first: a chunk
+// becomes visible only by that PUT or completion, so a writer that lost its
+// lock never overwrites the chunk of the writer that took over.
+func (w *writer) endChunk(b []byte, chunkLen int64) error {
+	ctx := w.ctx
 	s := w.t.s
 	name := chunkKey(w.n, w.k+1)
 	key := w.t.base + name
@@ -231,23 +300,34 @@ func (w *writer) endChunk() error {
 		return err
 	}
 	if w.upload == "" {
-		if _, err := s.put(ctx, key, w.buf, minio.PutObjectOptions{ContentType: "application/octet-stream"}); err != nil {
+		if _, err := s.put(ctx, key, b, minio.PutObjectOptions{ContentType: "application/octet-stream"}); err != nil {
 			return w.fail("upload "+name, err)
 		}
 	} else {
-		if len(w.buf) > 0 {
-			if err := w.putPart(); err != nil {
+		if len(b) > 0 {
+			if err := w.putPart(b); err != nil {
 				return err
 			}
 		}
 		if _, err := s.core.CompleteMultipartUpload(ctx, s.cfg.Bucket, key, w.upload, w.parts, minio.PutObjectOptions{}); err != nil {
-			return w.fail("complete upload of "+name, err)
+			// A completion whose answer was lost and was retried finds
+			// no upload: it is done if the chunk is there, whole.
+			if !isNoUpload(err) || !w.chunkStored(ctx, key, chunkLen) {
+				return w.fail("complete upload of "+name, err)
+			}
 		}
 	}
 	w.k++
-	w.storedLen += w.chunkLen
-	w.buf, w.chunkLen, w.upload, w.parts = w.buf[:0], 0, "", nil
+	w.storedLen += chunkLen
+	w.upload, w.parts = "", nil
 	return nil
+}
+
+// chunkStored reports whether the current chunk's object is in the store
+// with the chunk's length.
+func (w *writer) chunkStored(ctx context.Context, key string, chunkLen int64) bool {
+	oi, err := w.t.s.core.StatObject(ctx, w.t.s.cfg.Bucket, key, minio.StatObjectOptions{})
+	return err == nil && oi.Size == chunkLen
 }
 
 // renew renews the writer lock; a lock lost to another writer stops this
@@ -279,10 +359,11 @@ func (w *writer) Finish() (tape.FileInfo, error) {
 		return tape.FileInfo{}, tape.ErrClosed
 	}
 	w.closed = true
-	err := w.err
-	if err == nil && w.chunkLen > 0 {
-		err = w.endChunk()
+	if w.chunkLen > 0 && w.stickyErr() == nil {
+		w.send(true) // the last chunk
 	}
+	w.stop(false)
+	err := w.stickyErr()
 	var info tape.FileInfo
 	if err == nil {
 		if w.inBlk > 0 {
@@ -324,9 +405,12 @@ func (w *writer) Abort() error {
 		return tape.ErrClosed
 	}
 	w.closed = true
+	w.mu.Lock()
 	if w.err == nil {
-		w.err = tape.ErrClosed
+		w.err = tape.ErrClosed // the uploader stops
 	}
+	w.mu.Unlock()
+	w.stop(true)
 	w.discard()
 	w.release()
 	return nil
