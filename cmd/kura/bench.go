@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -127,7 +128,7 @@ func newBenchRunCmd() *cobra.Command {
 REPORTDIR/results.json (every run with its command line and configuration)
 and REPORTDIR/chart-*.svg and .png.
 
-Parts (--parts, default all but network):
+Parts (--parts, default all but network and s3):
 
   local   Table 5-1: kura backup of each set into a fresh library for each
           (block, buffer) of (32 KiB, 257 KiB), (256 KiB, 8193 KiB), (1024
@@ -166,6 +167,13 @@ Parts (--parts, default all but network):
           tar -cf + sync and tar -cf - | zstd -T0 + sync. Not in the
           default: each pair backs test3 up four times and test2 twice,
           about as long as the local and remote parts on those sets
+  s3      issue 13: backup and restore of each set to a library whose
+          tapes are in the S3 bucket --s3 URL (a prefix of its own per
+          library; credentials from AWS_ACCESS_KEY_ID and
+          AWS_SECRET_ACCESS_KEY or a credentials file) next to a folder
+          library, in interleaved pairs (--runs pairs, folder first in odd
+          pairs): MB/s of each side, medians, and the S3 ÷ folder ratio of
+          each pair and its median. Not in the default: it needs a bucket
 
 Every run is a separate process of this binary or the peer; as root the page
 cache is dropped before each one (restores then read the disk, not memory).
@@ -180,7 +188,8 @@ the quick suite and 64 MiB in the seed suite (at 10 Mbit/s an uncompressed
 		Example: `  kura bench gen --out /data/bench --scale 0.005
   kura bench run --data /data/bench --out /tmp/report --peers tar,restic
   kura bench run --data /data/bench --out /tmp/link --parts link --db-size 16MiB
-  kura bench run --data /data/bench --out /tmp/net --parts network --peers tar --suite seed`,
+  kura bench run --data /data/bench --out /tmp/net --parts network --peers tar --suite seed
+  kura bench run --data /data/bench --out /tmp/s3 --parts s3 --s3 http://127.0.0.1:7070/bench --runs 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Data == "" || o.Out == "" {
@@ -200,6 +209,9 @@ the quick suite and 64 MiB in the seed suite (at 10 Mbit/s an uncompressed
 				if o.Parts, err = bench.ParseParts(parts); err != nil {
 					return usageErrorf("--parts: %v", err)
 				}
+			}
+			if slices.Contains(o.Parts, bench.PartObject) && o.S3 == "" {
+				return usageErrorf("the s3 part needs a bucket: --s3 http[s]://HOST[:PORT]/BUCKET[/PREFIX]")
 			}
 			if dbArg != "" {
 				n, err := units.ParseSize(dbArg)
@@ -249,7 +261,8 @@ the quick suite and 64 MiB in the seed suite (at 10 Mbit/s an uncompressed
 	f.StringVar(&sets, "sets", "", "only these sets, comma-separated (default: every set in --data)")
 	f.StringVar(&peers, "peers", "", "peer tools to measure too, comma-separated: tar (tar -cf, tar | zstd -T0, tar -xf), restic (restic backup, restic restore)")
 	f.StringVar(&o.Compress, "compress", "auto", "kura backup --compress level (Tables 5-1, 5-5, drives)")
-	f.StringVar(&parts, "parts", "", "only these parts, comma-separated: local, remote, drives, link, files, network (default: all but network)")
+	f.StringVar(&parts, "parts", "", "only these parts, comma-separated: local, remote, drives, link, files, network, s3 (default: all but network and s3)")
+	f.StringVar(&o.S3, "s3", "", "the bucket of the s3 part: http[s]://HOST[:PORT]/BUCKET[/PREFIX] (credentials from the environment)")
 	f.StringVar(&dbArg, "db-size", "", "size of the link test's db dump (default: quick 32MiB, seed 64MiB)")
 	f.Float64Var(&o.FilesScale, "files-scale", 0, "scale of the files test's shapes (default: the data's scale)")
 	f.BoolVar(&o.NoDropCaches, "no-drop-caches", false, "do not drop the page cache before each run")

@@ -10,6 +10,7 @@ import (
 	"github.com/kura-backup/kura/internal/bench"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/library"
+	"github.com/kura-backup/kura/internal/tape/s3tape"
 )
 
 // The words that tell a user which command to run next live here, in the
@@ -31,6 +32,10 @@ var seeAlso = map[string]string{
 	"job":       "kura jobs list",
 	"copy":      "kura savesets --json",
 }
+
+// objectStoreHint follows an object store's refusal: where the credentials
+// and the bucket come from.
+const objectStoreHint = " (the credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_SHARED_CREDENTIALS_FILE and AWS_PROFILE, of the process that opens the library — the server's for a server — and the bucket must exist; docs/operations.md, \"A library on S3\")"
 
 // registerHint says how to register a library found in folder dir.
 func registerHint(dir string) string {
@@ -102,6 +107,8 @@ func hint(err error) string {
 		return ": run `kura agent enroll --server URL --token TOKEN` first"
 	case errors.As(err, &nd):
 		return fmt.Sprintf(" (make the data with `kura bench gen --out %s`)", nd.Dir)
+	case errors.Is(err, s3tape.ErrNoCredentials), errors.Is(err, s3tape.ErrNoBucket), errors.Is(err, s3tape.ErrAccessDenied):
+		return objectStoreHint
 	case errors.As(err, &ae):
 		return remoteHint(ae)
 	}
@@ -129,6 +136,10 @@ func remoteHint(ae *api.Error) string {
 			return importHint
 		case api.FieldNotComplete:
 			return savesetsHint
+		}
+	case api.CodeBadRequest:
+		if ae.Field == api.FieldObjectStore {
+			return objectStoreHint
 		}
 	}
 	return ""

@@ -28,7 +28,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(runMainEnv) == "1" {
 		os.Exit(run(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	stopS3()
+	os.Exit(code)
 }
 
 // commandTimeout only stops a hung subprocess from hanging the suite; no

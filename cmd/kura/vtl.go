@@ -20,6 +20,8 @@ func newVtlCmd(g *globals) *cobra.Command {
 	var (
 		cfg                          library.Config
 		tapeSize, blockSize, bufSize *sizeFlag
+		chunkSize                    *sizeFlag
+		s3URL                        string
 		createJSON                   bool
 	)
 	create := &cobra.Command{
@@ -31,14 +33,23 @@ and transfer-buffer memory (the seed's per-drive tuning).
 
 Defaults: 8 slots, 2 drives, 64 GiB tapes, block 256 KiB, buffer 8193 KiB —
 the combination the seed found fastest and Kura's benchmarks confirm
-(docs/benchmarks.md).`,
+(docs/benchmarks.md).
+
+With --s3 the tapes live in an S3-compatible bucket instead of the library
+folder (which keeps the configuration and the inventory): each tape is the
+objects under PREFIX/BARCODE/, each tape file numbered chunk objects of
+--chunk-size. Credentials come from AWS_ACCESS_KEY_ID and
+AWS_SECRET_ACCESS_KEY, or AWS_SHARED_CREDENTIALS_FILE and AWS_PROFILE —
+never from the command line. Created again over a bucket that holds the
+library's tapes (a lost home), the library takes them back into its slots.`,
 		Example: `  kura vtl create lib1 --dir /backup/lib1 --slots 20 --drives 4 --tape-size 100GiB
-  kura vtl create small --tape-size 1GiB --block-size 32KiB --buffer 257KiB`,
+  kura vtl create small --tape-size 1GiB --block-size 32KiB --buffer 257KiB
+  kura vtl create cloud --s3 https://s3.example.com/backups/kura --chunk-size 64MiB`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Flags not given are 0: the library's defaults.
 			req := api.LibraryCreate{Name: args[0], Dir: cfg.Dir, Slots: cfg.Slots, Drives: cfg.Drives, TapeSizeBytes: tapeSize.v,
-				BlockSizeBytes: int(blockSize.v), BufferSizeBytes: int(bufSize.v), BarcodePrefix: cfg.BarcodePrefix}
+				BlockSizeBytes: int(blockSize.v), BufferSizeBytes: int(bufSize.v), BarcodePrefix: cfg.BarcodePrefix, S3: s3URL, ChunkSizeBytes: chunkSize.v}
 			return withService(cmd, g, func(svc api.Service) error {
 				l, err := svc.CreateLibrary(cmdContext(cmd), req)
 				if err != nil {
@@ -51,6 +62,9 @@ the combination the seed found fastest and Kura's benchmarks confirm
 				fmt.Fprintf(cmd.OutOrStdout(), "Library %s created in %s: %s, %s, %s, %s tapes, block %s, buffer %s\n",
 					l.Name, l.Dir, units.Count(int64(c.Slots), "slot"), units.Count(int64(c.Drives), "drive"), units.Count(int64(c.MailSlots), "mail slot"),
 					units.FormatSize(c.TapeSizeBytes), units.FormatKiB(int64(c.BlockSizeBytes)), units.FormatKiB(int64(c.BufferSizeBytes)))
+				if c.Media != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "Its tapes are kept on %s\n", c.Media)
+				}
 				return nil
 			})
 		},
@@ -64,6 +78,8 @@ the combination the seed found fastest and Kura's benchmarks confirm
 	bufSize = sizeVar(f, "buffer", 2*library.MinBlockSize, library.MaxBufferSize, "transfer-buffer memory per drive (default 8193KiB)")
 	f.BoolVar(&createJSON, "json", false, "print the library as JSON")
 	f.StringVar(&cfg.BarcodePrefix, "barcode-prefix", "", "barcode prefix of the tapes (default KUR)")
+	f.StringVar(&s3URL, "s3", "", "keep the tapes in an S3 bucket: http[s]://HOST[:PORT]/BUCKET[/PREFIX] (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a credentials file)")
+	chunkSize = sizeVar(f, "chunk-size", library.MinBlockSize, 5<<30, "size of the chunk objects of a tape file on S3 (default 64MiB)")
 
 	var listJSON bool
 	list := &cobra.Command{

@@ -106,6 +106,7 @@ const (
 	FieldNoPoolTape          = "no_pool_tape"         // no writable tape the pool accepts
 	FieldTapesOffline        = "tapes_offline"        // the tapes needed are exported
 	FieldNotComplete         = "not_complete"         // the saveset named is not complete
+	FieldObjectStore         = "object_store"         // the object store refused: credentials, bucket or access
 )
 
 func (e *Error) Error() string { return e.Message }

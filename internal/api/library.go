@@ -33,6 +33,9 @@ type LibraryConfig struct {
 	BufferSizeBytes         int    `json:"buffer_size_bytes"` // the drives' default
 	EarlyWarningMarginBytes int64  `json:"early_warning_margin_bytes"`
 	BarcodePrefix           string `json:"barcode_prefix"`
+	// Media is where the tapes are kept when not in the library folder:
+	// "s3 URL" for a bucket (no credential is ever part of it).
+	Media string `json:"media,omitempty"`
 }
 
 // Drive is one drive of a library.
@@ -78,6 +81,14 @@ type LibraryCreate struct {
 	BlockSizeBytes  int    `json:"block_size_bytes,omitempty"`
 	BufferSizeBytes int    `json:"buffer_size_bytes,omitempty"`
 	BarcodePrefix   string `json:"barcode_prefix,omitempty"`
+	// S3 keeps the tapes in an S3-compatible bucket instead of the library
+	// folder: http[s]://HOST[:PORT]/BUCKET[/PREFIX]. Credentials never go
+	// here: the server reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY,
+	// or a credentials file, from its own environment.
+	S3 string `json:"s3,omitempty"`
+	// ChunkSizeBytes is the size of a tape file's chunk objects on S3
+	// (default 64 MiB).
+	ChunkSizeBytes int64 `json:"chunk_size_bytes,omitempty"`
 }
 
 // LibraryRegister registers an existing library folder

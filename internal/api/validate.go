@@ -297,6 +297,10 @@ func (r *LibraryCreate) Validate() error {
 		return bad("block_size_bytes", "must not be negative")
 	case r.BufferSizeBytes < 0:
 		return bad("buffer_size_bytes", "must not be negative")
+	case r.ChunkSizeBytes < 0:
+		return bad("chunk_size_bytes", "must not be negative")
+	case r.ChunkSizeBytes > 0 && r.S3 == "":
+		return bad("chunk_size_bytes", "a chunk size is for a library on S3 (s3)")
 	}
 	return nil
 }

@@ -80,6 +80,9 @@ func WriteReport(w io.Writer, res *Results) error {
 	if hasTest(res, TestNetwork) {
 		mb = " (the network test's MB/s are 10^6 bytes per second)"
 	}
+	if hasTest(res, TestObject) {
+		mb += " (the object-store test's MB/s are 10^6 bytes per second)"
+	}
 	p("- Units: KB/s as in the Job Monitor (1 KB = 1024 bytes); MiB/s = 2^20 bytes per second of the data set's bytes%s; files/s of its regular files.", mb)
 	p("")
 
@@ -130,6 +133,9 @@ func WriteReport(w io.Writer, res *Results) error {
 	}
 	if hasTest(res, TestNetwork) {
 		writeNetwork(p, res)
+	}
+	if hasTest(res, TestObject) {
+		writeObject(p, res)
 	}
 
 	// Peers (the network test compares with tar in its own section).

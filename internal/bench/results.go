@@ -112,6 +112,10 @@ const (
 	// backup and one through an agent, per case (Run.Case), with their
 	// CPU time; and, with --peers tar, restores and tar on the same sets.
 	TestNetwork = "network"
+	// TestObject is issue 13's comparison: backup and restore to a library
+	// in an S3 bucket next to a folder library, in interleaved pairs
+	// (Run.Library is the side: folder or s3).
+	TestObject = "object"
 )
 
 // Parts of a suite, as --parts names them.
@@ -125,10 +129,13 @@ const (
 	// files and restores against tar): not in the default parts, as it
 	// repeats the local and remote backups of its sets twice over.
 	PartNetwork = "network"
+	// PartObject is issue 13's object store ÷ folder library pairs: not in
+	// the default parts, as it needs a bucket (RunOptions.S3).
+	PartObject = "s3"
 )
 
 // Parts lists every part in the order a suite runs them.
-var Parts = []string{PartLocal, PartRemote, PartDrives, PartLink, PartFiles, PartNetwork}
+var Parts = []string{PartLocal, PartRemote, PartDrives, PartLink, PartFiles, PartNetwork, PartObject}
 
 // DefaultParts are the parts a run without --parts measures: every part
 // but network.

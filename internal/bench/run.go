@@ -67,6 +67,10 @@ type RunOptions struct {
 	// every timed run when running as root).
 	NoDropCaches bool
 	Log          io.Writer // progress lines
+	// S3 is where the s3 part puts its libraries' tapes:
+	// http[s]://HOST[:PORT]/BUCKET[/PREFIX] (each library under a prefix
+	// of its own; credentials from the environment).
+	S3 string
 }
 
 // ParseParts reads a comma-separated list of parts (local, remote, drives,
@@ -179,7 +183,10 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 		res.Data.Sets = append(res.Data.Sets, si)
 		rn.sets[si.Name] = si
 	}
-	needSets := rn.part(PartLocal) || rn.part(PartRemote) || rn.part(PartDrives) || rn.part(PartNetwork)
+	if rn.part(PartObject) && o.S3 == "" {
+		return nil, fmt.Errorf("the s3 part needs a bucket: --s3 http[s]://HOST[:PORT]/BUCKET[/PREFIX]")
+	}
+	needSets := rn.part(PartLocal) || rn.part(PartRemote) || rn.part(PartDrives) || rn.part(PartNetwork) || rn.part(PartObject)
 	if len(res.Data.Sets) == 0 && needSets {
 		return nil, fmt.Errorf("no data sets to measure in %s", o.Data)
 	}
@@ -217,6 +224,9 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 		netCases = rn.netCases()
 		rn.steps += rn.netRuns(netCases)
 	}
+	if rn.part(PartObject) {
+		rn.steps += rn.objectRuns()
+	}
 	rn.logf("suite %s, %d run(s) per figure, parts %s: %d runs", o.Suite, o.Repeats, strings.Join(o.Parts, ", "), rn.steps)
 
 	if needSets {
@@ -247,6 +257,9 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 	}
 	if rn.part(PartNetwork) && ctx.Err() == nil {
 		rn.measureNetwork(ctx, netCases)
+	}
+	if rn.part(PartObject) && ctx.Err() == nil {
+		rn.measureObject(ctx)
 	}
 	runErr := ctx.Err()
 	res.Finished = time.Now().UTC()

@@ -312,7 +312,7 @@ func (e *Env) Recipe(id int64) (string, error) {
 	if ss.Status != catalog.StatusComplete || ss.Expired {
 		return "", fmt.Errorf("saveset %d is %s: it cannot be restored", id, savesetState(ss))
 	}
-	files, err := recipeFiles(id, ss.Parts, func(barcode string) (tape.Device, error) {
+	files, urls, region, err := recipeSources(id, ss.Parts, func(barcode string) (tape.Device, error) {
 		lib, err := e.LibraryOfTape(barcode)
 		if err != nil {
 			return nil, err
@@ -322,28 +322,43 @@ func (e *Env) Recipe(id int64) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if len(urls) > 0 {
+		return stream.RecipeS3(urls, region), nil
+	}
 	return stream.Recipe(files), nil
 }
 
-// recipeFiles returns the data path of every part of saveset id, in order:
-// the files the stock tools read. A tape whose device has none (its media
-// are not files on this machine: tape.DataPather) fails with ErrNoDataPath.
-func recipeFiles(id int64, parts []catalog.Part, open func(barcode string) (tape.Device, error)) ([]string, error) {
-	var files []string
+// recipeSources returns where stock tools read every part of saveset id,
+// in order: the data path of each part on a tape kept in files
+// (tape.DataPather), or the URLs of its objects on a tape in an object
+// store (tape.DataURLer) and their signing region. A tape with neither
+// fails with ErrNoDataPath.
+func recipeSources(id int64, parts []catalog.Part, open func(barcode string) (tape.Device, error)) (files, urls []string, region string, err error) {
 	for _, p := range parts {
 		t, err := open(p.Barcode)
 		if err != nil {
-			return nil, err
+			return nil, nil, "", err
 		}
-		dp, ok := t.(tape.DataPather)
-		if !ok {
+		switch d := t.(type) {
+		case tape.DataPather:
+			files = append(files, d.DataPath(p.File))
+		case tape.DataURLer:
+			u, r, err := d.DataURLs(p.File)
+			if err != nil {
+				t.Close()
+				return nil, nil, "", fmt.Errorf("saveset %d: tape %s: %w", id, p.Barcode, err)
+			}
+			urls, region = append(urls, u...), r
+		default:
 			t.Close()
-			return nil, sayf(ErrNoDataPath, "saveset %d: tape %s is not kept in files on this machine, so stock tools cannot read it: restore the saveset with kura restore", id, p.Barcode)
+			return nil, nil, "", sayf(ErrNoDataPath, "saveset %d: tape %s is neither files on this machine nor objects in a store, so stock tools cannot read it: restore the saveset with kura restore", id, p.Barcode)
 		}
-		files = append(files, dp.DataPath(p.File))
 		t.Close()
 	}
-	return files, nil
+	if len(files) > 0 && len(urls) > 0 {
+		return nil, nil, "", sayf(ErrNoDataPath, "saveset %d: its parts are partly files and partly objects: restore the saveset with kura restore", id)
+	}
+	return files, urls, region, nil
 }
 
 func savesetState(ss *catalog.Saveset) string {

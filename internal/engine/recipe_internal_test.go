@@ -36,14 +36,14 @@ func TestRecipeNeedsDataPath(t *testing.T) {
 		}
 		return mm.Load(0)
 	}
-	files, err := recipeFiles(7, []catalog.Part{{Barcode: "F1", File: 1}, {Barcode: "F1", File: 2}}, open)
+	files, _, _, err := recipeSources(7, []catalog.Part{{Barcode: "F1", File: 1}, {Barcode: "F1", File: 2}}, open)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{filepath.Join(dir, "000001.data"), filepath.Join(dir, "000002.data")}; !slices.Equal(files, want) {
 		t.Errorf("recipe files %v, want %v", files, want)
 	}
-	_, err = recipeFiles(7, []catalog.Part{{Barcode: "F1", File: 1}, {Barcode: "M1", File: 1}}, open)
+	_, _, _, err = recipeSources(7, []catalog.Part{{Barcode: "F1", File: 1}, {Barcode: "M1", File: 1}}, open)
 	if !errors.Is(err, ErrNoDataPath) || !strings.Contains(err.Error(), "saveset 7: tape M1") || !strings.Contains(err.Error(), "kura restore") {
 		t.Errorf("recipe over a tape without a data path: %v, want ErrNoDataPath naming saveset 7, tape M1 and what to do", err)
 	}

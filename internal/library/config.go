@@ -84,6 +84,9 @@ type Config struct {
 	// BarcodePrefix starts every barcode (default "KUR"; 1 to 8 characters
 	// A-Z, 0-9). See the package documentation for the barcode scheme.
 	BarcodePrefix string `json:"barcode_prefix"`
+	// Media says where the tapes are kept when not in the folder
+	// DIR/tapes: an S3 bucket (MediaConfig). nil: the folder.
+	Media *MediaConfig `json:"media,omitempty"`
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -152,6 +155,9 @@ func (c Config) Validate() error {
 		return bad("early-warning margin %d bytes: want 1 to half the tape size (%d)", c.EarlyWarningMargin, c.TapeSize/2)
 	case !prefixRE.MatchString(c.BarcodePrefix):
 		return bad("barcode prefix %q: use 1 to 8 characters A-Z or 0-9", c.BarcodePrefix)
+	}
+	if err := c.Media.validate(); err != nil {
+		return err
 	}
 	return validateDrive(c.BlockSize, c.BufferSize)
 }

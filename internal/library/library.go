@@ -153,6 +153,18 @@ func CreateWithMedia(cfg Config, media Media) (*Library, error) {
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 		return nil, fmt.Errorf("creating library in %s: %w (a library needs an empty or new folder; remove what a failed Create left there)", dir, ErrNotEmpty)
 	}
+	if media == nil {
+		if media, err = mediaFor(cfg.Media); err != nil {
+			return nil, err
+		}
+	}
+	// Media elsewhere (a bucket) are reached before anything is made: bad
+	// credentials or a missing bucket leave no half-made library behind.
+	if c, ok := media.(interface{ check() error }); ok {
+		if err := c.check(); err != nil {
+			return nil, fmt.Errorf("creating library %s on %s: %w", cfg.Name, cfg.Media, err)
+		}
+	}
 	for _, d := range []string{dir, filepath.Join(dir, tapesDir), filepath.Join(dir, drivesDir)} {
 		if err := private.MkdirAll(d); err != nil {
 			return nil, fmt.Errorf("creating library %s: %w", cfg.Name, err)
@@ -188,7 +200,11 @@ func CreateWithMedia(cfg Config, media Media) (*Library, error) {
 	for range cfg.Drives {
 		inv.Drives = append(inv.Drives, driveEntry{BlockSize: cfg.BlockSize, BufferSize: cfg.BufferSize})
 	}
-	if _, err := l.addTapes(inv, cfg.Slots); err != nil {
+	adopted, err := l.adoptTapes(inv)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := l.addTapes(inv, max(0, cfg.Slots-adopted)); err != nil {
 		return nil, err
 	}
 	if err := l.writeInventory(inv); err != nil {
@@ -233,6 +249,11 @@ func OpenWithMedia(dir string, media Media) (*Library, error) {
 	cfg.Dir = dir
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w: %s: %w", dir, ErrBadInventory, configFile, err)
+	}
+	if media == nil {
+		if media, err = mediaFor(cfg.Media); err != nil {
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
 	}
 	l := &Library{dir: dir, cfg: cfg, now: time.Now, media: media}
 	if l.media == nil {
@@ -497,6 +518,41 @@ func (inv *inventory) inDrive(n int) string {
 		}
 	}
 	return ""
+}
+
+// adoptTapes puts into the slots of a library being created the tapes its
+// media already hold under this library's name and barcode prefix —
+// numbered from 001 up to the first number with nothing stored — so that a
+// library created again over the same bucket (a lost home) finds its tapes
+// and a tape scan rebuilds their catalog. A folder library starts empty and
+// adopts nothing. It returns how many it adopted.
+func (l *Library) adoptTapes(inv *inventory) (int, error) {
+	n := 0
+	for {
+		bc := l.barcode(inv.NextBarcode)
+		exists, err := l.media.Exists(bc)
+		if err != nil {
+			return n, fmt.Errorf("creating library %s: %w", l.cfg.Name, err)
+		}
+		if !exists {
+			return n, nil
+		}
+		lab, ok := labelOf(l.media, bc)
+		if !ok || lab.Library != l.cfg.Name {
+			return n, nil // not ours: addTapes skips the number
+		}
+		slot := inv.freeSlot()
+		if slot == 0 {
+			if inv.Slots >= MaxSlots {
+				return n, nil
+			}
+			inv.Slots++
+			slot = inv.Slots
+		}
+		inv.Tapes[bc] = &tapeEntry{Home: slot}
+		inv.NextBarcode++
+		n++
+	}
 }
 
 // barcode formats sequence number n with the library's prefix.

@@ -11,7 +11,14 @@ import (
 func LibraryConfig(c library.Config) api.LibraryConfig {
 	return api.LibraryConfig{Slots: c.Slots, Drives: c.Drives, MailSlots: c.MailSlots, TapeSizeBytes: c.TapeSize,
 		BlockSizeBytes: c.BlockSize, BufferSizeBytes: c.BufferSize, EarlyWarningMarginBytes: c.EarlyWarningMargin,
-		BarcodePrefix: c.BarcodePrefix}
+		BarcodePrefix: c.BarcodePrefix, Media: mediaString(c.Media)}
+}
+
+func mediaString(m *library.MediaConfig) string {
+	if m == nil {
+		return ""
+	}
+	return m.String()
 }
 
 // Drive converts a drive's status.
@@ -83,8 +90,12 @@ func (l *Local) CreateLibrary(ctx context.Context, req api.LibraryCreate) (*api.
 	if err := req.Validate(); err != nil {
 		return nil, Err(err)
 	}
-	lib, err := l.env.CreateLibrary(library.Config{Name: req.Name, Dir: req.Dir, Slots: req.Slots, Drives: req.Drives,
-		TapeSize: req.TapeSizeBytes, BlockSize: req.BlockSizeBytes, BufferSize: req.BufferSizeBytes, BarcodePrefix: req.BarcodePrefix})
+	cfg := library.Config{Name: req.Name, Dir: req.Dir, Slots: req.Slots, Drives: req.Drives,
+		TapeSize: req.TapeSizeBytes, BlockSize: req.BlockSizeBytes, BufferSize: req.BufferSizeBytes, BarcodePrefix: req.BarcodePrefix}
+	if req.S3 != "" {
+		cfg.Media = &library.MediaConfig{Kind: library.MediaS3, URL: req.S3, ChunkSize: req.ChunkSizeBytes}
+	}
+	lib, err := l.env.CreateLibrary(cfg)
 	if err != nil {
 		return nil, Err(err)
 	}

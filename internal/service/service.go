@@ -20,6 +20,7 @@ import (
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/library"
+	"github.com/kura-backup/kura/internal/tape/s3tape"
 )
 
 // Local is api.Service on an open Kura home.
@@ -100,6 +101,8 @@ func Err(err error) error {
 		return api.Wrap(api.CodeNotFound, "tape", err)
 	case errors.Is(err, engine.ErrNotFound), errors.Is(err, catalog.ErrNotFound):
 		return api.Wrap(api.CodeNotFound, "", err)
+	case errors.Is(err, s3tape.ErrNoCredentials), errors.Is(err, s3tape.ErrNoBucket), errors.Is(err, s3tape.ErrAccessDenied):
+		return api.Wrap(api.CodeBadRequest, api.FieldObjectStore, err)
 	case errors.Is(err, api.ErrInvalid), errors.Is(err, catalog.ErrInvalid), errors.Is(err, engine.ErrBadOption),
 		errors.Is(err, library.ErrInvalidConfig):
 		return api.Wrap(api.CodeBadRequest, "", err)

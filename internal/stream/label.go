@@ -218,6 +218,21 @@ func Recipe(files []string) string {
 	return "cat " + strings.Join(q, " ") + " | zstd -dc | " + recipeTar
 }
 
+// RecipeS3 is Recipe for a saveset whose parts are objects in an
+// S3-compatible store: each URL (the parts' chunk objects, in order)
+// fetched with curl's own AWS signature v4 (curl 7.75 or later) for region,
+// with the credentials of AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in
+// the user's environment (never in the recipe), concatenated into zstd and
+// tar as Recipe does. A failed fetch stops the pipeline.
+func RecipeS3(urls []string, region string) string {
+	q := make([]string, len(urls))
+	for i, u := range urls {
+		q[i] = shellQuote(u)
+	}
+	return "for u in " + strings.Join(q, " ") + "; do curl -sSf --aws-sigv4 " + shellQuote("aws:amz:"+region+":s3") +
+		` --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "$u" || exit 1; done | zstd -dc | ` + recipeTar
+}
+
 func shellQuote(s string) string {
 	if s == "" {
 		return "''"

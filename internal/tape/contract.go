@@ -153,3 +153,11 @@ type Device interface {
 type DataPather interface {
 	DataPath(n int) string
 }
+
+// DataURLer is an optional capability of a device whose tape files are
+// objects in an S3-compatible store: the stock-tool recipe fetches tape
+// file n's objects in the order DataURLs gives, signed (AWS signature v4
+// for region) with the user's own credentials, and concatenates them.
+type DataURLer interface {
+	DataURLs(n int) (urls []string, region string, err error)
+}
