@@ -87,7 +87,7 @@ var ErrBadOption = errors.New("invalid option")
 
 // checkDrive refuses a drive number (0: any) the library does not have,
 // before a job is recorded for it.
-func checkDrive(lib *library.Library, n int) error {
+func checkDrive(lib library.Changer, n int) error {
 	if d := lib.Config().Drives; n < 0 || n > d {
 		return library.NoDrive(lib.Config().Name, n, d)
 	}
@@ -283,7 +283,7 @@ type backupRun struct {
 	job      *catalog.Job
 	ss       *catalog.Saveset
 	base     *catalog.Saveset
-	lib      *library.Library
+	lib      library.Changer
 	paths    []string
 	excludes []string
 	skip     []string

@@ -143,7 +143,7 @@ func (e *Env) BackupCatalog(ctx context.Context, opts CatalogBackupOptions) (*Ca
 	return rec, nil
 }
 
-func (e *Env) backupCatalog(ctx context.Context, lib *library.Library, opts CatalogBackupOptions, job *catalog.Job) (*CatalogBackupResult, error) {
+func (e *Env) backupCatalog(ctx context.Context, lib library.Changer, opts CatalogBackupOptions, job *catalog.Job) (*CatalogBackupResult, error) {
 	tmp, err := os.MkdirTemp(e.Home, "catalog-backup.*.tmp")
 	if err != nil {
 		return nil, err
@@ -393,7 +393,7 @@ func (e *Env) FindCatalogBackups(dirs []string) (copies []CatalogCopy, notes []s
 }
 
 // findCatalogBackups adds the catalog backups on the tapes of one library.
-func findCatalogBackups(lib *library.Library, tapes []library.TapeStatus, copies []CatalogCopy, notes []string) ([]CatalogCopy, []string) {
+func findCatalogBackups(lib library.Changer, tapes []library.TapeStatus, copies []CatalogCopy, notes []string) ([]CatalogCopy, []string) {
 	name, dir := lib.Config().Name, lib.Config().Dir
 	for _, ts := range tapes {
 		if ts.MailSlot > 0 {
@@ -808,7 +808,7 @@ func (e *Env) afterCatalogRestore(ctx context.Context, dirs []string, opts Catal
 	if err != nil {
 		return err
 	}
-	var open []*library.Library
+	var open []library.Changer
 	for _, rec := range libs {
 		lib, err := library.Open(rec.Dir)
 		if err != nil {

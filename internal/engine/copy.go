@@ -262,7 +262,7 @@ type copyRun struct {
 	job    *catalog.Job
 	ss     *catalog.Saveset // the saveset (its record as last read)
 	from   *catalog.Saveset // what is read: ss, or a copy view
-	lib    *library.Library // the target library
+	lib    library.Changer  // the target library
 	res    *Result
 	phase  *monitor.Phase
 	ticker progressTicker

@@ -200,7 +200,7 @@ func (e *Env) CreateLibrary(cfg library.Config) (*library.Library, error) {
 	return lib, nil
 }
 
-func (e *Env) registerTapes(lib *library.Library) error {
+func (e *Env) registerTapes(lib library.Changer) error {
 	tapes, err := lib.Tapes()
 	if err != nil {
 		return err
@@ -230,7 +230,7 @@ func (e *Env) registerTapes(lib *library.Library) error {
 // …") on the tapes of lib, complete or not. Exported or unreadable tapes
 // cannot be read here (nor written); their IDs are reserved when they are
 // scanned.
-func maxSavesetOnTapes(lib *library.Library, tapes []library.TapeStatus) int64 {
+func maxSavesetOnTapes(lib library.Changer, tapes []library.TapeStatus) int64 {
 	var top int64
 	for _, ts := range tapes {
 		if ts.MailSlot > 0 || ts.Files == 0 {
@@ -419,7 +419,7 @@ func (e *Env) ImportTape(barcode string) error {
 // tapeOpener returns a function that opens any tape by barcode for reading,
 // in whichever library holds it.
 func (e *Env) tapeOpener() func(string) (tape.Device, error) {
-	libs := map[string]*library.Library{}
+	libs := map[string]library.Changer{}
 	return func(barcode string) (tape.Device, error) {
 		name, err := e.Catalog.TapeLibrary(barcode)
 		if err != nil {

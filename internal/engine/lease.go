@@ -86,7 +86,7 @@ const (
 // drive it may take is leased to another job (this process's, a server's or
 // a CLI's on the same home) it waits, saying so once (a queued event and a
 // line in the job's log), and tries again until ctx ends.
-func (e *Env) takeDrive(ctx context.Context, j *catalog.Job, lib *library.Library, want int) (library.Drive, error) {
+func (e *Env) takeDrive(ctx context.Context, j *catalog.Job, lib library.Changer, want int) (library.Drive, error) {
 	h, err := e.Jobs.Held(j.ID)
 	if err != nil {
 		return nil, err

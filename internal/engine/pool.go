@@ -38,7 +38,7 @@ func (e *Env) claimTape(barcode, pool string) error {
 
 // WritableTapes counts the tapes of a library a backup for pool could
 // write to (the server's queue waits "for a tape" when there are none).
-func (e *Env) WritableTapes(lib *library.Library, pool string) (int, error) {
+func (e *Env) WritableTapes(lib library.Changer, pool string) (int, error) {
 	allow, err := e.poolFilter(pool)
 	if err != nil {
 		return 0, err

@@ -21,7 +21,7 @@ import (
 type tapeWriter struct {
 	e       *Env
 	job     *catalog.Job
-	lib     *library.Library
+	lib     library.Changer
 	drv     library.Drive
 	allow   library.TapeFilter
 	pool    string
@@ -37,7 +37,7 @@ type tapeWriter struct {
 // newTapeWriter loads the first writable tape of pool into drv and opens the
 // span writer; label is the saveset's label (Part and PrevBarcode are set
 // per part), tag names the data tape files.
-func (e *Env) newTapeWriter(job *catalog.Job, lib *library.Library, drv library.Drive, pool string, label stream.Label, tag string) (*tapeWriter, error) {
+func (e *Env) newTapeWriter(job *catalog.Job, lib library.Changer, drv library.Drive, pool string, label stream.Label, tag string) (*tapeWriter, error) {
 	allow, err := e.poolFilter(pool)
 	if err != nil {
 		return nil, err

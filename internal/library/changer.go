@@ -15,13 +15,26 @@ import (
 //
 // *Library, the virtual tape library on disk, is the implementation; its
 // tapes are folders (FolderMedia) unless it was opened with other Media.
+//
+// Every method is one a physical library (a changer robot and its drives)
+// could honour as well; creating and removing a library, adding tapes and
+// reclaiming space belong to the concrete type, not here. Errors are the
+// package's sentinels (ErrUnknownTape, ErrExported, ErrDriveBusy, …)
+// wrapped with %w.
 type Changer interface {
+	// Config is the library's configuration: name, barcode prefix, the
+	// number of drives, slots and mail slots, default drive settings.
 	Config() Config
 	// Status is the inventory: every slot, drive and mail slot and what
 	// it holds.
 	Status() (Status, error)
 	// Tapes describes every tape, sorted by barcode.
 	Tapes() ([]TapeStatus, error)
+	// Drives describes every drive: its settings and the tape it holds.
+	Drives() ([]DriveStatus, error)
+	// SetDrive changes drive n's block size and transfer-buffer memory
+	// from its next Load (ErrNoDrive for a drive it does not have).
+	SetDrive(n int, blockSize, bufferSize int) error
 	// Acquire leases drive n (0: the first free one), waiting while it is
 	// busy until ctx ends (ErrDriveBusy).
 	Acquire(ctx context.Context, n int) (Drive, error)
@@ -31,6 +44,10 @@ type Changer interface {
 	Import(barcode string) error
 	// MarkFull stops writers from choosing a tape.
 	MarkFull(barcode string) error
+	// Erase relabels a tape: its files are gone, its generation grows by
+	// one, its full mark is cleared. Not an exported tape, nor one in an
+	// acquired drive (ErrDriveBusy); the catalog is the caller's concern.
+	Erase(barcode string) error
 	// OpenTape opens a tape for reading wherever it is (not exported).
 	OpenTape(barcode string) (tape.Device, error)
 }

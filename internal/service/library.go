@@ -36,7 +36,7 @@ func slots(in []library.SlotStatus) []api.Slot {
 }
 
 // summary is a library as a list shows it.
-func summary(lib *library.Library) *api.Library {
+func summary(lib library.Changer) *api.Library {
 	c := lib.Config()
 	cfg := LibraryConfig(c)
 	l := &api.Library{Name: c.Name, Dir: c.Dir, Config: &cfg}

@@ -189,7 +189,7 @@ var ErrNotLoaded = errors.New("tape is not in a drive")
 
 // tapeStatus is a tape's place in its library.
 // tapeStatus finds a tape's library and where the tape is in it.
-func (l *Local) tapeStatus(barcode string) (*library.Library, library.TapeStatus, error) {
+func (l *Local) tapeStatus(barcode string) (library.Changer, library.TapeStatus, error) {
 	lib, err := l.env.LibraryOfTape(barcode)
 	if err != nil {
 		return nil, library.TapeStatus{}, err
@@ -321,7 +321,7 @@ func (l *Local) driveHeld(lib string, n int) error {
 // its lease in the catalog (where jobs take theirs), then the drive's
 // lock. A drive a job holds is refused with a *DriveHeldError naming the
 // job. release gives both back.
-func (l *Local) holdDrive(lib *library.Library, n int) (d library.Drive, release func() error, err error) {
+func (l *Local) holdDrive(lib library.Changer, n int) (d library.Drive, release func() error, err error) {
 	cfg := lib.Config()
 	if n < 1 || n > cfg.Drives {
 		return nil, nil, library.NoDrive(cfg.Name, n, cfg.Drives)
