@@ -224,7 +224,7 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 		return nil, err
 	}
 
-	lib, err := e.OpenLibrary(opts.Library)
+	lib, err := e.Changer(opts.Library)
 	if err != nil {
 		return nil, err
 	}

@@ -313,7 +313,7 @@ func (e *Env) Recipe(id int64) (string, error) {
 		return "", fmt.Errorf("saveset %d is %s: it cannot be restored", id, savesetState(ss))
 	}
 	files, urls, region, err := recipeSources(id, ss.Parts, func(barcode string) (tape.Device, error) {
-		lib, err := e.LibraryOfTape(barcode)
+		lib, err := e.ChangerOfTape(barcode)
 		if err != nil {
 			return nil, err
 		}

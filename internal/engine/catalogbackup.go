@@ -107,7 +107,7 @@ func (e *Env) LastCatalogBackup() (*CatalogBackupResult, error) {
 // file on a writable tape of a library, in a drive of its own, and records
 // it as a job. It is safe to run while backups run.
 func (e *Env) BackupCatalog(ctx context.Context, opts CatalogBackupOptions) (*CatalogBackupResult, error) {
-	lib, err := e.OpenLibrary(opts.Library)
+	lib, err := e.Changer(opts.Library)
 	if err != nil {
 		return nil, err
 	}

@@ -142,7 +142,7 @@ func (e *Env) tapesOffline(ss *catalog.Saveset) ([]string, error) {
 	}
 	var offline []string
 	for _, bc := range barcodes {
-		lib, err := e.LibraryOfTape(bc)
+		lib, err := e.ChangerOfTape(bc)
 		if err != nil {
 			return nil, err
 		}
@@ -221,7 +221,7 @@ func (e *Env) Copy(ctx context.Context, id int64, opts CopyOptions) (*Result, er
 	} else if err != nil {
 		return nil, err
 	}
-	lib, err := e.OpenLibrary(opts.Library)
+	lib, err := e.Changer(opts.Library)
 	if err != nil {
 		return nil, err
 	}

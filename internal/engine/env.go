@@ -64,6 +64,12 @@ type Env struct {
 	// leases are compared across processes. Tests may replace it with one
 	// on an injected clock and ticker.
 	Jobs *job.Registry
+	// OpenChanger, when set, opens the changer of a registered library
+	// for the jobs and commands that only need a library.Changer (Changer,
+	// ChangerOfTape); nil opens the folder or S3 library in rec.Dir. It is
+	// the seam where a library that is not a folder comes in. Creating,
+	// removing and adding tapes stay with *library.Library (OpenLibrary).
+	OpenChanger func(rec catalog.Library) (library.Changer, error)
 }
 
 // notice reports a warning that belongs to no job: as a warning event and
@@ -346,6 +352,50 @@ func (e *Env) OpenLibrary(name string) (*library.Library, error) {
 	return library.Open(rec.Dir)
 }
 
+// Changer opens a registered library's changer by name, through
+// OpenChanger when it is set. An empty name means the default library,
+// which is created (as a folder library) on first use.
+func (e *Env) Changer(name string) (library.Changer, error) {
+	if e.OpenChanger == nil {
+		lib, err := e.OpenLibrary(name)
+		if err != nil {
+			return nil, err
+		}
+		return lib, nil
+	}
+	if name == "" {
+		name = DefaultLibrary
+	}
+	rec, err := e.Catalog.Library(name)
+	if errors.Is(err, catalog.ErrNotFound) {
+		// Creation is the folder library's: OpenLibrary makes the
+		// default library or says there is no such library.
+		if _, err := e.OpenLibrary(name); err != nil {
+			return nil, err
+		}
+		rec, err = e.Catalog.Library(name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return e.OpenChanger(rec)
+}
+
+// The folder and S3 library is one Changer; OpenChanger may give others.
+var _ library.Changer = (*library.Library)(nil)
+
+// ChangerOfTape opens the changer of the library that holds a tape.
+func (e *Env) ChangerOfTape(barcode string) (library.Changer, error) {
+	name, err := e.Catalog.TapeLibrary(barcode)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return nil, Missing("tape", "no tape %s", barcode)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return e.Changer(name)
+}
+
 // ErrNotFound: an argument names a saveset, library, tape, job, policy or
 // selection that does not exist. Such an error is a *NotFoundError naming
 // what is missing ("no saveset 999"); the CLI adds where to look.
@@ -427,7 +477,7 @@ func (e *Env) tapeOpener() func(string) (tape.Device, error) {
 		}
 		lib := libs[name]
 		if lib == nil {
-			if lib, err = e.OpenLibrary(name); err != nil {
+			if lib, err = e.Changer(name); err != nil {
 				return nil, err
 			}
 			libs[name] = lib

@@ -72,7 +72,7 @@ func (e *Env) RemoveLibrary(name string) error {
 // holds unexpired savesets, unless force, which expires them first (they
 // can no longer be restored).
 func (e *Env) EraseTape(barcode string, force bool) ([]int64, error) {
-	lib, err := e.LibraryOfTape(barcode)
+	lib, err := e.ChangerOfTape(barcode)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ type EraseRecord struct {
 // drive), checks that the tape is in no drive in use, and erases it. An
 // erase cancelled before it has the drive erases nothing.
 func (e *Env) EraseTapeJob(ctx context.Context, barcode string, opts EraseOptions) (*EraseRecord, error) {
-	lib, err := e.LibraryOfTape(barcode)
+	lib, err := e.ChangerOfTape(barcode)
 	if err != nil {
 		return nil, err
 	}

@@ -66,7 +66,7 @@ var ErrTapeInUse = errors.New("tape holds unexpired savesets")
 // that holds unexpired savesets stays in its pool (ErrTapeInUse); putting
 // a tape into the pool it is in changes nothing.
 func (e *Env) LabelTape(barcode, pool string) error {
-	if _, err := e.LibraryOfTape(barcode); err != nil {
+	if _, err := e.ChangerOfTape(barcode); err != nil {
 		return err
 	}
 	cur, err := e.Catalog.TapePool(barcode)

@@ -222,7 +222,7 @@ func (e *Env) recyclable(expiring map[int64]bool) ([]string, error) {
 	}
 	var out []string
 	for _, l := range libs {
-		lib, err := e.OpenLibrary(l.Name)
+		lib, err := e.Changer(l.Name)
 		if err != nil {
 			continue // a library folder that is gone: nothing to recycle there
 		}

@@ -70,7 +70,7 @@ type ScanFound struct {
 // index it holds (Bacula's bscan): from the media alone. It records no job
 // (a catalog restore scans with it); ScanTape is the job.
 func (e *Env) Scan(barcode string) ([]ScanFound, error) {
-	lib, err := e.LibraryOfTape(barcode)
+	lib, err := e.ChangerOfTape(barcode)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ type ScanRecord struct {
 // scan cancelled stops before the next tape file; the records it rebuilt
 // stay (each is whole).
 func (e *Env) ScanTape(ctx context.Context, barcode string, opts ScanOptions) (*ScanRecord, error) {
-	lib, err := e.LibraryOfTape(barcode)
+	lib, err := e.ChangerOfTape(barcode)
 	if err != nil {
 		return nil, err
 	}

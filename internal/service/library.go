@@ -67,7 +67,7 @@ func (l *Local) Libraries(ctx context.Context) ([]api.Library, error) {
 }
 
 func (l *Local) Library(ctx context.Context, name string) (*api.Library, error) {
-	lib, err := l.env.OpenLibrary(name)
+	lib, err := l.env.Changer(name)
 	if err != nil {
 		return nil, Err(err)
 	}

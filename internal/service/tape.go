@@ -49,7 +49,7 @@ func (l *Local) Tapes(ctx context.Context, q api.TapeQuery) ([]api.Tape, error) 
 	if q.Library == "" {
 		// The default library is created on first use (or its folder,
 		// left by a lost catalog, is reported).
-		if _, err := l.env.OpenLibrary(""); err != nil {
+		if _, err := l.env.Changer(""); err != nil {
 			return nil, Err(err)
 		}
 	}
@@ -114,7 +114,7 @@ func (l *Local) Tape(ctx context.Context, barcode string) (*api.Tape, error) {
 }
 
 func (l *Local) TapeLayout(ctx context.Context, barcode string) (*api.TapeLayout, error) {
-	lib, err := l.env.LibraryOfTape(barcode)
+	lib, err := l.env.ChangerOfTape(barcode)
 	if err != nil {
 		return nil, Err(err)
 	}
@@ -190,7 +190,7 @@ var ErrNotLoaded = errors.New("tape is not in a drive")
 // tapeStatus is a tape's place in its library.
 // tapeStatus finds a tape's library and where the tape is in it.
 func (l *Local) tapeStatus(barcode string) (library.Changer, library.TapeStatus, error) {
-	lib, err := l.env.LibraryOfTape(barcode)
+	lib, err := l.env.ChangerOfTape(barcode)
 	if err != nil {
 		return nil, library.TapeStatus{}, err
 	}
@@ -414,7 +414,7 @@ func (l *Local) SetDrive(ctx context.Context, libName string, n int, req api.Dri
 	if err := req.Validate(); err != nil {
 		return nil, Err(err)
 	}
-	lib, err := l.env.OpenLibrary(libName)
+	lib, err := l.env.Changer(libName)
 	if err != nil {
 		return nil, Err(err)
 	}
