@@ -378,7 +378,21 @@ func (e *Env) Changer(name string) (library.Changer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.OpenChanger(rec)
+	return e.ChangerOf(rec)
+}
+
+// ChangerOf opens the changer of a library the catalog knows, through
+// OpenChanger when it is set, otherwise the folder or S3 library in
+// rec.Dir.
+func (e *Env) ChangerOf(rec catalog.Library) (library.Changer, error) {
+	if e.OpenChanger != nil {
+		return e.OpenChanger(rec)
+	}
+	lib, err := library.Open(rec.Dir)
+	if err != nil {
+		return nil, err
+	}
+	return lib, nil
 }
 
 // The folder and S3 library is one Changer; OpenChanger may give others.
@@ -451,7 +465,7 @@ func (e *Env) AddTapes(libName string, n int) ([]string, error) {
 // this catalog has not seen: their IDs are reserved at once, as when a
 // library is registered.
 func (e *Env) ImportTape(barcode string) error {
-	lib, err := e.LibraryOfTape(barcode)
+	lib, err := e.ChangerOfTape(barcode)
 	if err != nil {
 		return err
 	}

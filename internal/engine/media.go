@@ -221,7 +221,7 @@ func (e *Env) Tapes(libName string) ([]TapeInfo, error) {
 	}
 	var out []TapeInfo
 	for _, rec := range libs {
-		lib, err := library.Open(rec.Dir)
+		lib, err := e.ChangerOf(rec)
 		if err != nil {
 			return nil, fmt.Errorf("library %s: %w", rec.Name, err)
 		}

@@ -49,7 +49,7 @@ func needsTape(kind string) bool {
 // a scan or an erase.
 func (s *Server) driveLibrary(req api.JobRequest) (string, error) {
 	if req.Kind == api.KindScan || req.Kind == api.KindErase {
-		lib, err := s.env.LibraryOfTape(req.Barcode)
+		lib, err := s.env.ChangerOfTape(req.Barcode)
 		if err != nil {
 			return "", err
 		}
@@ -83,7 +83,7 @@ func (s *Server) validateServerOnly(req *api.JobRequest) error {
 		}
 		return badField("barcode", "%v", err)
 	}
-	lib, err := s.env.OpenLibrary(name)
+	lib, err := s.env.Changer(name)
 	if err != nil {
 		if errors.Is(err, engine.ErrNotFound) || errors.Is(err, catalog.ErrNotFound) {
 			return service.Err(err)

@@ -78,7 +78,7 @@ func (s *Server) validate(req *api.JobRequest) error {
 			}
 		}
 		// A library or drive that does not exist would wait forever.
-		lib, err := s.env.OpenLibrary(req.Library)
+		lib, err := s.env.Changer(req.Library)
 		if err != nil {
 			return badField("library", "%v", err)
 		}

@@ -199,7 +199,7 @@ func (q *queue) streamTurn(j *catalog.Job, req api.JobRequest) string {
 // live lease on it, whatever process runs that job.
 func (q *queue) reserve(id int64, req api.JobRequest, take bool) (string, int, string) {
 	s := q.s
-	lib, err := s.env.OpenLibrary(req.Library)
+	lib, err := s.env.Changer(req.Library)
 	if err != nil {
 		return "", 0, "waiting for library: " + err.Error()
 	}

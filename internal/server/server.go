@@ -170,7 +170,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.adminHash = pki.HashSecret(tok.Secret)
 	// The default library exists before any job or daily task needs it.
-	if _, err := env.OpenLibrary(""); err != nil {
+	if _, err := env.Changer(""); err != nil {
 		return fail(fmt.Errorf("the default library: %w", err))
 	}
 	s.bus = newBus()
@@ -518,7 +518,7 @@ func (s *Server) getServer(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	for _, l := range libs {
-		if lib, err := s.env.OpenLibrary(l.Name); err == nil {
+		if lib, err := s.env.Changer(l.Name); err == nil {
 			drives += lib.Config().Drives
 		}
 	}

@@ -54,7 +54,7 @@ func (l *Local) Libraries(ctx context.Context) ([]api.Library, error) {
 	}
 	out := []api.Library{}
 	for _, rec := range recs {
-		lib, err := library.Open(rec.Dir)
+		lib, err := l.env.ChangerOf(rec)
 		if err != nil {
 			out = append(out, api.Library{Name: rec.Name, Dir: rec.Dir, Error: err.Error()})
 			continue

@@ -394,7 +394,7 @@ func (l *Local) Drives(ctx context.Context, lib string) ([]api.Drive, error) {
 		if lib != "" && rec.Name != lib {
 			continue
 		}
-		opened, err := library.Open(rec.Dir)
+		opened, err := l.env.ChangerOf(rec)
 		if err != nil {
 			return nil, Err(fmt.Errorf("library %s: %w", rec.Name, err))
 		}
