@@ -54,6 +54,40 @@ func NewLabel(l Label, now time.Time) (Label, error) {
 	return l, nil
 }
 
+// Relabelled is the label a relabel writes on a tape labelled old when
+// asked for l, as every device relabels: the barcode stays (another one is
+// an error), each non-zero field of l replaces old's (a capacity below the
+// early warning pulls it down), the generation follows gen (the highest
+// the tape has seen), labelled at now. It checks the fields.
+func Relabelled(old, l Label, gen int, now time.Time) (Label, error) {
+	if l.Barcode != "" && l.Barcode != old.Barcode {
+		return Label{}, fmt.Errorf("relabel %s: cannot change the barcode to %q", old.Barcode, l.Barcode)
+	}
+	nl := old
+	if l.Library != "" {
+		nl.Library = l.Library
+	}
+	if l.BlockSize != 0 {
+		nl.BlockSize = l.BlockSize
+	}
+	if l.Capacity != 0 {
+		nl.Capacity = l.Capacity
+		if l.EarlyWarning == 0 && nl.EarlyWarning > nl.Capacity {
+			nl.EarlyWarning = nl.Capacity
+		}
+	}
+	if l.EarlyWarning != 0 {
+		nl.EarlyWarning = l.EarlyWarning
+	}
+	nl.Version = LabelVersion
+	nl.Generation = gen + 1
+	nl.Labelled = now.UTC()
+	if err := nl.validate(); err != nil {
+		return Label{}, fmt.Errorf("relabel %s: %w", old.Barcode, err)
+	}
+	return nl, nil
+}
+
 // EncodeLabel renders a label record; DecodeLabel parses one (every failure
 // wraps ErrBadLabel).
 func EncodeLabel(l Label) ([]byte, error) { return encodeLabel(l) }

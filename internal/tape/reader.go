@@ -40,15 +40,15 @@ func (t *Tape) Open(n int) (FileReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fileReader{
+	r := &fileReader{
 		info:    info,
 		data:    data,
 		table:   table,
-		blk:     -1,
 		barcode: l.Barcode,
-		buf:     make([]byte, 0, m.BlockSize),
 		corrupt: corrupt,
-	}, nil
+	}
+	r.cur = NewBlockCursor(info, r.load)
+	return r, nil
 }
 
 // readTable reads and checks the checksum file of the tape file m completes.
@@ -96,9 +96,7 @@ type fileReader struct {
 	info    FileInfo
 	data    File
 	table   []uint32
-	pos     int64
-	blk     int64  // block held in buf, or -1
-	buf     []byte // the checked block blk
+	cur     BlockCursor
 	closed  bool
 	barcode string
 	corrupt func(block int64, err error) error
@@ -108,15 +106,9 @@ var _ FileReader = (*fileReader)(nil)
 
 func (r *fileReader) Info() FileInfo { return r.info }
 
-// blockLen is the length of block k.
-func (r *fileReader) blockLen(k int64) int {
-	bs := int64(r.info.BlockSize)
-	return int(min(bs, r.info.Bytes-k*bs))
-}
-
 // load reads block k into dst (len ≥ blockLen(k)) and checks it.
 func (r *fileReader) load(dst []byte, k int64) ([]byte, error) {
-	n := r.blockLen(k)
+	n := r.cur.BlockLen(k)
 	dst = dst[:n]
 	got, err := r.data.ReadAt(dst, k*int64(r.info.BlockSize))
 	if got < n {
@@ -131,65 +123,20 @@ func (r *fileReader) load(dst []byte, k int64) ([]byte, error) {
 	return dst, nil
 }
 
-// Read reads from the current position. A whole aligned block is read
-// straight into p; anything else goes through the block buffer.
+// Read reads from the current position, checking each block as it enters.
 func (r *fileReader) Read(p []byte) (int, error) {
 	if r.closed {
 		return 0, ErrClosed
 	}
-	total := 0
-	for len(p) > 0 && r.pos < r.info.Bytes {
-		bs := int64(r.info.BlockSize)
-		k := r.pos / bs
-		off := int(r.pos - k*bs)
-		if off == 0 && r.blk != k && len(p) >= r.blockLen(k) {
-			b, err := r.load(p, k)
-			if err != nil {
-				return total, err
-			}
-			n := len(b)
-			p, total, r.pos = p[n:], total+n, r.pos+int64(n)
-			continue
-		}
-		if r.blk != k {
-			r.blk = -1
-			b, err := r.load(r.buf[:cap(r.buf)], k)
-			if err != nil {
-				return total, err
-			}
-			r.buf, r.blk = b, k
-		}
-		n := copy(p, r.buf[off:])
-		p, total, r.pos = p[n:], total+n, r.pos+int64(n)
-	}
-	if total == 0 && len(p) > 0 {
-		return 0, io.EOF
-	}
-	return total, nil
+	return r.cur.Read(p)
 }
 
 // Seek sets the position in O(1): no data is read until the next Read.
-// Seeking past the end is allowed; Read then returns io.EOF.
 func (r *fileReader) Seek(offset int64, whence int) (int64, error) {
 	if r.closed {
 		return 0, ErrClosed
 	}
-	var abs int64
-	switch whence {
-	case io.SeekStart:
-		abs = offset
-	case io.SeekCurrent:
-		abs = r.pos + offset
-	case io.SeekEnd:
-		abs = r.info.Bytes + offset
-	default:
-		return 0, fmt.Errorf("seek: invalid whence %d", whence)
-	}
-	if abs < 0 {
-		return 0, fmt.Errorf("seek: negative position %d", abs)
-	}
-	r.pos = abs
-	return abs, nil
+	return r.cur.Seek(offset, whence)
 }
 
 func (r *fileReader) Close() error {

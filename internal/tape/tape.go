@@ -349,30 +349,9 @@ func (t *Tape) Relabel(l Label) error {
 	if err != nil {
 		old = t.label
 	}
-	if l.Barcode != "" && l.Barcode != old.Barcode {
-		return fmt.Errorf("relabel %s: cannot change the barcode to %q", old.Barcode, l.Barcode)
-	}
-	nl := old
-	if l.Library != "" {
-		nl.Library = l.Library
-	}
-	if l.BlockSize != 0 {
-		nl.BlockSize = l.BlockSize
-	}
-	if l.Capacity != 0 {
-		nl.Capacity = l.Capacity
-		if l.EarlyWarning == 0 && nl.EarlyWarning > nl.Capacity {
-			nl.EarlyWarning = nl.Capacity
-		}
-	}
-	if l.EarlyWarning != 0 {
-		nl.EarlyWarning = l.EarlyWarning
-	}
-	nl.Version = LabelVersion
-	nl.Generation = max(old.Generation, t.label.Generation) + 1
-	nl.Labelled = t.opts.Clock().UTC()
-	if err := nl.validate(); err != nil {
-		return fmt.Errorf("relabel %s: %w", old.Barcode, err)
+	nl, err := Relabelled(old, l, max(old.Generation, t.label.Generation), t.opts.Clock())
+	if err != nil {
+		return err
 	}
 	if err := t.eraseAll(); err != nil {
 		return fmt.Errorf("relabel %s: %w", old.Barcode, err)

@@ -24,7 +24,6 @@ import (
 	"io"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -56,31 +55,11 @@ func Format(l tape.Label, clock func() time.Time) (*Media, error) {
 	if clock == nil {
 		clock = time.Now
 	}
-	now := clock().UTC()
-	l.Version = tape.LabelVersion
-	l.Generation = 1
-	l.Created, l.Labelled = now, now
-	if l.EarlyWarning == 0 {
-		l.EarlyWarning = l.Capacity
-	}
-	if err := checkLabel(l); err != nil {
+	nl, err := tape.NewLabel(l, clock())
+	if err != nil {
 		return nil, fmt.Errorf("memtape: format %s: %w", l.Barcode, err)
 	}
-	return &Media{label: l, clock: clock}, nil
-}
-
-func checkLabel(l tape.Label) error {
-	switch {
-	case l.Barcode == "" || !utf8.ValidString(l.Barcode) || strings.ContainsAny(l.Barcode, "/\\\x00"):
-		return fmt.Errorf("barcode %q: want a non-empty name without path separators", l.Barcode)
-	case l.BlockSize < tape.MinBlockSize || l.BlockSize > tape.MaxBlockSize:
-		return fmt.Errorf("block size %d: want %d to %d", l.BlockSize, tape.MinBlockSize, tape.MaxBlockSize)
-	case l.Capacity <= 0:
-		return fmt.Errorf("capacity %d: must be positive", l.Capacity)
-	case l.EarlyWarning <= 0 || l.EarlyWarning > l.Capacity:
-		return fmt.Errorf("early warning %d: want 1 to capacity %d", l.EarlyWarning, l.Capacity)
-	}
-	return nil
+	return &Media{label: nl, clock: clock}, nil
 }
 
 // Label is the media's label.
@@ -110,30 +89,9 @@ func (m *Media) Relabel(l tape.Label) error {
 	if m.writer {
 		return fmt.Errorf("memtape: relabel %s: %w", old.Barcode, tape.ErrBusy)
 	}
-	if l.Barcode != "" && l.Barcode != old.Barcode {
-		return fmt.Errorf("memtape: relabel %s: cannot change the barcode to %q", old.Barcode, l.Barcode)
-	}
-	nl := old
-	if l.Library != "" {
-		nl.Library = l.Library
-	}
-	if l.BlockSize != 0 {
-		nl.BlockSize = l.BlockSize
-	}
-	if l.Capacity != 0 {
-		nl.Capacity = l.Capacity
-		if l.EarlyWarning == 0 && nl.EarlyWarning > nl.Capacity {
-			nl.EarlyWarning = nl.Capacity
-		}
-	}
-	if l.EarlyWarning != 0 {
-		nl.EarlyWarning = l.EarlyWarning
-	}
-	nl.Version = tape.LabelVersion
-	nl.Generation = old.Generation + 1
-	nl.Labelled = m.clock().UTC()
-	if err := checkLabel(nl); err != nil {
-		return fmt.Errorf("memtape: relabel %s: %w", old.Barcode, err)
+	nl, err := tape.Relabelled(old, l, old.Generation, m.clock())
+	if err != nil {
+		return fmt.Errorf("memtape: %w", err)
 	}
 	m.label, m.files = nl, nil
 	return nil

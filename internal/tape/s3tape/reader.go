@@ -81,10 +81,9 @@ func (t *Tape) Open(n int) (tape.FileReader, error) {
 	if total := starts[len(f.chunks)]; total != m.Bytes {
 		return nil, corrupt(-1, fmt.Errorf("%w: chunks hold %d bytes, filemark says %d", tape.ErrTruncated, total, m.Bytes))
 	}
-	return &reader{
-		t: t, info: info, table: table, chunks: f.chunks, starts: starts,
-		blk: -1, buf: make([]byte, 0, m.BlockSize), corrupt: corrupt,
-	}, nil
+	r := &reader{t: t, info: info, table: table, chunks: f.chunks, starts: starts, corrupt: corrupt}
+	r.cur = tape.NewBlockCursor(info, r.load)
+	return r, nil
 }
 
 // reader reads a complete tape file block by block, checking each block's
@@ -97,9 +96,7 @@ type reader struct {
 	table   []uint32
 	chunks  []object
 	starts  []int64 // starts[i] is the file offset of chunk i (0-based); the last is the length
-	pos     int64
-	blk     int64
-	buf     []byte
+	cur     tape.BlockCursor
 	closed  bool
 	corrupt func(block int64, err error) error
 
@@ -111,11 +108,6 @@ type reader struct {
 var _ tape.FileReader = (*reader)(nil)
 
 func (r *reader) Info() tape.FileInfo { return r.info }
-
-func (r *reader) blockLen(k int64) int {
-	bs := int64(r.info.BlockSize)
-	return int(min(bs, r.info.Bytes-k*bs))
-}
 
 func (r *reader) closeBody() {
 	if r.body != nil {
@@ -161,7 +153,7 @@ func (r *reader) open(off int64) error {
 
 // load reads block k into dst (len ≥ blockLen(k)) and checks it.
 func (r *reader) load(dst []byte, k int64) ([]byte, error) {
-	n := r.blockLen(k)
+	n := r.cur.BlockLen(k)
 	dst = dst[:n]
 	off := k * int64(r.info.BlockSize)
 	for got := 0; got < n; {
@@ -191,65 +183,20 @@ func (r *reader) load(dst []byte, k int64) ([]byte, error) {
 	return dst, nil
 }
 
-// Read reads from the current position. A whole aligned block is read
-// straight into p; anything else goes through the block buffer.
+// Read reads from the current position, checking each block as it enters.
 func (r *reader) Read(p []byte) (int, error) {
 	if r.closed {
 		return 0, tape.ErrClosed
 	}
-	total := 0
-	for len(p) > 0 && r.pos < r.info.Bytes {
-		bs := int64(r.info.BlockSize)
-		k := r.pos / bs
-		off := int(r.pos - k*bs)
-		if off == 0 && r.blk != k && len(p) >= r.blockLen(k) {
-			b, err := r.load(p, k)
-			if err != nil {
-				return total, err
-			}
-			n := len(b)
-			p, total, r.pos = p[n:], total+n, r.pos+int64(n)
-			continue
-		}
-		if r.blk != k {
-			r.blk = -1
-			b, err := r.load(r.buf[:cap(r.buf)], k)
-			if err != nil {
-				return total, err
-			}
-			r.buf, r.blk = b, k
-		}
-		n := copy(p, r.buf[off:])
-		p, total, r.pos = p[n:], total+n, r.pos+int64(n)
-	}
-	if total == 0 && len(p) > 0 {
-		return 0, io.EOF
-	}
-	return total, nil
+	return r.cur.Read(p)
 }
 
-// Seek sets the position; nothing is fetched until the next Read. Seeking
-// past the end is allowed; Read then returns io.EOF.
+// Seek sets the position; nothing is fetched until the next Read.
 func (r *reader) Seek(offset int64, whence int) (int64, error) {
 	if r.closed {
 		return 0, tape.ErrClosed
 	}
-	var abs int64
-	switch whence {
-	case io.SeekStart:
-		abs = offset
-	case io.SeekCurrent:
-		abs = r.pos + offset
-	case io.SeekEnd:
-		abs = r.info.Bytes + offset
-	default:
-		return 0, fmt.Errorf("seek: invalid whence %d", whence)
-	}
-	if abs < 0 {
-		return 0, fmt.Errorf("seek: negative position %d", abs)
-	}
-	r.pos = abs
-	return abs, nil
+	return r.cur.Seek(offset, whence)
 }
 
 // Close ends the open GET, if any.

@@ -151,19 +151,9 @@ func (r *fileReader) Seek(offset int64, whence int) (int64, error) {
 	if r.closed {
 		return 0, tape.ErrClosed
 	}
-	var abs int64
-	switch whence {
-	case io.SeekStart:
-		abs = offset
-	case io.SeekCurrent:
-		abs = r.off + offset
-	case io.SeekEnd:
-		abs = r.info.Bytes + offset
-	default:
-		return 0, fmt.Errorf("seek: bad whence %d", whence)
-	}
-	if abs < 0 {
-		return 0, fmt.Errorf("seek: negative position %d", abs)
+	abs, err := tape.SeekPosition(r.off, r.info.Bytes, offset, whence)
+	if err != nil {
+		return 0, err
 	}
 	r.off = abs
 	return abs, nil
