@@ -5,13 +5,8 @@ package main
 // started once for the package and stopped by TestMain.
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"go/build"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,119 +16,50 @@ import (
 	"testing"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/kura-backup/kura/internal/bench"
+	"github.com/kura-backup/kura/internal/tape/s3tape/versitygw"
 )
 
 const (
-	versitygwModule = "github.com/versity/versitygw/cmd/versitygw@v1.8.0"
-	s3Access        = "kura-cli-access"
-	s3Secret        = "kura-cli-SECRET-c0ffee42" // never to be seen in any output or file
+	s3Access = "kura-cli-access"
+	s3Secret = "kura-cli-SECRET-c0ffee42" // never to be seen in any output or file
 )
 
 // s3gw is the package's S3 server, started by the first test that needs it.
 var s3gw struct {
 	once sync.Once
 	err  error
-	dir  string
-	addr string
-	cmd  *exec.Cmd
-	done chan struct{}
+	srv  *versitygw.Server
 	n    int // buckets made
 	mu   sync.Mutex
 }
 
-// findVersitygw finds the server binary: $KURA_VERSITYGW, PATH, or
-// GOPATH/bin (scripts/test.sh installs it).
-func findVersitygw() (string, error) {
-	if p := os.Getenv("KURA_VERSITYGW"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("KURA_VERSITYGW=%s: %v; run ./scripts/test.sh, which installs %s", p, err, versitygwModule)
-		}
-		return p, nil
-	}
-	if p, err := exec.LookPath("versitygw"); err == nil {
-		return p, nil
-	}
-	p := filepath.Join(build.Default.GOPATH, "bin", "versitygw")
-	if _, err := os.Stat(p); err == nil {
-		return p, nil
-	}
-	return "", fmt.Errorf("versitygw (the S3 server these tests run against) is not installed: not in $KURA_VERSITYGW, PATH or %s; run ./scripts/test.sh, which installs %s",
-		filepath.Dir(p), versitygwModule)
-}
-
 func startS3() error {
-	bin, err := findVersitygw()
+	bin, err := versitygw.Find()
 	if err != nil {
 		return err
 	}
-	if s3gw.dir, err = os.MkdirTemp("", "kura-cli-s3-"); err != nil {
-		return err
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	dir, err := os.MkdirTemp("", "kura-cli-s3-")
 	if err != nil {
 		return err
 	}
-	s3gw.addr = l.Addr().String()
-	l.Close()
-	cmd := exec.Command(bin, "--port", s3gw.addr, "--access", s3Access, "--secret", s3Secret, "posix", s3gw.dir)
-	out, err := cmd.StdoutPipe()
+	s3gw.srv, err = versitygw.Start(bin, dir, s3Access, s3Secret)
 	if err != nil {
-		return err
+		os.RemoveAll(dir)
 	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	s3gw.cmd, s3gw.done = cmd, make(chan struct{})
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		said := false
-		for sc.Scan() {
-			if !said && strings.Contains(sc.Text(), "listening on") {
-				said = true
-				ready <- true
-			}
-		}
-		if !said {
-			ready <- false
-		}
-		io.Copy(io.Discard, out)
-		cmd.Wait()
-		close(s3gw.done)
-	}()
-	if !<-ready {
-		return errors.New("versitygw did not start")
-	}
-	// It says so just before it listens: the client retries until it answers.
-	if _, err := s3Client().ListBuckets(context.Background()); err != nil {
-		stopS3()
-		return fmt.Errorf("versitygw does not answer: %w", err)
-	}
-	return nil
+	return err
 }
 
 // stopS3 stops the server if a test started it (TestMain, at the end).
 func stopS3() {
-	if s3gw.cmd != nil && s3gw.cmd.ProcessState == nil {
-		s3gw.cmd.Process.Kill()
-		<-s3gw.done
-	}
-	if s3gw.dir != "" {
-		os.RemoveAll(s3gw.dir)
+	if s3gw.srv != nil {
+		s3gw.srv.Stop()
+		os.RemoveAll(s3gw.srv.Dir)
 	}
 }
 
-func s3Client() *minio.Client {
-	c, err := minio.New(s3gw.addr, &minio.Options{Creds: credentials.NewStaticV4(s3Access, s3Secret, ""), MaxRetries: 10})
-	if err != nil {
-		panic(err) // only a malformed address fails here
-	}
-	return c
-}
+func s3Client() *minio.Client { return s3gw.srv.Client() }
 
 // s3Bucket starts the server if needed and makes a bucket of the test's
 // own; it returns the library URL http://ADDR/BUCKET/PREFIX.
@@ -150,7 +76,7 @@ func s3Bucket(t *testing.T, prefix string) (url, bucket string) {
 	if err := s3Client().MakeBucket(context.Background(), bucket, minio.MakeBucketOptions{}); err != nil {
 		t.Fatalf("make bucket %s: %v", bucket, err)
 	}
-	return "http://" + s3gw.addr + "/" + bucket + "/" + prefix, bucket
+	return "http://" + s3gw.srv.Addr + "/" + bucket + "/" + prefix, bucket
 }
 
 // s3Env gives a runner the server's credentials, in the environment.

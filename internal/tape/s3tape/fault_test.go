@@ -197,7 +197,7 @@ func TestServerKilledMidUpload(t *testing.T) {
 		if !killed && r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "000002.data.000002") &&
 			r.URL.Query().Get("partNumber") == "2" {
 			killed = true
-			s.kill()
+			s.Kill()
 		}
 		return nil
 	})
@@ -213,14 +213,14 @@ func TestServerKilledMidUpload(t *testing.T) {
 	if !killed {
 		t.Fatal("the server was never killed")
 	}
-	if !errors.Is(werr, ErrUnavailable) || !strings.Contains(werr.Error(), s.addr) {
-		t.Fatalf("write with the server dead: %v; want ErrUnavailable naming %s", werr, s.addr)
+	if !errors.Is(werr, ErrUnavailable) || !strings.Contains(werr.Error(), s.Addr) {
+		t.Fatalf("write with the server dead: %v; want ErrUnavailable naming %s", werr, s.Addr)
 	}
 	if _, err := w.Finish(); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Finish after the failure: %v", err)
 	}
 
-	if err := s.start(); err != nil {
+	if err := s.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	ft.setHook(nil)
@@ -362,7 +362,7 @@ func TestNoSuchBucket(t *testing.T) {
 	if _, err := Open(cfg, "S00001"); !errors.Is(err, ErrNoBucket) {
 		t.Fatalf("Open in a missing bucket: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(srv.dir, "no-such-bucket")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(srv.Dir, "no-such-bucket")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the missing bucket was created: %v", err)
 	}
 }

@@ -54,7 +54,7 @@ func TestStockToolsRestore(t *testing.T) {
 	}
 	var urls []string
 	for _, k := range keys {
-		urls = append(urls, "http://"+srv.addr+"/"+testBucket+"/"+k)
+		urls = append(urls, "http://"+srv.Addr+"/"+testBucket+"/"+k)
 	}
 	script := `for u in ` + strings.Join(urls, " ") + `; do
   curl -sSf --aws-sigv4 aws:amz:us-east-1:s3 --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
