@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"time"
+	"unicode/utf8"
 )
 
 // The record formats of doc.go, for devices in other packages (object
@@ -52,6 +53,15 @@ func NewLabel(l Label, now time.Time) (Label, error) {
 		return Label{}, err
 	}
 	return l, nil
+}
+
+// CheckTag checks the tag of a tape file to append: UTF-8 of at most
+// MaxTagLen bytes, as the filemark holds it.
+func CheckTag(tag string) error {
+	if len(tag) > MaxTagLen || !utf8.ValidString(tag) {
+		return fmt.Errorf("append: tag is not UTF-8 of at most %d bytes", MaxTagLen)
+	}
+	return nil
 }
 
 // Relabelled is the label a relabel writes on a tape labelled old when

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/kura-backup/kura/internal/private"
 )
@@ -26,8 +25,8 @@ const sumFlush = 64 << 10
 // Abort: a second Append, from this or any process, fails at once with
 // ErrBusy.
 func (t *Tape) Append(tag string) (FileWriter, error) {
-	if len(tag) > MaxTagLen || !utf8.ValidString(tag) {
-		return nil, fmt.Errorf("append: tag is not UTF-8 of at most %d bytes", MaxTagLen)
+	if err := CheckTag(tag); err != nil {
+		return nil, err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -26,7 +26,6 @@ import (
 	"sort"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/kura-backup/kura/internal/tape"
 )
@@ -199,8 +198,8 @@ func blocks(n int64, bs int) int64 { return (n + int64(bs) - 1) / int64(bs) }
 
 // Append starts the next tape file, first removing an incomplete last one.
 func (t *Tape) Append(tag string) (tape.FileWriter, error) {
-	if len(tag) > tape.MaxTagLen || !utf8.ValidString(tag) {
-		return nil, fmt.Errorf("append: tag is not UTF-8 of at most %d bytes", tape.MaxTagLen)
+	if err := tape.CheckTag(tag); err != nil {
+		return nil, err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

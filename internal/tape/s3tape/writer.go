@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/minio/minio-go/v7"
 
@@ -26,8 +25,8 @@ const cleanupTimeout = 30 * time.Second
 // an incomplete last tape file and aborts any multipart upload a dead
 // writer left under the tape, and rewrites a damaged copy of the label.
 func (t *Tape) Append(tag string) (tape.FileWriter, error) {
-	if len(tag) > tape.MaxTagLen || !utf8.ValidString(tag) {
-		return nil, fmt.Errorf("append: tag is not UTF-8 of at most %d bytes", tape.MaxTagLen)
+	if err := tape.CheckTag(tag); err != nil {
+		return nil, err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

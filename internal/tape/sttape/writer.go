@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"time"
-	"unicode/utf8"
 
 	"github.com/kura-backup/kura/internal/tape"
 )
@@ -17,8 +16,8 @@ import (
 // Append starts tape file len(Files())+1 after the last complete one,
 // writing over an incomplete one.
 func (t *Device) Append(tag string) (tape.FileWriter, error) {
-	if len(tag) > tape.MaxTagLen || !utf8.ValidString(tag) {
-		return nil, fmt.Errorf("append: tag is not UTF-8 of at most %d bytes", tape.MaxTagLen)
+	if err := tape.CheckTag(tag); err != nil {
+		return nil, err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
