@@ -49,23 +49,22 @@ func BenchmarkSavesetsByBarcode(b *testing.B) {
 // fillSavesets inserts n savesets, 100 per tape, in one transaction.
 func fillSavesets(b *testing.B, c *Catalog, n int) {
 	b.Helper()
-	tx, err := c.db.Begin()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := 0; i < n; i++ {
-		var id int64
-		if err := tx.QueryRow(`INSERT INTO savesets (` + savesetColumns + `) VALUES (0, 'c', 's', 'full', 0, 'complete',
+	err := c.write(func(tx *txn) error {
+		for i := 0; i < n; i++ {
+			var id int64
+			if err := tx.QueryRow(`INSERT INTO savesets (` + savesetColumns + `) VALUES (0, 'c', 's', 'full', 0, 'complete',
 			NULL, NULL, '[]', '', 0, 0, 0, '', '', 0, 0, 0) RETURNING id`).Scan(&id); err != nil {
-			b.Fatal(err)
+				return err
+			}
+			bc := fmt.Sprintf("T%03d", i/100)
+			if _, err := tx.Exec(`INSERT INTO saveset_parts (saveset_id, kind, seq, barcode, file, bytes) VALUES (?, 'data', 0, ?, ?, 0)`,
+				id, bc, i%100); err != nil {
+				return err
+			}
 		}
-		bc := fmt.Sprintf("T%03d", i/100)
-		if _, err := tx.Exec(`INSERT INTO saveset_parts (saveset_id, kind, seq, barcode, file, bytes) VALUES (?, 'data', 0, ?, ?, 0)`,
-			id, bc, i%100); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
+		return nil
+	})
+	if err != nil {
 		b.Fatal(err)
 	}
 }

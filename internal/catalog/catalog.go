@@ -1,6 +1,6 @@
-// Package catalog is Kura's embedded catalog: libraries, tapes, selection
-// sets, savesets and jobs, kept in one SQLite file (catalog.db in the Kura
-// home).
+// Package catalog is Kura's catalog: libraries, tapes, selection sets,
+// savesets and jobs, kept in one SQLite file (catalog.db in the Kura home)
+// or in a PostgreSQL database (Open with a postgres:// URL).
 //
 // The per-file index of a saveset is not stored here; it is a compact index
 // file (see internal/index). The catalog holds one row per saveset, job,
@@ -16,13 +16,13 @@
 //   - Times are stored as UTC Unix nanoseconds (NULL for the zero time) and
 //     are returned in UTC.
 //   - Every method is safe for concurrent use, and several processes (the CLI
-//     and a server) may open the same file: the database runs in WAL mode,
-//     write transactions take the write lock when they begin, and a writer
-//     waits up to BusyTimeout for another one to finish.
+//     and a server) may open the same catalog: write transactions take the
+//     catalog's write lock when they begin (SQLite's, in WAL mode; an
+//     advisory lock on PostgreSQL), so writers serialise on both, and a
+//     writer waits up to BusyTimeout for another one to finish.
 //
-// Queries are plain SQL with ? placeholders (no SQLite-only syntax beyond the
-// connection pragmas and the DDL), so the same schema and queries can later
-// serve PostgreSQL.
+// Queries are plain SQL with ? placeholders in the subset both databases
+// share; the few words that differ are in dialect.go.
 package catalog
 
 import (
@@ -35,8 +35,9 @@ import (
 	"strings"
 	"time"
 
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
+	"github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	_ "modernc.org/sqlite"             // the "sqlite" database/sql driver
 
 	"github.com/kura-backup/kura/internal/private"
 )
@@ -56,17 +57,30 @@ var (
 )
 
 // BusyTimeout is how long a write waits for another connection or process
-// holding the write lock before it fails.
+// holding the write lock before it fails (ErrBusy).
 const BusyTimeout = 10 * time.Second
+
+// ErrBusy: another writer held the catalog for longer than BusyTimeout.
+var ErrBusy = errors.New("catalog busy")
 
 // Catalog is an open catalog database. It is safe for concurrent use.
 type Catalog struct {
-	db *sql.DB
+	db  *db
+	dsn string // the path or URL it was opened with
 }
 
-// Open opens the catalog at path, creating it if it does not exist, and brings
-// its schema up to date. The folder holding path must exist.
-func Open(path string) (*Catalog, error) {
+// Open opens the catalog named by dsn and brings its schema up to date: a
+// postgres:// (or postgresql://) URL is a PostgreSQL database, which must
+// exist (its tables are created); anything else is the path of a SQLite
+// file, created if it does not exist in a folder that must.
+func Open(dsn string) (*Catalog, error) {
+	if IsURL(dsn) {
+		return openPostgres(dsn)
+	}
+	return openSQLite(dsn)
+}
+
+func openSQLite(path string) (*Catalog, error) {
 	if path == "" || strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("catalog: bad path %q: %w", path, ErrInvalid)
 	}
@@ -82,15 +96,35 @@ func Open(path string) (*Catalog, error) {
 		"&_pragma=foreign_keys(1)" +
 		"&_pragma=journal_mode(WAL)" +
 		"&_pragma=synchronous(FULL)"
-	db, err := sql.Open("sqlite", dsn)
+	sdb, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: opening %s: %w", path, err)
 	}
-	c := &Catalog{db: db}
-	// Openers racing on a new file can get SQLITE_BUSY straight away while
-	// one of them switches it to WAL (SQLite does not wait for that lock);
-	// the condition is transient, so try again for up to BusyTimeout.
+	return open(sdb, &dialect{name: "sqlite"}, path)
+}
+
+// openPostgres opens a PostgreSQL catalog through pgx, which reads the
+// password, when the URL has none, from PGPASSWORD or the password file
+// (PGPASSFILE, else ~/.pgpass) as libpq does.
+func openPostgres(url string) (*Catalog, error) {
+	if _, err := pgx.ParseConfig(url); err != nil {
+		// pgx's parse errors do not repeat the password.
+		return nil, fmt.Errorf("catalog: bad URL %s: %v: %w", Redact(url), err, ErrInvalid)
+	}
+	sdb, err := sql.Open("pgx", url)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: opening %s: %w", Redact(url), err)
+	}
+	return open(sdb, &dialect{name: "postgres"}, url)
+}
+
+func open(sdb *sql.DB, d *dialect, dsn string) (*Catalog, error) {
+	c := &Catalog{db: &db{sql: sdb, d: d}, dsn: dsn}
+	// Openers racing on a new SQLite file can get SQLITE_BUSY straight away
+	// while one of them switches it to WAL (SQLite does not wait for that
+	// lock); the condition is transient, so try again for up to BusyTimeout.
 	deadline := time.Now().Add(BusyTimeout)
+	var err error
 	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
 		err = c.migrate()
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
@@ -99,17 +133,17 @@ func Open(path string) (*Catalog, error) {
 		time.Sleep(wait)
 	}
 	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("catalog: opening %s: %w", path, err)
+		sdb.Close()
+		return nil, fmt.Errorf("catalog: opening %s: %w", Redact(dsn), err)
 	}
 	return c, nil
 }
 
-// isBusy reports whether err is SQLite's "database is locked".
-func isBusy(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
-}
+// Dialect is "sqlite" or "postgres".
+func (c *Catalog) Dialect() string { return c.db.d.name }
+
+// String is where the catalog is, fit to print (no password).
+func (c *Catalog) String() string { return Redact(c.dsn) }
 
 // Close closes the catalog. Calls after Close fail.
 func (c *Catalog) Close() error {
@@ -117,12 +151,17 @@ func (c *Catalog) Close() error {
 }
 
 // Snapshot writes a consistent copy of the whole catalog to path, which must
-// not exist yet (ErrExists). The copy is itself a catalog that Open accepts.
+// not exist yet (ErrExists). The copy is itself a catalog that Open accepts:
+// a SQLite file, whatever the catalog's database (a PostgreSQL catalog is
+// copied with CopyTo).
 func (c *Catalog) Snapshot(path string) error {
 	if _, err := os.Lstat(path); err == nil {
 		return fmt.Errorf("catalog: snapshot %s: %w", path, ErrExists)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("catalog: snapshot: %w", err)
+	}
+	if c.db.d.postgres() {
+		return c.snapshotCopy(path)
 	}
 	// VACUUM INTO accepts an empty file, and takes its mode.
 	if err := private.Touch(path); err != nil {
@@ -135,11 +174,33 @@ func (c *Catalog) Snapshot(path string) error {
 	return nil
 }
 
+// snapshotCopy is Snapshot by CopyTo into a new SQLite catalog.
+func (c *Catalog) snapshotCopy(path string) error {
+	fail := func(err error) error {
+		for _, p := range []string{path, path + "-wal", path + "-shm"} {
+			os.Remove(p)
+		}
+		return fmt.Errorf("catalog: snapshot %s: %w", path, err)
+	}
+	dst, err := openSQLite(path)
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := c.CopyTo(dst); err != nil {
+		dst.Close()
+		return fail(err)
+	}
+	if err := dst.Close(); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
 // migrate applies, in one write transaction, every migration the catalog has
 // not seen yet. Concurrent openers serialise on the write lock, so each
 // migration runs exactly once.
 func (c *Catalog) migrate() error {
-	return c.write(func(tx *sql.Tx) error {
+	return c.write(func(tx *txn) error {
 		if _, err := tx.Exec(`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
 			return err
 		}
@@ -158,7 +219,7 @@ func (c *Catalog) migrate() error {
 		}
 		for i := v; i < len(migrations); i++ {
 			for _, stmt := range migrations[i] {
-				if _, err := tx.Exec(stmt); err != nil {
+				if _, err := tx.Exec(c.db.d.ddl(stmt)); err != nil {
 					return fmt.Errorf("migration %d: %w", i+1, err)
 				}
 			}
@@ -181,41 +242,18 @@ func (c *Catalog) SchemaVersion() (int, error) {
 	return v, nil
 }
 
-// write runs fn in a write transaction (BEGIN IMMEDIATE), committing if fn
-// returns nil.
-func (c *Catalog) write(fn func(tx *sql.Tx) error) error {
-	tx, err := c.db.BeginTx(context.Background(), nil)
-	if err != nil {
-		return err
+// write runs fn in a write transaction (BEGIN IMMEDIATE on SQLite, the
+// catalog's advisory lock on PostgreSQL), committing if fn returns nil. A
+// writer kept waiting too long gets ErrBusy.
+func (c *Catalog) write(fn func(tx *txn) error) error {
+	err := c.db.write(fn)
+	if err != nil && isBusy(err) && !errors.Is(err, ErrBusy) {
+		return fmt.Errorf("%w: %w", ErrBusy, err)
 	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+	return err
 }
 
-// sqliteCode is the extended result code of a SQLite error, or 0.
-func sqliteCode(err error) int {
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		return se.Code()
-	}
-	return 0
-}
-
-// isDuplicate reports a primary key or unique constraint violation.
-func isDuplicate(err error) bool {
-	c := sqliteCode(err)
-	return c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || c == sqlite3.SQLITE_CONSTRAINT_UNIQUE
-}
-
-// isForeignKey reports a foreign key constraint violation.
-func isForeignKey(err error) bool {
-	return sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
-}
-
-// execer is *sql.DB or *sql.Tx.
+// execer is *db or *txn.
 type execer interface {
 	Exec(query string, args ...any) (sql.Result, error)
 }
@@ -276,6 +314,9 @@ func decodeList[T any](s string, what string) ([]T, error) {
 	}
 	return v, nil
 }
+
+// bg is the context of the catalog's transactions.
+var bg = context.Background()
 
 // now is the time given to records created without one.
 func now() time.Time { return time.Now().UTC().Round(0) }

@@ -17,9 +17,11 @@ import (
 // t0 is a fixed time for records made in tests.
 var t0 = time.Date(2024, 5, 1, 12, 0, 0, 123456789, time.UTC)
 
+// openTemp opens a new, empty catalog for the test on the backend of its
+// onBoth subtest (SQLite outside one), and returns it and its DSN.
 func openTemp(t testing.TB) (*Catalog, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "catalog.db")
+	path := newDSN(t)
 	c, err := Open(path)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
@@ -84,7 +86,9 @@ func TestOpenBadPath(t *testing.T) {
 
 // A later Kura appends a migration; opening an existing catalog applies just
 // that one and keeps the data.
-func TestMigrateForward(t *testing.T) {
+func TestMigrateForward(t *testing.T) { onBoth(t, testMigrateForward) }
+
+func testMigrateForward(t *testing.T) {
 	c, path := openTemp(t)
 	if err := c.AddLibrary(Library{Name: "default", Dir: "/vtl/default", Created: t0}); err != nil {
 		t.Fatal(err)
@@ -114,7 +118,9 @@ func TestMigrateForward(t *testing.T) {
 	}
 }
 
-func TestSchemaTooNew(t *testing.T) {
+func TestSchemaTooNew(t *testing.T) { onBoth(t, testSchemaTooNew) }
+
+func testSchemaTooNew(t *testing.T) {
 	c, path := openTemp(t)
 	if _, err := c.db.Exec(`UPDATE schema_version SET version = ?`, len(migrations)+1); err != nil {
 		t.Fatal(err)
@@ -125,7 +131,9 @@ func TestSchemaTooNew(t *testing.T) {
 	}
 }
 
-func TestReopenKeepsData(t *testing.T) {
+func TestReopenKeepsData(t *testing.T) { onBoth(t, testReopenKeepsData) }
+
+func testReopenKeepsData(t *testing.T) {
 	c, path := openTemp(t)
 	fill(t, c)
 	want := dump(t, c)
@@ -142,7 +150,9 @@ func TestReopenKeepsData(t *testing.T) {
 	}
 }
 
-func TestSnapshot(t *testing.T) {
+func TestSnapshot(t *testing.T) { onBoth(t, testSnapshot) }
+
+func testSnapshot(t *testing.T) {
 	c, _ := openTemp(t)
 	fill(t, c)
 	want := dump(t, c)
@@ -277,7 +287,9 @@ func checkLoad(t *testing.T, c *Catalog, n int, who ...string) {
 
 // Two Catalogs on one file, used at once from two goroutines: no "database
 // is locked", no lost writes.
-func TestTwoCatalogsConcurrently(t *testing.T) {
+func TestTwoCatalogsConcurrently(t *testing.T) { onBoth(t, testTwoCatalogsConcurrently) }
+
+func testTwoCatalogsConcurrently(t *testing.T) {
 	_, path := openTemp(t)
 	const n = 25
 	var wg sync.WaitGroup
@@ -310,8 +322,10 @@ func TestTwoCatalogsConcurrently(t *testing.T) {
 
 // Several openers racing to create the same new catalog all succeed, and the
 // schema is created once.
-func TestConcurrentOpenOfNewCatalog(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "catalog.db")
+func TestConcurrentOpenOfNewCatalog(t *testing.T) { onBoth(t, testConcurrentOpenOfNewCatalog) }
+
+func testConcurrentOpenOfNewCatalog(t *testing.T) {
+	path := newDSN(t)
 	const n = 4
 	var wg sync.WaitGroup
 	cats := make([]*Catalog, n)
@@ -351,7 +365,9 @@ const childEnv = "KURA_CATALOG_TEST_CHILD"
 
 // The same, with the second user in another process: the test binary run
 // again as a child.
-func TestTwoProcesses(t *testing.T) {
+func TestTwoProcesses(t *testing.T) { onBoth(t, testTwoProcesses) }
+
+func testTwoProcesses(t *testing.T) {
 	const n = 25
 	if path := os.Getenv(childEnv); path != "" {
 		c, err := Open(path)
@@ -370,7 +386,7 @@ func TestTwoProcesses(t *testing.T) {
 	}
 
 	c, path := openTemp(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestTwoProcesses$", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestTwoProcesses$/^"+backendOf(t)+"$", "-test.count=1")
 	cmd.Env = append(os.Environ(), childEnv+"="+path)
 	stdin, err := cmd.StdinPipe()
 	must(t, err)
@@ -418,7 +434,9 @@ func (l *lockedBuffer) String() string {
 
 // Times are returned in UTC whatever zone they were given in, and the zero
 // time stays zero.
-func TestTimesUTC(t *testing.T) {
+func TestTimesUTC(t *testing.T) { onBoth(t, testTimesUTC) }
+
+func testTimesUTC(t *testing.T) {
 	c, _ := openTemp(t)
 	zone := time.FixedZone("CEST", 2*3600)
 	j := &Job{Kind: KindRestore, State: StateRunning, Started: t0.In(zone)}

@@ -29,7 +29,9 @@ func TestValidClientName(t *testing.T) {
 	}
 }
 
-func TestClientLifecycle(t *testing.T) {
+func TestClientLifecycle(t *testing.T) { onBoth(t, testClientLifecycle) }
+
+func testClientLifecycle(t *testing.T) {
 	c, _ := openTemp(t)
 	if cls, err := c.Clients(); err != nil || len(cls) != 0 {
 		t.Fatalf("Clients of empty catalog: %v, %v", cls, err)
@@ -115,7 +117,9 @@ func TestClientLifecycle(t *testing.T) {
 	}
 }
 
-func TestEnrollClientInvalid(t *testing.T) {
+func TestEnrollClientInvalid(t *testing.T) { onBoth(t, testEnrollClientInvalid) }
+
+func testEnrollClientInvalid(t *testing.T) {
 	c, _ := openTemp(t)
 	for _, cl := range []Client{
 		{Name: "", CertFingerprint: fp1},

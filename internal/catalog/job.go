@@ -212,7 +212,12 @@ func (c *Catalog) CreateJob(j *Job) error {
 		args = append([]any{j.ID}, args...)
 	}
 	var id int64
-	err = c.db.QueryRow(q, args...).Scan(&id)
+	err = c.write(func(tx *txn) error {
+		if err := tx.QueryRow(q, args...).Scan(&id); err != nil {
+			return err
+		}
+		return tx.d.raiseSequence(tx, "jobs", j.ID)
+	})
 	if isDuplicate(err) {
 		return fmt.Errorf("catalog: job %d: %w", j.ID, ErrExists)
 	}

@@ -8,7 +8,9 @@ import (
 	"time"
 )
 
-func TestJobLifecycle(t *testing.T) {
+func TestJobLifecycle(t *testing.T) { onBoth(t, testJobLifecycle) }
+
+func testJobLifecycle(t *testing.T) {
 	c, _ := openTemp(t)
 	j := &Job{Kind: KindBackup, State: StateQueued, Client: "db1", Selection: "home", Level: LevelIncr}
 	must(t, c.CreateJob(j))
@@ -56,7 +58,9 @@ func TestJobLifecycle(t *testing.T) {
 	}
 }
 
-func TestJobListsCapped(t *testing.T) {
+func TestJobListsCapped(t *testing.T) { onBoth(t, testJobListsCapped) }
+
+func testJobListsCapped(t *testing.T) {
 	c, _ := openTemp(t)
 	j := &Job{Kind: KindBackup, State: StateRunning}
 	for i := 0; i < MaxWarnings+5; i++ {
@@ -82,7 +86,9 @@ func TestJobListsCapped(t *testing.T) {
 	}
 }
 
-func TestJobsNewestFirst(t *testing.T) {
+func TestJobsNewestFirst(t *testing.T) { onBoth(t, testJobsNewestFirst) }
+
+func testJobsNewestFirst(t *testing.T) {
 	c, _ := openTemp(t)
 	if jobs, err := c.Jobs(10); err != nil || len(jobs) != 0 {
 		t.Fatalf("Jobs of empty catalog: %v, %v", jobs, err)
@@ -111,7 +117,9 @@ func TestJobsNewestFirst(t *testing.T) {
 
 // A job's result is kept with it, byte for byte, and an unset one reads
 // back empty.
-func TestJobResult(t *testing.T) {
+func TestJobResult(t *testing.T) { onBoth(t, testJobResult) }
+
+func testJobResult(t *testing.T) {
 	c, _ := openTemp(t)
 	j := &Job{Kind: KindVerify, State: StateRunning, Started: t0}
 	must(t, c.CreateJob(j))

@@ -7,7 +7,9 @@ import (
 
 // A filter selects before the limit counts: the 2 newest failed backups
 // of a client are 2 jobs, however many other jobs ran since.
-func TestFindJobsFiltersBeforeLimit(t *testing.T) {
+func TestFindJobsFiltersBeforeLimit(t *testing.T) { onBoth(t, testFindJobsFiltersBeforeLimit) }
+
+func testFindJobsFiltersBeforeLimit(t *testing.T) {
 	c, _ := openTemp(t)
 	id := map[string]int64{}
 	for _, j := range []*Job{

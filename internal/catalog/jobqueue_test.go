@@ -17,7 +17,9 @@ type order struct {
 	BWLimit   int64    `json:"bwlimit"`
 }
 
-func TestJobRequestReasonParent(t *testing.T) {
+func TestJobRequestReasonParent(t *testing.T) { onBoth(t, testJobRequestReasonParent) }
+
+func testJobRequestReasonParent(t *testing.T) {
 	c, _ := openTemp(t)
 	want := order{Client: "db1", Selection: "home", Paths: []string{"/home", "/etc"}, BWLimit: 1 << 20}
 	req, err := json.Marshal(want)
@@ -84,7 +86,9 @@ func TestJobRequestReasonParent(t *testing.T) {
 	}
 }
 
-func TestQueuedJobsAndReason(t *testing.T) {
+func TestQueuedJobsAndReason(t *testing.T) { onBoth(t, testQueuedJobsAndReason) }
+
+func testQueuedJobsAndReason(t *testing.T) {
 	c, _ := openTemp(t)
 	if jobs, err := c.QueuedJobs(); err != nil || len(jobs) != 0 {
 		t.Fatalf("QueuedJobs of empty catalog: %v, %v", jobs, err)
@@ -154,7 +158,9 @@ func TestQueuedJobsAndReason(t *testing.T) {
 // A catalog made by the Kura before migration 3 (schema version 2) opens,
 // keeps its jobs, which read with no request, reason or parent, and takes
 // clients, tokens and the new job fields.
-func TestMigrateFromSchema2(t *testing.T) {
+func TestMigrateFromSchema2(t *testing.T) { onBoth(t, testMigrateFromSchema2) }
+
+func testMigrateFromSchema2(t *testing.T) {
 	saved := migrations
 	t.Cleanup(func() { migrations = saved })
 	migrations = saved[:2]

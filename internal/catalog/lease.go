@@ -107,7 +107,7 @@ func scanLease(row interface{ Scan(...any) error }) (*Lease, error) {
 }
 
 // jobLeaseTx returns the lease on job id, or nil if it has none.
-func jobLeaseTx(tx *sql.Tx, id int64) (*Lease, error) {
+func jobLeaseTx(tx *txn, id int64) (*Lease, error) {
 	l, err := scanLease(tx.QueryRow(`SELECT `+leaseColumns+` FROM job_leases WHERE job_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -116,7 +116,7 @@ func jobLeaseTx(tx *sql.Tx, id int64) (*Lease, error) {
 }
 
 // holdsTx checks that holder holds the lease on job id (expired or not).
-func holdsTx(tx *sql.Tx, id int64, holder string) (*Lease, error) {
+func holdsTx(tx *txn, id int64, holder string) (*Lease, error) {
 	l, err := jobLeaseTx(tx, id)
 	if err != nil {
 		return nil, err
@@ -127,7 +127,7 @@ func holdsTx(tx *sql.Tx, id int64, holder string) (*Lease, error) {
 	return l, nil
 }
 
-func jobTx(tx *sql.Tx, id int64) (*Job, error) {
+func jobTx(tx *txn, id int64) (*Job, error) {
 	j, err := scanJob(tx.QueryRow(`SELECT id, `+jobColumns+` FROM jobs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("job %d: %w", id, ErrNotFound)
@@ -135,7 +135,7 @@ func jobTx(tx *sql.Tx, id int64) (*Job, error) {
 	return j, err
 }
 
-func updateJobTx(tx *sql.Tx, j *Job) error {
+func updateJobTx(tx *txn, j *Job) error {
 	args, err := jobArgs(j)
 	if err != nil {
 		return err
@@ -144,7 +144,7 @@ func updateJobTx(tx *sql.Tx, j *Job) error {
 		`UPDATE jobs SET `+assignments(jobColumns)+` WHERE id = ?`, append(args, j.ID)...)
 }
 
-func insertLeaseTx(tx *sql.Tx, l *Lease) error {
+func insertLeaseTx(tx *txn, l *Lease) error {
 	if _, err := tx.Exec(`DELETE FROM job_leases WHERE job_id = ?`, l.JobID); err != nil {
 		return err
 	}
@@ -178,12 +178,15 @@ func (c *Catalog) CreateLeasedJob(j *Job, holder string, now time.Time, ttl time
 		args = append([]any{j.ID}, args...)
 	}
 	var l *Lease
-	err = c.write(func(tx *sql.Tx) error {
+	err = c.write(func(tx *txn) error {
 		var id int64
 		if err := tx.QueryRow(q, args...).Scan(&id); err != nil {
 			if isDuplicate(err) {
 				return fmt.Errorf("job %d: %w", j.ID, ErrExists)
 			}
+			return err
+		}
+		if err := tx.d.raiseSequence(tx, "jobs", j.ID); err != nil {
 			return err
 		}
 		l = &Lease{JobID: id, Holder: holder, Acquired: now, Heartbeat: now, Expires: now.Add(ttl)}
@@ -209,7 +212,7 @@ func (c *Catalog) AcquireJobLease(id int64, holder string, now time.Time, ttl ti
 		j *Job
 		l *Lease
 	)
-	err := c.write(func(tx *sql.Tx) error {
+	err := c.write(func(tx *txn) error {
 		var err error
 		if j, err = jobTx(tx, id); err != nil {
 			return err
@@ -248,7 +251,7 @@ func (c *Catalog) RenewJobLease(id int64, holder string, now time.Time, ttl time
 		return nil, err
 	}
 	var l *Lease
-	err := c.write(func(tx *sql.Tx) error {
+	err := c.write(func(tx *txn) error {
 		var err error
 		if l, err = holdsTx(tx, id, holder); err != nil {
 			return err
@@ -279,7 +282,7 @@ func (c *Catalog) UpdateLeasedJob(j *Job, holder string) error {
 	if finalState(j.State) {
 		return fmt.Errorf("catalog: job %d: %s is final, finish the job instead: %w", j.ID, j.State, ErrInvalid)
 	}
-	err := c.write(func(tx *sql.Tx) error {
+	err := c.write(func(tx *txn) error {
 		if _, err := holdsTx(tx, j.ID, holder); err != nil {
 			return err
 		}
@@ -302,7 +305,7 @@ func (c *Catalog) FinishLeasedJob(j *Job, holder string) error {
 	if !finalState(j.State) {
 		return fmt.Errorf("catalog: job %d: %s is not a final state: %w", j.ID, j.State, ErrInvalid)
 	}
-	err := c.write(func(tx *sql.Tx) error {
+	err := c.write(func(tx *txn) error {
 		if _, err := holdsTx(tx, j.ID, holder); err != nil {
 			return err
 		}
@@ -325,7 +328,7 @@ func (c *Catalog) ReleaseJobLease(id int64, holder, state, reason string) error 
 	if state != StateQueued && state != StateWaiting {
 		return fmt.Errorf("catalog: releasing job %d as %q: %w", id, state, ErrInvalid)
 	}
-	err := c.write(func(tx *sql.Tx) error {
+	err := c.write(func(tx *txn) error {
 		if _, err := holdsTx(tx, id, holder); err != nil {
 			return err
 		}
@@ -340,7 +343,7 @@ func (c *Catalog) ReleaseJobLease(id int64, holder, state, reason string) error 
 	return nil
 }
 
-func deleteLeasesTx(tx *sql.Tx, id int64, holder string) error {
+func deleteLeasesTx(tx *txn, id int64, holder string) error {
 	if _, err := tx.Exec(`DELETE FROM job_leases WHERE job_id = ?`, id); err != nil {
 		return err
 	}
@@ -413,7 +416,7 @@ func (c *Catalog) ReclaimExpiredJobs(now time.Time) ([]int64, error) {
 // catalog. A nil gone reclaims expired leases only.
 func (c *Catalog) ReclaimJobs(now time.Time, gone func(holder string) string) ([]int64, error) {
 	var ids []int64
-	err := c.write(func(tx *sql.Tx) error {
+	err := c.write(func(tx *txn) error {
 		ids = nil
 		q, args := `SELECT `+leaseColumns+` FROM job_leases WHERE expires_at <= ? ORDER BY job_id`, []any{toDB(now)}
 		if gone != nil {
@@ -499,7 +502,7 @@ func (c *Catalog) ReclaimJobs(now time.Time, gone func(holder string) string) ([
 // legacyRunningTx returns, as leases with no times, the owners of the
 // running jobs that have no lease but an owner: jobs a Kura from before
 // leases started (their owner names its lock file).
-func legacyRunningTx(tx *sql.Tx) ([]*Lease, error) {
+func legacyRunningTx(tx *txn) ([]*Lease, error) {
 	rows, err := tx.Query(`SELECT id, owner FROM jobs WHERE state = ? AND owner != ''
 		AND id NOT IN (SELECT job_id FROM job_leases) ORDER BY id`, StateRunning)
 	if err != nil {
@@ -558,7 +561,7 @@ func (c *Catalog) AcquireDriveLease(lib string, drive int, holder string, jobID 
 		return nil, err
 	}
 	l := &DriveLease{Library: lib, Drive: drive, Holder: holder, JobID: jobID, Acquired: now, Heartbeat: now, Expires: now.Add(ttl)}
-	err := c.write(func(tx *sql.Tx) error {
+	err := c.write(func(tx *txn) error {
 		old, err := scanDriveLease(tx.QueryRow(`SELECT `+driveLeaseColumns+` FROM drive_leases WHERE library = ? AND drive = ?`, lib, drive))
 		switch {
 		case errors.Is(err, sql.ErrNoRows):

@@ -37,7 +37,9 @@ func (m *leaseModel) held(h string) error {
 	return nil
 }
 
-func TestLeaseStateMachine(t *testing.T) {
+func TestLeaseStateMachine(t *testing.T) { onBoth(t, testLeaseStateMachine) }
+
+func testLeaseStateMachine(t *testing.T) {
 	c, _ := openTemp(t)
 	holders := []string{"a", "b", "c"}
 	rapid.Check(t, func(t *rapid.T) {

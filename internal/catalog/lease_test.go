@@ -24,7 +24,9 @@ func wantErr(t *testing.T, what string, err, want error) {
 	}
 }
 
-func TestJobLeaseLifecycle(t *testing.T) {
+func TestJobLeaseLifecycle(t *testing.T) { onBoth(t, testJobLeaseLifecycle) }
+
+func testJobLeaseLifecycle(t *testing.T) {
 	c, _ := openTemp(t)
 	j := queuedJob(t, c)
 
@@ -108,6 +110,10 @@ func TestJobLeaseLifecycle(t *testing.T) {
 
 // A holder that was only slow keeps its job if nobody reclaimed it first.
 func TestExpiredLeaseRenewedBeforeReclaim(t *testing.T) {
+	onBoth(t, testExpiredLeaseRenewedBeforeReclaim)
+}
+
+func testExpiredLeaseRenewedBeforeReclaim(t *testing.T) {
 	c, _ := openTemp(t)
 	j := queuedJob(t, c)
 	_, _, err := c.AcquireJobLease(j.ID, "a", t0, ttl)
@@ -120,7 +126,9 @@ func TestExpiredLeaseRenewedBeforeReclaim(t *testing.T) {
 	}
 }
 
-func TestFinishAndReleaseJobLease(t *testing.T) {
+func TestFinishAndReleaseJobLease(t *testing.T) { onBoth(t, testFinishAndReleaseJobLease) }
+
+func testFinishAndReleaseJobLease(t *testing.T) {
 	c, _ := openTemp(t)
 	j := queuedJob(t, c)
 	_, _, err := c.AcquireJobLease(j.ID, "a", t0, ttl)
@@ -165,7 +173,9 @@ func TestFinishAndReleaseJobLease(t *testing.T) {
 	wantErr(t, "take a finished job", err, ErrNotQueued)
 }
 
-func TestCreateLeasedJob(t *testing.T) {
+func TestCreateLeasedJob(t *testing.T) { onBoth(t, testCreateLeasedJob) }
+
+func testCreateLeasedJob(t *testing.T) {
 	c, _ := openTemp(t)
 	j := &Job{Kind: KindVerify}
 	l, err := c.CreateLeasedJob(j, "a", t0, ttl)
@@ -188,7 +198,9 @@ func TestCreateLeasedJob(t *testing.T) {
 	}
 }
 
-func TestLeaseArgumentsChecked(t *testing.T) {
+func TestLeaseArgumentsChecked(t *testing.T) { onBoth(t, testLeaseArgumentsChecked) }
+
+func testLeaseArgumentsChecked(t *testing.T) {
 	c, _ := openTemp(t)
 	j := queuedJob(t, c)
 	for _, tc := range []struct {
@@ -214,6 +226,10 @@ func TestLeaseArgumentsChecked(t *testing.T) {
 }
 
 func TestReclaimMarksBackupSavesetIncomplete(t *testing.T) {
+	onBoth(t, testReclaimMarksBackupSavesetIncomplete)
+}
+
+func testReclaimMarksBackupSavesetIncomplete(t *testing.T) {
 	c, _ := openTemp(t)
 	ss := fullSaveset()
 	must(t, c.CreateSaveset(ss))
@@ -229,7 +245,9 @@ func TestReclaimMarksBackupSavesetIncomplete(t *testing.T) {
 	}
 }
 
-func TestDriveLeasesExclusive(t *testing.T) {
+func TestDriveLeasesExclusive(t *testing.T) { onBoth(t, testDriveLeasesExclusive) }
+
+func testDriveLeasesExclusive(t *testing.T) {
 	c, _ := openTemp(t)
 	_, err := c.AcquireDriveLease("lib", 1, "a", 7, t0, ttl)
 	must(t, err)
@@ -268,7 +286,9 @@ func TestDriveLeasesExclusive(t *testing.T) {
 }
 
 // A job's heartbeat renews the drives it holds; the reclaim frees them.
-func TestJobHeartbeatRenewsItsDrives(t *testing.T) {
+func TestJobHeartbeatRenewsItsDrives(t *testing.T) { onBoth(t, testJobHeartbeatRenewsItsDrives) }
+
+func testJobHeartbeatRenewsItsDrives(t *testing.T) {
 	c, _ := openTemp(t)
 	j := &Job{Kind: KindBackup}
 	_, err := c.CreateLeasedJob(j, "a", t0, ttl)
@@ -289,7 +309,9 @@ func TestJobHeartbeatRenewsItsDrives(t *testing.T) {
 
 // Two processes (two handles on one file) race to take one queued job:
 // exactly one of them gets it.
-func TestAcquireJobLeaseTwoProcesses(t *testing.T) {
+func TestAcquireJobLeaseTwoProcesses(t *testing.T) { onBoth(t, testAcquireJobLeaseTwoProcesses) }
+
+func testAcquireJobLeaseTwoProcesses(t *testing.T) {
 	c1, path := openTemp(t)
 	c2, err := Open(path)
 	must(t, err)
@@ -325,7 +347,9 @@ func TestAcquireJobLeaseTwoProcesses(t *testing.T) {
 // A holder known to be dead loses its jobs at once, before their leases
 // expire, with their savesets and drives; a holder that may be alive keeps
 // its live jobs; an expired lease is reclaimed whatever gone says.
-func TestReclaimJobsOfGoneHolders(t *testing.T) {
+func TestReclaimJobsOfGoneHolders(t *testing.T) { onBoth(t, testReclaimJobsOfGoneHolders) }
+
+func testReclaimJobsOfGoneHolders(t *testing.T) {
 	c, _ := openTemp(t)
 	dead := &Job{Kind: KindBackup}
 	_, err := c.CreateLeasedJob(dead, "dead", t0, ttl)
@@ -387,7 +411,9 @@ func TestReclaimJobsOfGoneHolders(t *testing.T) {
 // A job left running by a Kura from before leases (an owner, no lease) is
 // reclaimed when gone reports its owner dead, and only then; a running job
 // with neither is left alone.
-func TestReclaimJobsFromBeforeLeases(t *testing.T) {
+func TestReclaimJobsFromBeforeLeases(t *testing.T) { onBoth(t, testReclaimJobsFromBeforeLeases) }
+
+func testReclaimJobsFromBeforeLeases(t *testing.T) {
 	c, _ := openTemp(t)
 	dead := &Job{Kind: KindBackup, State: StateRunning, Owner: "101-aa.lock", Started: t0}
 	live := &Job{Kind: KindBackup, State: StateRunning, Owner: "102-bb.lock", Started: t0}

@@ -6,7 +6,9 @@ import (
 	"testing"
 )
 
-func TestLibraries(t *testing.T) {
+func TestLibraries(t *testing.T) { onBoth(t, testLibraries) }
+
+func testLibraries(t *testing.T) {
 	c, _ := openTemp(t)
 	if libs, err := c.Libraries(); err != nil || len(libs) != 0 {
 		t.Fatalf("Libraries of an empty catalog: %v, %v", libs, err)
@@ -50,7 +52,9 @@ func TestLibraries(t *testing.T) {
 	}
 }
 
-func TestTapes(t *testing.T) {
+func TestTapes(t *testing.T) { onBoth(t, testTapes) }
+
+func testTapes(t *testing.T) {
 	c, _ := openTemp(t)
 	must(t, c.AddLibrary(Library{Name: "lib1", Dir: "/1"}))
 	must(t, c.AddLibrary(Library{Name: "lib2", Dir: "/2"}))

@@ -5,7 +5,9 @@ import (
 	"testing"
 )
 
-func TestMoveLibrary(t *testing.T) {
+func TestMoveLibrary(t *testing.T) { onBoth(t, testMoveLibrary) }
+
+func testMoveLibrary(t *testing.T) {
 	c, _ := openTemp(t)
 	must(t, c.AddLibrary(Library{Name: "a", Dir: "/old/a", Created: t0}))
 	must(t, c.AddTape("KUR001", "a"))

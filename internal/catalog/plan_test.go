@@ -7,6 +7,7 @@ import (
 
 // Listing the savesets on one tape must not scan every saveset: the query
 // starts from the barcode index of saveset_parts.
+// (SQLite's planner: SQLite only.)
 func TestSavesetsByBarcodeUsesIndex(t *testing.T) {
 	c, _ := openTemp(t)
 	where, args := SavesetFilter{Barcode: "T1"}.where()

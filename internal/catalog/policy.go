@@ -59,7 +59,7 @@ func (c *Catalog) CreatePolicy(p *Policy) error {
 
 // UpdatePolicy replaces a policy's fields; ErrNotFound if there is none.
 func (c *Catalog) UpdatePolicy(p *Policy) error {
-	return c.write(func(tx *sql.Tx) error {
+	return c.write(func(tx *txn) error {
 		return execOne(tx, fmt.Sprintf("policy %q", p.Name),
 			`UPDATE policies SET `+assignments(policyColumns)+` WHERE name = ?`, append(policyArgs(p), p.Name)...)
 	})
@@ -70,7 +70,7 @@ func (c *Catalog) UpdatePolicy(p *Policy) error {
 // schedulers (or a scheduler and a restart) never start one slot twice.
 func (c *Catalog) PolicyRan(name string, at, slot time.Time) (bool, error) {
 	var n int64
-	err := c.write(func(tx *sql.Tx) error {
+	err := c.write(func(tx *txn) error {
 		res, err := tx.Exec(`UPDATE policies SET last_run = ?, last_slot = ? WHERE name = ? AND (last_slot IS NULL OR last_slot < ?)`,
 			toDB(at), toDB(slot), name, slot.UnixNano())
 		if err != nil {
@@ -102,7 +102,7 @@ func (c *Catalog) Policies() ([]*Policy, error) { return c.queryPolicies(``) }
 
 // DeletePolicy removes a policy (its savesets stay, and keep its name).
 func (c *Catalog) DeletePolicy(name string) error {
-	return c.write(func(tx *sql.Tx) error {
+	return c.write(func(tx *txn) error {
 		return execOne(tx, fmt.Sprintf("policy %q", name), `DELETE FROM policies WHERE name = ?`, name)
 	})
 }
@@ -146,7 +146,7 @@ func (c *Catalog) TapePool(barcode string) (string, error) {
 
 // SetTapePool moves a tape into a pool (ScratchPool returns it to scratch).
 func (c *Catalog) SetTapePool(barcode, pool string) error {
-	return c.write(func(tx *sql.Tx) error {
+	return c.write(func(tx *txn) error {
 		return execOne(tx, "tape "+barcode, `UPDATE tapes SET pool = ? WHERE barcode = ?`, pool, barcode)
 	})
 }

@@ -7,6 +7,10 @@ import (
 )
 
 func TestPolicyLifecycleAndRunOncePerSlot(t *testing.T) {
+	onBoth(t, testPolicyLifecycleAndRunOncePerSlot)
+}
+
+func testPolicyLifecycleAndRunOncePerSlot(t *testing.T) {
 	c, _ := openTemp(t)
 	p := &Policy{Name: "nightly", Client: "web1", Selection: "home", IncrCron: "0 1 * * *", KeepGenerations: 3, Pool: "nightly"}
 	if err := c.CreatePolicy(p); err != nil {
@@ -43,7 +47,9 @@ func TestPolicyLifecycleAndRunOncePerSlot(t *testing.T) {
 	}
 }
 
-func TestSavesetCopiesAndExpiry(t *testing.T) {
+func TestSavesetCopiesAndExpiry(t *testing.T) { onBoth(t, testSavesetCopiesAndExpiry) }
+
+func testSavesetCopiesAndExpiry(t *testing.T) {
 	c, _ := openTemp(t)
 	for _, l := range []string{"default", "offsite"} {
 		if err := c.AddLibrary(Library{Name: l, Dir: "/vtl/" + l}); err != nil {

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"database/sql"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -114,7 +113,7 @@ const (
 	partIndex = "index"
 )
 
-func insertParts(tx *sql.Tx, s *Saveset) error {
+func insertParts(tx *txn, s *Saveset) error {
 	const q = `INSERT INTO saveset_parts (saveset_id, kind, seq, barcode, file, bytes) VALUES (?, ?, ?, ?, ?, ?)`
 	for i, p := range s.Parts {
 		if _, err := tx.Exec(q, s.ID, partData, i, p.Barcode, p.File, p.Bytes); err != nil {
@@ -168,13 +167,16 @@ func (c *Catalog) CreateSaveset(s *Saveset) error {
 	if err != nil {
 		return fmt.Errorf("catalog: creating saveset: %w", err)
 	}
-	err = c.write(func(tx *sql.Tx) error {
+	err = c.write(func(tx *txn) error {
 		q := `INSERT INTO savesets (` + savesetColumns + `) VALUES (` + placeholders(savesetColumns) + `) RETURNING id`
 		if s.ID != 0 {
 			q = `INSERT INTO savesets (id, ` + savesetColumns + `) VALUES (?, ` + placeholders(savesetColumns) + `) RETURNING id`
 			args = append([]any{s.ID}, args...)
 		}
 		if err := tx.QueryRow(q, args...).Scan(&rec.ID); err != nil {
+			return err
+		}
+		if err := tx.d.raiseSequence(tx, "savesets", s.ID); err != nil {
 			return err
 		}
 		return insertParts(tx, &rec)
@@ -199,7 +201,7 @@ func (c *Catalog) UpdateSaveset(s *Saveset) error {
 	if err != nil {
 		return fmt.Errorf("catalog: updating saveset %d: %w", s.ID, err)
 	}
-	err = c.write(func(tx *sql.Tx) error {
+	err = c.write(func(tx *txn) error {
 		if err := execOne(tx, fmt.Sprintf("saveset %d", s.ID),
 			`UPDATE savesets SET `+assignments(savesetColumns)+` WHERE id = ?`, append(args, s.ID)...); err != nil {
 			return err
@@ -330,7 +332,7 @@ func (c *Catalog) LastSaveset(client, selection string, levels []string, before 
 // DeleteSaveset removes a saveset and its parts, or returns ErrNotFound. Its
 // ID is never given out again.
 func (c *Catalog) DeleteSaveset(id int64) error {
-	err := c.write(func(tx *sql.Tx) error {
+	err := c.write(func(tx *txn) error {
 		if _, err := tx.Exec(`DELETE FROM saveset_parts WHERE saveset_id = ?`, id); err != nil {
 			return err
 		}
@@ -345,26 +347,14 @@ func (c *Catalog) DeleteSaveset(id int64) error {
 // ReserveSavesetIDs makes sure the catalog never gives out a saveset ID at
 // or below max: the IDs that tapes already hold when their library is
 // registered in a catalog that does not know their savesets (a lost
-// catalog, or one restored from an older catalog backup). The SQLite
-// sequence behind the AUTOINCREMENT key is raised; it never goes down.
+// catalog, or one restored from an older catalog backup). The sequence
+// behind the key is raised; it never goes down.
 func (c *Catalog) ReserveSavesetIDs(max int64) error {
 	if max <= 0 {
 		return nil
 	}
-	err := c.write(func(tx *sql.Tx) error {
-		var seq int64
-		err := tx.QueryRow(`SELECT seq FROM sqlite_sequence WHERE name = 'savesets'`).Scan(&seq)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			_, err = tx.Exec(`INSERT INTO sqlite_sequence (name, seq) VALUES ('savesets', ?)`, max)
-			return err
-		case err != nil:
-			return err
-		case seq < max:
-			_, err = tx.Exec(`UPDATE sqlite_sequence SET seq = ? WHERE name = 'savesets'`, max)
-			return err
-		}
-		return nil
+	err := c.write(func(tx *txn) error {
+		return tx.d.raiseSequence(tx, "savesets", max)
 	})
 	if err != nil {
 		return fmt.Errorf("catalog: reserving saveset IDs up to %d: %w", max, err)
@@ -505,7 +495,7 @@ func (c *Catalog) loadCopies(sets []*Saveset, where string, args []any) error {
 
 // ExpireSaveset marks a saveset expired, with the reason retention gave.
 func (c *Catalog) ExpireSaveset(id int64, reason string) error {
-	return c.write(func(tx *sql.Tx) error {
+	return c.write(func(tx *txn) error {
 		return execOne(tx, fmt.Sprintf("saveset %d", id),
 			`UPDATE savesets SET expired = 1, expire_reason = ? WHERE id = ?`, reason, id)
 	})

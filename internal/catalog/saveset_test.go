@@ -15,7 +15,9 @@ func fullSaveset() *Saveset {
 	}
 }
 
-func TestSavesetLifecycle(t *testing.T) {
+func TestSavesetLifecycle(t *testing.T) { onBoth(t, testSavesetLifecycle) }
+
+func testSavesetLifecycle(t *testing.T) {
 	c, _ := openTemp(t)
 	s := fullSaveset()
 	must(t, c.CreateSaveset(s))
@@ -79,7 +81,9 @@ func TestSavesetLifecycle(t *testing.T) {
 	}
 }
 
-func TestSavesetInvalid(t *testing.T) {
+func TestSavesetInvalid(t *testing.T) { onBoth(t, testSavesetInvalid) }
+
+func testSavesetInvalid(t *testing.T) {
 	c, _ := openTemp(t)
 	for name, mod := range map[string]func(*Saveset){
 		"level":   func(s *Saveset) { s.Level = "weekly" },
@@ -99,7 +103,9 @@ func TestSavesetInvalid(t *testing.T) {
 }
 
 // A tape scan rebuilds savesets with their original IDs, in any order.
-func TestSavesetExplicitID(t *testing.T) {
+func TestSavesetExplicitID(t *testing.T) { onBoth(t, testSavesetExplicitID) }
+
+func testSavesetExplicitID(t *testing.T) {
 	c, _ := openTemp(t)
 	s := fullSaveset()
 	s.ID = 42
@@ -143,7 +149,9 @@ func ids(ss []*Saveset) []int64 {
 	return out
 }
 
-func TestSavesetsFilter(t *testing.T) {
+func TestSavesetsFilter(t *testing.T) { onBoth(t, testSavesetsFilter) }
+
+func testSavesetsFilter(t *testing.T) {
 	c, _ := openTemp(t)
 	mk := func(client, sel, level, status, lib string, created time.Time, parts []string, index string) int64 {
 		s := &Saveset{Client: client, Selection: sel, Level: level, Status: status, Library: lib, Created: created}
@@ -205,7 +213,9 @@ func TestSavesetsFilter(t *testing.T) {
 	}
 }
 
-func TestLastSaveset(t *testing.T) {
+func TestLastSaveset(t *testing.T) { onBoth(t, testLastSaveset) }
+
+func testLastSaveset(t *testing.T) {
 	c, _ := openTemp(t)
 	h := time.Hour
 	mk := func(client, level, status string, created time.Time, expired bool) int64 {
@@ -265,7 +275,9 @@ func TestLastSaveset(t *testing.T) {
 
 // Reserved IDs are never given out, however the catalog was started, and a
 // reservation never lowers the sequence.
-func TestReserveSavesetIDs(t *testing.T) {
+func TestReserveSavesetIDs(t *testing.T) { onBoth(t, testReserveSavesetIDs) }
+
+func testReserveSavesetIDs(t *testing.T) {
 	c, _ := openTemp(t)
 	if err := c.ReserveSavesetIDs(7); err != nil { // before any saveset
 		t.Fatal(err)

@@ -4,6 +4,12 @@ package catalog
 // ever appended: a released migration is never edited or removed, because
 // catalogs in the field have already run it.
 //
+// The statements are written once, in the subset of SQL that SQLite and
+// PostgreSQL share; dialect.ddl puts in each database's words: {autoid} is
+// an integer key whose IDs are never reused (SQLite's AUTOINCREMENT, an
+// identity column on PostgreSQL), {rowid} an integer key the database
+// numbers; INTEGER is 64 bits on both.
+//
 // Conventions: times are INTEGER UTC Unix nanoseconds, NULL for "not set";
 // lists are JSON text, except the tape parts of a saveset, which are rows of
 // saveset_parts so that "savesets on tape X" is an indexed query.
@@ -29,7 +35,7 @@ var migrations = [][]string{
 			PRIMARY KEY (client, name)
 		)`,
 		`CREATE TABLE savesets (
-			id            INTEGER PRIMARY KEY AUTOINCREMENT,
+			id            {autoid},
 			job_id        INTEGER NOT NULL,
 			client        TEXT NOT NULL,
 			selection     TEXT NOT NULL,
@@ -62,7 +68,7 @@ var migrations = [][]string{
 		)`,
 		`CREATE INDEX saveset_parts_barcode ON saveset_parts (barcode)`,
 		`CREATE TABLE jobs (
-			id            INTEGER PRIMARY KEY AUTOINCREMENT,
+			id            {autoid},
 			kind          TEXT NOT NULL,
 			state         TEXT NOT NULL,
 			client        TEXT NOT NULL,
@@ -103,7 +109,7 @@ var migrations = [][]string{
 			bwlimit          INTEGER NOT NULL
 		)`,
 		`CREATE TABLE tokens (
-			id      INTEGER PRIMARY KEY,
+			id      {rowid},
 			hash    TEXT NOT NULL UNIQUE,
 			kind    TEXT NOT NULL,
 			name    TEXT NOT NULL,

@@ -6,7 +6,9 @@ import (
 	"testing"
 )
 
-func TestSelections(t *testing.T) {
+func TestSelections(t *testing.T) { onBoth(t, testSelections) }
+
+func testSelections(t *testing.T) {
 	c, _ := openTemp(t)
 	home := Selection{Name: "home", Paths: []string{"/home", "/root"}, Excludes: []string{"*.o", "cache/"}, Created: t0}
 	etc := Selection{Name: "etc", Paths: []string{"/etc"}, Created: t0}

@@ -70,8 +70,10 @@ func (c *Catalog) CreateToken(t *Token) error {
 		t.Created = now()
 	}
 	var id int64
-	err := c.db.QueryRow(`INSERT INTO tokens (`+tokenColumns+`) VALUES (`+placeholders(tokenColumns)+`) RETURNING id`,
-		t.Hash, t.Kind, t.Name, toDB(t.Created), toDB(t.Expires), toDB(t.Used), t.UsedBy).Scan(&id)
+	err := c.write(func(tx *txn) error {
+		return tx.QueryRow(`INSERT INTO tokens (`+tokenColumns+`) VALUES (`+placeholders(tokenColumns)+`) RETURNING id`,
+			t.Hash, t.Kind, t.Name, toDB(t.Created), toDB(t.Expires), toDB(t.Used), t.UsedBy).Scan(&id)
+	})
 	if isDuplicate(err) {
 		return fmt.Errorf("catalog: token: %w", ErrExists)
 	}
@@ -106,7 +108,7 @@ func (c *Catalog) UseToken(hash string, at time.Time, by string) (*Token, error)
 		at = now()
 	}
 	var t *Token
-	err := c.write(func(tx *sql.Tx) error {
+	err := c.write(func(tx *txn) error {
 		var err error
 		t, err = scanToken(tx.QueryRow(`SELECT id, `+tokenColumns+` FROM tokens WHERE hash = ?`, hash))
 		switch {

@@ -9,7 +9,9 @@ import (
 	"time"
 )
 
-func TestTokens(t *testing.T) {
+func TestTokens(t *testing.T) { onBoth(t, testTokens) }
+
+func testTokens(t *testing.T) {
 	c, _ := openTemp(t)
 	if toks, err := c.Tokens(); err != nil || len(toks) != 0 {
 		t.Fatalf("Tokens of empty catalog: %v, %v", toks, err)
@@ -72,7 +74,9 @@ func TestTokens(t *testing.T) {
 
 // Many goroutines, on two Catalogs of one file, spend the same token at
 // once: exactly one wins, the others get ErrTokenUsed.
-func TestUseTokenConcurrently(t *testing.T) {
+func TestUseTokenConcurrently(t *testing.T) { onBoth(t, testUseTokenConcurrently) }
+
+func testUseTokenConcurrently(t *testing.T) {
 	c, path := openTemp(t)
 	c2, err := Open(path)
 	must(t, err)
@@ -114,7 +118,9 @@ func TestUseTokenConcurrently(t *testing.T) {
 }
 
 // TokenByHash reads a token without spending it.
-func TestTokenByHash(t *testing.T) {
+func TestTokenByHash(t *testing.T) { onBoth(t, testTokenByHash) }
+
+func testTokenByHash(t *testing.T) {
 	c, _ := openTemp(t)
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	must(t, c.CreateToken(&Token{Hash: "h1", Kind: TokenEnroll, Name: "db1", Created: t0, Expires: t0.Add(time.Hour)}))
