@@ -54,15 +54,21 @@ func backendOf(t testing.TB) string {
 func newDSN(t testing.TB) string {
 	t.Helper()
 	if backendOf(t) == "postgres" {
-		if pg == nil {
-			// A child process of TestTwoProcesses is given its DSN.
-			t.Fatal("no PostgreSQL server in this process")
-		}
-		db, err := pg.CreateDatabase(context.Background(), "catalog")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pg.URL(db)
+		return pgDSN(t)
 	}
 	return filepath.Join(t.TempDir(), "catalog.db")
+}
+
+// pgDSN is the URL of a new, empty PostgreSQL database.
+func pgDSN(t testing.TB) string {
+	t.Helper()
+	if pg == nil {
+		// A child process of TestTwoProcesses is given its DSN.
+		t.Fatal("no PostgreSQL server in this process")
+	}
+	db, err := pg.CreateDatabase(context.Background(), "catalog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pg.URL(db)
 }
