@@ -11,9 +11,13 @@ import (
 	"github.com/kura-backup/kura/internal/service"
 )
 
-// openEnv opens the local home and catalog for a command.
+// catalogDSN is the catalog KURA_CATALOG names ("": the home's).
+func catalogDSN() string { return os.Getenv("KURA_CATALOG") }
+
+// openEnv opens the local home and catalog for a command: the catalog
+// KURA_CATALOG names (as the server does), else the home's.
 func openEnv(g *globals) (*engine.Env, error) {
-	env, err := engine.Open(g.home)
+	env, err := engine.OpenCatalog(g.home, catalogDSN())
 	if err != nil {
 		return nil, err
 	}

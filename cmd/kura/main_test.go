@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	stopS3()
+	stopPG()
 	os.Exit(code)
 }
 
@@ -116,7 +117,7 @@ func (k *kura) command(ctx context.Context, args ...string) *exec.Cmd {
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
-		case runMainEnv, "KURA_HOME", "HOME", "GORACE", "XDG_CONFIG_HOME", "KURA_SERVER", "KURA_TOKEN", "KURA_LOGIN":
+		case runMainEnv, "KURA_HOME", "HOME", "GORACE", "XDG_CONFIG_HOME", "KURA_SERVER", "KURA_TOKEN", "KURA_LOGIN", "KURA_CATALOG":
 			// A developer's own login must never reach a test.
 		default:
 			env = append(env, kv)

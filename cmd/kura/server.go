@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/home"
 	"github.com/kura-backup/kura/internal/server"
 )
 
@@ -19,6 +21,7 @@ func newServerCmd(g *globals) *cobra.Command {
 		listen string
 		hosts  []string
 		name   string
+		catDSN string
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -28,23 +31,32 @@ libraries and their drives in its home, and runs queued jobs one per drive.
 Agents dial in to it; admins use the same kura binary with "kura login".
 
 On first start it creates its own certificate authority and an admin token
-(admin.token in the home) and prints how to log in and enroll agents.`,
-		Example: `  kura server --home /var/lib/kura --listen :8420 --host backup.example.com`,
-		Args:    cobra.NoArgs,
+(admin.token in the home) and prints how to log in and enroll agents.
+
+The catalog is catalog.db in the home unless --catalog (or KURA_CATALOG)
+names a PostgreSQL database, postgres://USER@HOST:PORT/DB: its password
+comes from PGPASSWORD or ~/.pgpass (PGPASSFILE) rather than the URL, which
+shows in the process list. "kura catalog migrate --to URL" moves an
+existing catalog there.`,
+		Example: `  kura server --home /var/lib/kura --listen :8420 --host backup.example.com
+  kura server --home /var/lib/kura --catalog postgres://kura@db.example.com/kura`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			home := g.home
-			if home == "" {
-				env, err := openEnv(g)
+			if catDSN == "" {
+				catDSN = catalogDSN()
+			}
+			dir := g.home
+			if dir == "" {
+				d, err := home.Dir()
 				if err != nil {
 					return err
 				}
-				home = env.Home
-				env.Close()
+				dir = d
 			}
 			if h, err := os.Hostname(); err == nil {
 				hosts = append(hosts, h)
 			}
-			srv, err := server.New(server.Options{Home: home, Hosts: hosts, Name: name, Log: cmd.ErrOrStderr()})
+			srv, err := server.New(server.Options{Home: dir, Catalog: catDSN, Hosts: hosts, Name: name, Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -63,6 +75,9 @@ On first start it creates its own certificate authority and an admin token
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "Kura server listening on %s\n", url)
 			fmt.Fprintf(out, "  home            %s\n", srv.Home())
+			if catDSN != "" {
+				fmt.Fprintf(out, "  catalog         %s\n", catalog.Redact(catDSN))
+			}
 			fmt.Fprintf(out, "  CA fingerprint  %s\n", srv.CAFingerprint())
 			fmt.Fprintf(out, "Log in (as an admin):\n  kura login --server %s --token \"$(cat %s)\"\n", url, srv.AdminTokenPath())
 			fmt.Fprintf(out, "Enroll an agent: make a one-time token here or after login,\n  kura token create --expires 1h\n")
@@ -75,5 +90,6 @@ On first start it creates its own certificate authority and an admin token
 	cmd.Flags().StringVar(&listen, "listen", ":8420", "address to listen on (HOST:PORT)")
 	cmd.Flags().StringArrayVar(&hosts, "host", nil, "a name or address clients use to reach this server, for its certificate; repeatable")
 	cmd.Flags().StringVar(&name, "name", "", "server name (default: host name)")
+	cmd.Flags().StringVar(&catDSN, "catalog", "", "the catalog: a postgres:// URL (default $KURA_CATALOG, else catalog.db in the home)")
 	return cmd
 }

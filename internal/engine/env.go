@@ -82,7 +82,12 @@ func (e *Env) notice(msg string) {
 }
 
 // Open opens the home folder (creating it) and its catalog.
-func Open(homeDir string) (*Env, error) {
+func Open(homeDir string) (*Env, error) { return OpenCatalog(homeDir, "") }
+
+// OpenCatalog opens the home folder (creating it) with the catalog dsn
+// names (catalog.Open: a postgres:// URL or the path of a SQLite file); ""
+// is the SQLite catalog in the home.
+func OpenCatalog(homeDir, dsn string) (*Env, error) {
 	if homeDir == "" {
 		d, err := home.Dir()
 		if err != nil {
@@ -92,6 +97,13 @@ func Open(homeDir string) (*Env, error) {
 	}
 	if err := home.Ensure(homeDir); err != nil {
 		return nil, err
+	}
+	if dsn != "" {
+		cat, err := catalog.Open(dsn)
+		if err != nil {
+			return nil, fmt.Errorf("opening the catalog: %w", err)
+		}
+		return openWith(homeDir, cat)
 	}
 	cat, err := catalog.Open(home.CatalogPath(homeDir))
 	if err != nil && reclaimHomeLibraries(homeDir) > 0 {
@@ -104,6 +116,11 @@ func Open(homeDir string) (*Env, error) {
 		}
 		return nil, fmt.Errorf("opening the catalog in %s: %w", homeDir, err)
 	}
+	return openWith(homeDir, cat)
+}
+
+// openWith makes the Env of a home and its open catalog.
+func openWith(homeDir string, cat *catalog.Catalog) (*Env, error) {
 	jobs, err := job.NewRegistry(cat, job.Options{})
 	if err != nil {
 		cat.Close()

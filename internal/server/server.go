@@ -54,6 +54,9 @@ var Version = "0.2"
 // Options configure a server. Zero values take the defaults.
 type Options struct {
 	Home  string   // server home (catalog, libraries, CA); default as the CLI's
+	// Catalog, when set, is the catalog instead of the SQLite file in the
+	// home: a postgres:// URL (catalog.Open).
+	Catalog string
 	Hosts []string // names and addresses for the server certificate, besides localhost
 	Name  string   // server name (default: host name)
 	Clock monitor.Clock
@@ -140,7 +143,7 @@ const (
 // and admin token. FirstStart reports whether the CA and token were made now.
 func New(opts Options) (*Server, error) {
 	opts = opts.withDefaults()
-	env, err := engine.Open(opts.Home)
+	env, err := engine.OpenCatalog(opts.Home, opts.Catalog)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/pgtest"
+)
+
+// pgsrv is the package's PostgreSQL server, started by the first test that
+// needs it and stopped by TestMain.
+var pgsrv struct {
+	once sync.Once
+	err  error
+	srv  *pgtest.Server
+}
+
+func stopPG() {
+	if pgsrv.srv != nil {
+		pgsrv.srv.Stop()
+	}
+}
+
+// pgPassword is put in catalog URLs: the test server trusts local
+// connections and ignores it, and it must never be printed.
+const pgPassword = "pg-SECRET-5ca1ab1e"
+
+// pgCatalog starts the server if needed and returns the URL of a new,
+// empty database, with pgPassword in it.
+func pgCatalog(t *testing.T) string {
+	t.Helper()
+	pgsrv.once.Do(func() { pgsrv.srv, pgsrv.err = pgtest.Start("fsync=off") })
+	if pgsrv.err != nil {
+		t.Fatalf("start PostgreSQL: %v", pgsrv.err)
+	}
+	db, err := pgsrv.srv.CreateDatabase(context.Background(), "kura")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Replace(pgsrv.srv.URL(db), "postgres@", "postgres:"+pgPassword+"@", 1)
+}
+
+// A server on a PostgreSQL catalog, as a user runs one: an agent enrolls,
+// a backup and a restore run through it, savesets, jobs and the catalog
+// backup work; the records are in PostgreSQL (no catalog file in the home),
+// and the password in the URL is never printed.
+func TestServerOnPostgres(t *testing.T) {
+	url := pgCatalog(t)
+	srvK := newKura(t)
+	srv := srvK.start("server", "--listen", "127.0.0.1:0", "--catalog", url)
+	addr := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))
+	if l := srv.line(t, "catalog "); !strings.Contains(l, "postgres://postgres:xxxxx@") || strings.Contains(l, pgPassword) {
+		t.Fatalf("the server shows its catalog as %q: want the URL without its password", l)
+	}
+	tokb, err := os.ReadFile(filepath.Join(srvK.home, "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := newKura(t)
+	admin.home = ""
+	admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json")}
+	admin.ok("login", "--server", addr, "--token", strings.TrimSpace(string(tokb)))
+
+	tok := strings.TrimSpace(admin.ok("token", "create", "--expires", "10m").stdout)
+	agent := newKura(t)
+	agent.ok("agent", "enroll", "--server", addr, "--token", tok, "--name", "c1")
+	agent.start("agent", "run")
+	admin.connected("c1")
+
+	src := filepath.Join(agent.dir, "src")
+	files, _ := sampleTree()
+	writeTree(t, src, files)
+	var fig figures
+	admin.json(0, &fig, "backup", "--client", "c1", "--json", src)
+	if fig.Status != "completed" || fig.SavesetID == 0 {
+		t.Fatalf("backup figures: %+v", fig)
+	}
+	dst := filepath.Join(agent.dir, "restored")
+	admin.ok("restore", "--client", "c1", itoa64(fig.SavesetID), "--to", dst)
+	sameTree(t, readTree(t, src), readTree(t, restoredAt(dst, src)))
+
+	var sets []struct {
+		ID     int64  `json:"id"`
+		Status string `json:"status"`
+	}
+	admin.json(0, &sets, "savesets", "--json")
+	if len(sets) != 1 || sets[0].ID != fig.SavesetID || sets[0].Status != "complete" {
+		t.Fatalf("savesets through the server: %+v", sets)
+	}
+	if r := admin.ok("jobs", "list"); !strings.Contains(r.stdout, "c1") {
+		t.Fatalf("jobs list:\n%s", r)
+	}
+	// The catalog backup of a PostgreSQL catalog: a SQLite snapshot on
+	// tape, listed by `kura catalog list` like any other.
+	var rec catalogBackup
+	admin.json(0, &rec, "catalog", "backup", "--json")
+	if rec.Barcode == "" || rec.Savesets != 1 || rec.LastSavesetID != fig.SavesetID {
+		t.Fatalf("catalog backup --json: %+v", rec)
+	}
+	if r := admin.ok("catalog", "list"); !strings.Contains(r.stdout, rec.Barcode) || !strings.Contains(r.stdout, "label ok") {
+		t.Errorf("catalog list should show the catalog backup:\n%s", r)
+	}
+
+	// The records are in PostgreSQL, not in a file in the home; no job is
+	// left holding a lease.
+	if _, err := os.Stat(filepath.Join(srvK.home, "catalog.db")); !os.IsNotExist(err) {
+		t.Errorf("a catalog file in the home of a server on PostgreSQL: %v", err)
+	}
+	c, err := catalog.Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ss, err := c.Savesets(catalog.SavesetFilter{})
+	if err != nil || len(ss) != 1 || ss[0].ID != fig.SavesetID {
+		t.Fatalf("savesets in PostgreSQL: %d, %v", len(ss), err)
+	}
+	leases, err := c.LiveJobLeases(time.Unix(0, 0)) // every lease, expired or not
+	if err != nil || len(leases) != 0 {
+		t.Errorf("job leases left in PostgreSQL after the jobs ended: %+v, %v", leases, err)
+	}
+
+	// A catalog the server cannot reach: a clear error, without the
+	// password.
+	bad := newKura(t)
+	r := bad.expect(exitFailure, "server", "--listen", "127.0.0.1:0", "--catalog", "postgres://kura:"+pgPassword+"@127.0.0.1:1/kura?connect_timeout=5")
+	if !strings.Contains(r.stderr, "catalog") || strings.Contains(r.stdout+r.stderr, pgPassword) {
+		t.Errorf("server on an unreachable catalog:\n%s", r)
+	}
+}
