@@ -53,14 +53,14 @@ var Version = "0.2"
 
 // Options configure a server. Zero values take the defaults.
 type Options struct {
-	Home  string   // server home (catalog, libraries, CA); default as the CLI's
+	Home string // server home (catalog, libraries, CA); default as the CLI's
 	// Catalog, when set, is the catalog instead of the SQLite file in the
 	// home: a postgres:// URL (catalog.Open).
 	Catalog string
-	Hosts []string // names and addresses for the server certificate, besides localhost
-	Name  string   // server name (default: host name)
-	Clock monitor.Clock
-	Log   io.Writer // the server log (default stderr)
+	Hosts   []string // names and addresses for the server certificate, besides localhost
+	Name    string   // server name (default: host name)
+	Clock   monitor.Clock
+	Log     io.Writer // the server log (default stderr)
 	// PollTimeout is how long an agent's order poll is held open (25 s).
 	PollTimeout time.Duration
 	// SchedulerEvery is how often the scheduler looks at the policies (15 s);
