@@ -53,14 +53,11 @@ var Version = "0.2"
 
 // Options configure a server. Zero values take the defaults.
 type Options struct {
-	Home string // server home (catalog, libraries, CA); default as the CLI's
-	// Catalog, when set, is the catalog instead of the SQLite file in the
-	// home: a postgres:// URL (catalog.Open).
-	Catalog string
-	Hosts   []string // names and addresses for the server certificate, besides localhost
-	Name    string   // server name (default: host name)
-	Clock   monitor.Clock
-	Log     io.Writer // the server log (default stderr)
+	Home  string   // server home (catalog, libraries, CA); default as the CLI's
+	Hosts []string // names and addresses for the server certificate, besides localhost
+	Name  string   // server name (default: host name)
+	Clock monitor.Clock
+	Log   io.Writer // the server log (default stderr)
 	// PollTimeout is how long an agent's order poll is held open (25 s).
 	PollTimeout time.Duration
 	// SchedulerEvery is how often the scheduler looks at the policies (15 s);
@@ -80,6 +77,9 @@ type Options struct {
 	// OnlineGrace: an agent counts as connected this long after its last
 	// poll ended (PollTimeout + 10 s).
 	OnlineGrace time.Duration
+	// Catalog, when set, is the catalog instead of the SQLite file in the
+	// home: a postgres:// URL (catalog.Open).
+	Catalog string
 }
 
 func (o Options) withDefaults() Options {
