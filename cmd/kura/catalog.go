@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/units"
@@ -23,7 +24,7 @@ func init() { commands = append(commands, newCatalogCmd) }
 func newCatalogCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "catalog",
-		Short: "The catalog's own backups: write one to tape, find them, restore one after losing the catalog",
+		Short: "The catalog's own backups: write one to tape, find them, restore one after losing the catalog; move it to PostgreSQL",
 	}
 
 	var (
@@ -176,7 +177,71 @@ the server. A home whose catalog holds savesets or jobs is replaced only with
 	rf.BoolVar(&ropts.NoScan, "no-scan", false, "do not scan the tapes written after the backup; list them instead")
 	rf.BoolVar(&restoreJSON, "json", false, "print as JSON")
 
-	cmd.AddCommand(backup, list, restore)
+	var (
+		migrateTo   string
+		migrateJSON bool
+	)
+	migrate := &cobra.Command{
+		Use:   "migrate --to postgres://USER@HOST/DB",
+		Short: "Copy the catalog into an empty PostgreSQL database (or SQLite file), checked table by table",
+		Long: `Copy every record of the catalog (the home's catalog.db, or the one
+KURA_CATALOG names) into the catalog --to names: a postgres:// URL, or the path
+of a SQLite file. The target must be empty: a database just created (its
+tables are made here), or a catalog that holds no records; one that holds any
+is refused and left as it was. The copy is one transaction: all or nothing.
+Its ID counters are raised to the original's, so that IDs of deleted
+savesets and jobs are never given out again.
+
+Then every table is counted and summed (SHA-256 over its rows, in key order,
+computed the same way on both databases) on both sides, and the figures are
+printed; a difference fails the command.
+
+Stop the server first (what it writes during the copy would not be copied),
+then start it with --catalog URL (or KURA_CATALOG). It runs on the server's
+machine, never through the server. The password is best kept out of the URL:
+PGPASSWORD or ~/.pgpass (PGPASSFILE) are read as by psql.`,
+		Example: `  kura catalog migrate --to postgres://kura@db.example.com/kura
+  KURA_CATALOG=postgres://kura@db.example.com/kura kura catalog migrate --to /var/lib/kura/catalog-copy.db`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if migrateTo == "" {
+				return usageErrorf("--to is required: the postgres:// URL of an empty database")
+			}
+			return withEnv(g, func(env *engine.Env) error {
+				dst, err := catalog.Open(migrateTo)
+				if err != nil {
+					return err
+				}
+				defer dst.Close()
+				sums, err := env.Catalog.CopyTo(dst)
+				if err != nil {
+					return err
+				}
+				if migrateJSON {
+					return printJSON(cmd.OutOrStdout(), sums)
+				}
+				w := cmd.OutOrStdout()
+				tw := table(w)
+				fmt.Fprintln(tw, "TABLE\tROWS\tSHA-256 (both sides)")
+				var rows int64
+				for _, s := range sums {
+					fmt.Fprintf(tw, "%s\t%d\t%s\n", s.Table, s.Rows, s.Sum)
+					rows += s.Rows
+				}
+				tw.Flush()
+				fmt.Fprintf(w, "Catalog %s copied to %s: %s in %d tables, the same count and checksum on both sides.\n",
+					env.Catalog, dst, units.Count(rows, "row"), len(sums))
+				if catalog.IsURL(migrateTo) {
+					fmt.Fprintf(w, "Now run the server on it: kura server --catalog %s (or set KURA_CATALOG).\n", dst)
+				}
+				return nil
+			})
+		},
+	}
+	migrate.Flags().StringVar(&migrateTo, "to", "", "the empty catalog to copy into: a postgres:// URL (or a SQLite file)")
+	migrate.Flags().BoolVar(&migrateJSON, "json", false, "print the tables' row counts and checksums as JSON")
+
+	cmd.AddCommand(backup, list, restore, migrate)
 	return cmd
 }
 

@@ -134,3 +134,65 @@ func TestServerOnPostgres(t *testing.T) {
 		t.Errorf("server on an unreachable catalog:\n%s", r)
 	}
 }
+
+// `kura catalog migrate --to URL` moves a home's catalog into an empty
+// PostgreSQL database, prints what it checked, and the home then works on
+// it (KURA_CATALOG): the savesets restore, and new IDs go on past the old
+// ones. A target that holds records is refused and
+// keeps them.
+func TestCatalogMigrateToPostgres(t *testing.T) {
+	k := newKura(t)
+	src := filepath.Join(k.dir, "src")
+	files, _ := sampleTree()
+	writeTree(t, src, files)
+	full := k.backup(src)
+	incr := k.backup(src, "--level", "incr")
+	want := readTree(t, src)
+
+	url := pgCatalog(t)
+	r := k.ok("catalog", "migrate", "--to", url)
+	for _, s := range []string{"savesets", "jobs", "the same count and checksum on both sides", "kura server --catalog postgres://postgres:xxxxx@"} {
+		if !strings.Contains(r.stdout, s) {
+			t.Errorf("catalog migrate should say %q:\n%s", s, r)
+		}
+	}
+	if strings.Contains(r.stdout+r.stderr, pgPassword) {
+		t.Errorf("catalog migrate printed the password:\n%s", r)
+	}
+	var sums []catalog.TableSum
+	k.json(0, &sums, "catalog", "migrate", "--to", pgCatalog(t), "--json")
+	for _, s := range sums {
+		if s.Table == "savesets" && s.Rows != 2 || len(s.Sum) != 64 {
+			t.Errorf("migrate --json: %+v", s)
+		}
+	}
+
+	pk := *k
+	pk.env = append(pk.env, "KURA_CATALOG="+url)
+	var sets []struct {
+		ID int64 `json:"id"`
+	}
+	pk.json(0, &sets, "savesets", "--json")
+	if len(sets) != 2 || sets[0].ID != full.SavesetID {
+		t.Fatalf("savesets on the migrated catalog: %+v", sets)
+	}
+	out := filepath.Join(k.dir, "out")
+	pk.ok("restore", itoa64(full.SavesetID), "--to", out)
+	sameTree(t, want, readTree(t, restoredAt(out, src)))
+	next := pk.backup(src, "--level", "incr")
+	if next.SavesetID <= incr.SavesetID || next.JobID <= incr.JobID {
+		t.Errorf("first backup on the migrated catalog: saveset %d, job %d; want past the home's %d and %d",
+			next.SavesetID, next.JobID, incr.SavesetID, incr.JobID)
+	}
+
+	// Once more into the same database: refused, and it keeps its records.
+	r = k.expect(exitFailure, "catalog", "migrate", "--to", url)
+	if !strings.Contains(r.stderr, "not empty") || strings.Contains(r.stdout+r.stderr, pgPassword) {
+		t.Errorf("migrate into a catalog with records:\n%s", r)
+	}
+	pk.json(0, &sets, "savesets", "--json")
+	if len(sets) != 3 {
+		t.Fatalf("savesets after a refused migrate: %+v", sets)
+	}
+	k.expect(exitUsage, "catalog", "migrate")
+}
