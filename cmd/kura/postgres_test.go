@@ -196,3 +196,56 @@ func TestCatalogMigrateToPostgres(t *testing.T) {
 	}
 	k.expect(exitUsage, "catalog", "migrate")
 }
+
+// Disaster recovery on PostgreSQL: the catalog backup of a PostgreSQL
+// catalog restores into a new, empty database (the old one was lost) and,
+// with --force, over one that holds records (kept as a SQLite copy in the
+// home); the savesets made after the backup come back from the tape scan.
+func TestCatalogRestoreIntoPostgres(t *testing.T) {
+	k := newKura(t)
+	k.env = append(k.env, "KURA_CATALOG="+pgCatalog(t))
+	src := filepath.Join(k.dir, "src")
+	files, _ := sampleTree()
+	writeTree(t, src, files)
+	full := k.backup(src)
+	var rec catalogBackup
+	k.json(0, &rec, "catalog", "backup", "--json")
+	writeTree(t, src, map[string]string{"later.txt": "written after the catalog backup\n"})
+	incr := k.backup(src, "--level", "incr")
+	want := readTree(t, src)
+
+	check := func(k *kura) {
+		t.Helper()
+		var sets []struct {
+			ID     int64  `json:"id"`
+			Status string `json:"status"`
+		}
+		k.json(0, &sets, "savesets", "--json")
+		if len(sets) != 2 || sets[0].ID != full.SavesetID || sets[1].ID != incr.SavesetID || sets[1].Status != "complete" {
+			t.Fatalf("savesets after the restore: %+v", sets)
+		}
+		out := filepath.Join(t.TempDir(), "out")
+		k.ok("restore", itoa64(incr.SavesetID), "--to", out)
+		sameTree(t, want, readTree(t, restoredAt(out, src)))
+	}
+
+	// The database is lost: a new one.
+	lost := *k
+	lost.env = append(append([]string(nil), k.env...), "KURA_CATALOG="+pgCatalog(t))
+	r := lost.ok("catalog", "restore")
+	if !strings.Contains(r.stdout, "Catalog restored from tape "+rec.Barcode) || !strings.Contains(r.stdout, "rebuilt saveset "+itoa64(incr.SavesetID)) {
+		t.Errorf("catalog restore into a new database:\n%s", r)
+	}
+	check(&lost)
+	if _, err := os.Stat(filepath.Join(k.home, "catalog.db")); !os.IsNotExist(err) {
+		t.Errorf("a catalog file in the home after a restore into PostgreSQL: %v", err)
+	}
+
+	// Over the old one, which holds records: --force, and a copy is kept.
+	k.expect(exitFailure, "catalog", "restore")
+	r = k.ok("catalog", "restore", "--force")
+	if !strings.Contains(r.stdout, "catalog.db.replaced-") || strings.Contains(r.stdout, pgPassword) {
+		t.Errorf("catalog restore --force over a PostgreSQL catalog:\n%s", r)
+	}
+	check(k)
+}

@@ -90,6 +90,18 @@ func (c *Catalog) beginRead() (*sql.Tx, error) {
 // table on both sides and returns the sums, or ErrCopyMismatch if any
 // differs. c is read in one transaction and may be in use meanwhile.
 func (c *Catalog) CopyTo(dst *Catalog) ([]TableSum, error) {
+	return c.copyTo(dst, false)
+}
+
+// ReplaceWith replaces every record of c with those of src, in one
+// transaction of c, as CopyTo would copy them into an empty c; c's ID
+// counters never go down. It is how a catalog backup (a SQLite snapshot)
+// is restored into a PostgreSQL catalog.
+func (c *Catalog) ReplaceWith(src *Catalog) ([]TableSum, error) {
+	return src.copyTo(c, true)
+}
+
+func (c *Catalog) copyTo(dst *Catalog, replace bool) ([]TableSum, error) {
 	sv, err := c.SchemaVersion()
 	if err != nil {
 		return nil, err
@@ -112,6 +124,13 @@ func (c *Catalog) CopyTo(dst *Catalog) ([]TableSum, error) {
 	}
 	var want []TableSum
 	err = dst.write(func(tx *txn) error {
+		if replace {
+			for i := len(tables) - 1; i >= 0; i-- {
+				if _, err := tx.Exec(`DELETE FROM ` + tables[i].name); err != nil {
+					return fmt.Errorf("table %s: %w", tables[i].name, err)
+				}
+			}
+		}
 		for _, tb := range tables {
 			var n int64
 			if err := tx.QueryRow(`SELECT COUNT(*) FROM ` + tb.name).Scan(&n); err != nil {

@@ -227,3 +227,39 @@ func TestCopyRefusesUnknownTable(t *testing.T) {
 		t.Fatalf("copy of a catalog with an unknown table: %v, want ErrInvalid naming it", err)
 	}
 }
+
+// ReplaceWith puts the records of another catalog (a restored snapshot) in
+// place of all of this one's, and its ID counters never go down.
+func TestReplaceWith(t *testing.T) { onBoth(t, testReplaceWith) }
+
+func testReplaceWith(t *testing.T) {
+	c, _ := openTemp(t)
+	fill(t, c)
+	for i := 0; i < 5; i++ {
+		must(t, c.CreateJob(&Job{Kind: KindBackup, State: StateSucceeded, Started: t0}))
+	}
+	must(t, c.SetSetting("only-here", "x"))
+	snap, err := Open(filepath.Join(t.TempDir(), "snap.db"))
+	must(t, err)
+	defer snap.Close()
+	fill(t, snap)
+	must(t, snap.AddLibrary(Library{Name: "other", Dir: "/other", Created: t0}))
+	want := dump(t, snap)
+
+	sums, err := c.ReplaceWith(snap)
+	must(t, err)
+	if len(sums) != len(tables) {
+		t.Fatalf("%d sums", len(sums))
+	}
+	if got := dump(t, c); got != want {
+		t.Fatalf("after ReplaceWith:\n%s\nwant:\n%s", got, want)
+	}
+	if v, err := c.Setting("only-here"); v != "" || err != nil {
+		t.Errorf("a setting only the replaced catalog had: %q, %v; want it gone", v, err)
+	}
+	j := &Job{Kind: KindBackup, State: StateSucceeded, Started: t0}
+	must(t, c.CreateJob(j))
+	if j.ID != 8 {
+		t.Errorf("new job after ReplaceWith: ID %d, want 8 (the replaced catalog had 7)", j.ID)
+	}
+}

@@ -677,6 +677,9 @@ func (e *Env) extractCatalog(c CatalogCopy) (string, error) {
 // installCatalog puts the restored catalog in place of the open one and
 // reopens it.
 func (e *Env) installCatalog(tmp string, keepOld bool, res *CatalogRestoreResult) error {
+	if e.Catalog.Dialect() != "sqlite" {
+		return e.installCatalogInto(tmp, keepOld, res)
+	}
 	path := home.CatalogPath(e.Home)
 	if err := e.Catalog.Close(); err != nil {
 		return err
@@ -704,15 +707,7 @@ func (e *Env) installCatalog(tmp string, keepOld bool, res *CatalogRestoreResult
 	}
 	os.Remove(path + "-shm")
 	if keepOld {
-		stamp := e.now().UTC().Format("20060102T150405Z")
-		for i := 2; ; i++ {
-			_, err1 := os.Lstat(path + ".replaced-" + stamp)
-			_, err2 := os.Lstat(home.IndexDir(e.Home) + ".replaced-" + stamp)
-			if errors.Is(err1, os.ErrNotExist) && errors.Is(err2, os.ErrNotExist) {
-				break
-			}
-			stamp = fmt.Sprintf("%s.%d", e.now().UTC().Format("20060102T150405Z"), i)
-		}
+		stamp := e.replacedStamp()
 		res.Replaced = path + ".replaced-" + stamp
 		if err := os.Link(path, res.Replaced); err != nil {
 			if rerr := reopen(); rerr != nil {
@@ -744,6 +739,55 @@ func (e *Env) installCatalog(tmp string, keepOld bool, res *CatalogRestoreResult
 		return err
 	}
 	return reopen()
+}
+
+// replacedStamp is the suffix, .replaced-STAMP, under which a restore keeps
+// the catalog and index cache it replaces: the time, made unique.
+func (e *Env) replacedStamp() string {
+	path := home.CatalogPath(e.Home)
+	stamp := e.now().UTC().Format("20060102T150405Z")
+	for i := 2; ; i++ {
+		_, err1 := os.Lstat(path + ".replaced-" + stamp)
+		_, err2 := os.Lstat(home.IndexDir(e.Home) + ".replaced-" + stamp)
+		if errors.Is(err1, os.ErrNotExist) && errors.Is(err2, os.ErrNotExist) {
+			return stamp
+		}
+		stamp = fmt.Sprintf("%s.%d", e.now().UTC().Format("20060102T150405Z"), i)
+	}
+}
+
+// installCatalogInto restores the catalog backup tmp (a SQLite snapshot)
+// into a catalog that is not a file in the home (PostgreSQL): its records
+// are replaced by the backup's in one transaction. The replaced ones are
+// first kept as a SQLite snapshot, catalog.db.replaced-TIME in the home.
+func (e *Env) installCatalogInto(tmp string, keepOld bool, res *CatalogRestoreResult) error {
+	src, err := catalog.Open(tmp)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		src.Close()
+		removeSidecars(tmp)
+	}()
+	if keepOld {
+		stamp, path := e.replacedStamp(), home.CatalogPath(e.Home)
+		res.Replaced = path + ".replaced-" + stamp
+		if err := e.Catalog.Snapshot(res.Replaced); err != nil {
+			return fmt.Errorf("keeping the old catalog: %w", err)
+		}
+		idx := home.IndexDir(e.Home)
+		if err := os.Rename(idx, idx+".replaced-"+stamp); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("moving the index cache aside: %w", err)
+		}
+		if err := private.MkdirAll(idx); err != nil {
+			return err
+		}
+		res.Notes = append(res.Notes, CatalogNote{Text: fmt.Sprintf("the replaced catalog is %s (a SQLite copy of %s), its index cache %s", res.Replaced, e.Catalog, idx+".replaced-"+stamp)})
+	}
+	if _, err := e.Catalog.ReplaceWith(src); err != nil {
+		return err
+	}
+	return nil
 }
 
 // afterCatalogRestore matches the library folders with the restored
