@@ -95,7 +95,9 @@ func TestHoldQueued(t *testing.T) {
 // A held job whose lease was reclaimed: its context is cancelled with
 // ErrLeaseLost at the next heartbeat and its end is not written over the
 // reclaimer's record.
-func TestHoldLeaseLost(t *testing.T) {
+func TestHoldLeaseLost(t *testing.T) { onBoth(t, testHoldLeaseLost) }
+
+func testHoldLeaseLost(t *testing.T) {
 	path := catalogPath(t)
 	a, b := newProc(t, path, "a"), newProc(t, path, "b")
 	row := &catalog.Job{Kind: catalog.KindBackup}
@@ -150,7 +152,9 @@ func TestHoldCloseUnfinished(t *testing.T) {
 // Reclaim takes the jobs of a holder Options.Gone reports dead at once,
 // before their leases expire, and never a live holder's job with a live
 // lease.
-func TestReclaimGoneHolderAtOnce(t *testing.T) {
+func TestReclaimGoneHolderAtOnce(t *testing.T) { onBoth(t, testReclaimGoneHolderAtOnce) }
+
+func testReclaimGoneHolderAtOnce(t *testing.T) {
 	path := catalogPath(t)
 	a := newProc(t, path, "a")
 	row := &catalog.Job{Kind: catalog.KindBackup}

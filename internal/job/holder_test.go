@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kura-backup/kura/internal/pgtest"
 )
 
 const childEnv = "KURA_JOB_TEST_CHILD"
@@ -18,8 +20,22 @@ func TestMain(m *testing.M) {
 		_, _ = io.ReadAll(os.Stdin) // lives until the test closes stdin or kills it
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	s, err := pgtest.Start("fsync=off")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "job tests:", err)
+		os.Exit(1)
+	}
+	pg = s
+	code := m.Run()
+	if err := pg.Stop(); err != nil && code == 0 {
+		fmt.Fprintln(os.Stderr, "job tests:", err)
+		code = 1
+	}
+	os.Exit(code)
 }
+
+// pg is the PostgreSQL server of the tests that run on both catalogs.
+var pg *pgtest.Server
 
 // startChild starts a process that lives until killed, and returns it and
 // its holder name.

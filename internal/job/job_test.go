@@ -68,7 +68,26 @@ func newProc(t *testing.T, path, holder string) *proc {
 	return p
 }
 
-func catalogPath(t *testing.T) string { return filepath.Join(t.TempDir(), "catalog.db") }
+// catalogPath names a new catalog for t: a SQLite file, or in the
+// "postgres" subtest of onBoth a new PostgreSQL database.
+func catalogPath(t *testing.T) string {
+	t.Helper()
+	if parts := strings.Split(t.Name(), "/"); len(parts) > 1 && parts[1] == "postgres" {
+		db, err := pg.CreateDatabase(context.Background(), "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pg.URL(db)
+	}
+	return filepath.Join(t.TempDir(), "catalog.db")
+}
+
+// onBoth runs test on a SQLite catalog and on a PostgreSQL one: leases,
+// heartbeats and expiry must hold on both.
+func onBoth(t *testing.T, test func(t *testing.T)) {
+	t.Run("sqlite", test)
+	t.Run("postgres", test)
+}
 
 // beat delivers one heartbeat to the running job id and waits until it has
 // been recorded.
@@ -96,7 +115,9 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func TestLifecycle(t *testing.T) {
+func TestLifecycle(t *testing.T) { onBoth(t, testLifecycle) }
+
+func testLifecycle(t *testing.T) {
 	boom := errors.New("tape on fire")
 	for _, tc := range []struct {
 		name      string
@@ -247,7 +268,9 @@ func TestLogAndWarningsBounded(t *testing.T) {
 
 // The heartbeat renews the lease and saves the figures so far, which any
 // process reading the catalog sees.
-func TestHeartbeatRenewsAndSaves(t *testing.T) {
+func TestHeartbeatRenewsAndSaves(t *testing.T) { onBoth(t, testHeartbeatRenewsAndSaves) }
+
+func testHeartbeatRenewsAndSaves(t *testing.T) {
 	path := catalogPath(t)
 	a, b := newProc(t, path, "a"), newProc(t, path, "b")
 	added, release := make(chan struct{}), make(chan struct{})
@@ -295,7 +318,9 @@ func TestHeartbeatRenewsAndSaves(t *testing.T) {
 // (or is killed) and stops renewing; b reclaims the job once the lease has
 // expired, and the job is never run again. When a wakes up it learns it
 // lost the job, and does not overwrite b's record.
-func TestLeaseExpiryTwoProcesses(t *testing.T) {
+func TestLeaseExpiryTwoProcesses(t *testing.T) { onBoth(t, testLeaseExpiryTwoProcesses) }
+
+func testLeaseExpiryTwoProcesses(t *testing.T) {
 	path := catalogPath(t)
 	a, b := newProc(t, path, "a"), newProc(t, path, "b")
 	q := &catalog.Job{Kind: catalog.KindBackup, State: catalog.StateQueued, Client: "db1"}
@@ -348,6 +373,10 @@ func TestLeaseExpiryTwoProcesses(t *testing.T) {
 }
 
 func TestDrivesExclusiveBetweenProcesses(t *testing.T) {
+	onBoth(t, testDrivesExclusiveBetweenProcesses)
+}
+
+func testDrivesExclusiveBetweenProcesses(t *testing.T) {
 	path := catalogPath(t)
 	a, b := newProc(t, path, "a"), newProc(t, path, "b")
 	took, release := make(chan struct{}), make(chan struct{})
