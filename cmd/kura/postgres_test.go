@@ -200,7 +200,8 @@ func TestCatalogMigrateToPostgres(t *testing.T) {
 // Disaster recovery on PostgreSQL: the catalog backup of a PostgreSQL
 // catalog restores into a new, empty database (the old one was lost) and,
 // with --force, over one that holds records (kept as a SQLite copy in the
-// home); the savesets made after the backup come back from the tape scan.
+// home), and into the home's SQLite file; the savesets made after the
+// backup come back from the tape scan.
 func TestCatalogRestoreIntoPostgres(t *testing.T) {
 	k := newKura(t)
 	k.env = append(k.env, "KURA_CATALOG="+pgCatalog(t))
@@ -248,4 +249,14 @@ func TestCatalogRestoreIntoPostgres(t *testing.T) {
 		t.Errorf("catalog restore --force over a PostgreSQL catalog:\n%s", r)
 	}
 	check(k)
+
+	// And back to SQLite: the same backup restores into the home's own
+	// catalog file.
+	plain := *k
+	plain.env = nil
+	plain.ok("catalog", "restore")
+	check(&plain)
+	if _, err := os.Stat(filepath.Join(k.home, "catalog.db")); err != nil {
+		t.Errorf("restore without KURA_CATALOG: %v", err)
+	}
 }
