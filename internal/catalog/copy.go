@@ -42,6 +42,7 @@ var tables = []table{
 	{name: "jobs", key: "id", id: "{autoid}"},
 	{name: "job_leases", key: "job_id"},
 	{name: "drive_leases", key: "library, drive"},
+	{name: "server_leases", key: "name"},
 	{name: "clients", key: "name"},
 	{name: "tokens", key: "id", id: "{rowid}"},
 	{name: "policies", key: "name"},

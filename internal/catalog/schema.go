@@ -199,4 +199,15 @@ var migrations = [][]string{
 		`ALTER TABLE jobs ADD COLUMN error_code TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE jobs ADD COLUMN error_field TEXT NOT NULL DEFAULT ''`,
 	},
+	// 8: the leader lease (issue 14): which of the servers sharing a
+	// catalog runs the job queue and the scheduler.
+	{
+		`CREATE TABLE server_leases (
+			name       TEXT PRIMARY KEY,
+			holder     TEXT NOT NULL,
+			acquired   INTEGER NOT NULL,
+			heartbeat  INTEGER NOT NULL,
+			expires_at INTEGER NOT NULL
+		)`,
+	},
 }
