@@ -260,3 +260,49 @@ func TestCatalogRestoreIntoPostgres(t *testing.T) {
 		t.Errorf("restore without KURA_CATALOG: %v", err)
 	}
 }
+
+// Two servers on one PostgreSQL catalog: the second stands by while the
+// first leads, and after the first is killed (kill -9) takes over within
+// the lease (--leader-ttl) and a third of it: it listens and leads.
+func TestSecondServerTakesOver(t *testing.T) {
+	url := pgCatalog(t)
+	a := newKura(t)
+	srvA := a.start("server", "--listen", "127.0.0.1:0", "--catalog", url, "--leader-ttl", "3s")
+	srvA.line(t, "listening on")
+	c, err := catalog.Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	la, err := c.Leader()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	b := newKura(t)
+	srvB := b.start("server", "--listen", "127.0.0.1:0", "--catalog", url, "--leader-ttl", "3s")
+	if l := srvB.line(t, "Standing by"); !strings.Contains(l, la.Holder) {
+		t.Fatalf("the second server should name the leader %s:\n%s", la.Holder, l)
+	}
+	srvA.kill()
+	// Within the lease and a third of it; line fails the test after 30 s.
+	addr := strings.TrimSpace(strings.TrimPrefix(srvB.line(t, "listening on"), "Kura server listening on"))
+	lb, err := c.Leader()
+	if err != nil || lb.Holder == la.Holder {
+		t.Fatalf("leader after the takeover: %+v, %v", lb, err)
+	}
+	// The new leader runs the queue: a job goes through it.
+	tokb, err := os.ReadFile(filepath.Join(b.home, "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := newKura(t)
+	admin.home = ""
+	admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json")}
+	admin.ok("login", "--server", addr, "--token", strings.TrimSpace(string(tokb)))
+	var rec catalogBackup
+	admin.json(0, &rec, "catalog", "backup", "--json")
+	if rec.Barcode == "" {
+		t.Fatalf("catalog backup through the new leader: %+v", rec)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,10 +19,11 @@ func init() { commands = append(commands, newServerCmd) }
 
 func newServerCmd(g *globals) *cobra.Command {
 	var (
-		listen string
-		hosts  []string
-		name   string
-		catDSN string
+		listen    string
+		hosts     []string
+		name      string
+		catDSN    string
+		leaderTTL time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -37,7 +39,14 @@ The catalog is catalog.db in the home unless --catalog (or KURA_CATALOG)
 names a PostgreSQL database, postgres://USER@HOST:PORT/DB: its password
 comes from PGPASSWORD or ~/.pgpass (PGPASSFILE) rather than the URL, which
 shows in the process list. "kura catalog migrate --to URL" moves an
-existing catalog there.`,
+existing catalog there.
+
+Of several servers started on one catalog, one leads: it listens, runs the
+job queue and the scheduler; the others stand by (they print who leads) and
+the first to find the leader's lease expired takes over: within --leader-ttl
+and a third of it after the leader dies. They need the same pki/ and
+admin.token (a shared home, or copies), and clients a name that moves with
+the leader.`,
 		Example: `  kura server --home /var/lib/kura --listen :8420 --host backup.example.com
   kura server --home /var/lib/kura --catalog postgres://kura@db.example.com/kura`,
 		Args: cobra.NoArgs,
@@ -56,11 +65,24 @@ existing catalog there.`,
 			if h, err := os.Hostname(); err == nil {
 				hosts = append(hosts, h)
 			}
-			srv, err := server.New(server.Options{Home: dir, Catalog: catDSN, Hosts: hosts, Name: name, Log: cmd.ErrOrStderr()})
+			srv, err := server.New(server.Options{Home: dir, Catalog: catDSN, Hosts: hosts, Name: name, Log: cmd.ErrOrStderr(), LeaderTTL: leaderTTL})
 			if err != nil {
 				return err
 			}
 			defer srv.Close()
+			out := cmd.OutOrStdout()
+			ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			err = srv.Lead(ctx, func(l *catalog.LeaderLease) {
+				fmt.Fprintf(out, "Standing by: server %s leads on this catalog (its lease runs to %s); taking over when it stops.\n",
+					l.Holder, l.Expires.Local().Format("15:04:05"))
+			})
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil // stopped while standing by
+				}
+				return err
+			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return err
@@ -72,7 +94,6 @@ existing catalog there.`,
 					url = fmt.Sprintf("https://%s:%d", h, tcp.Port)
 				}
 			}
-			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "Kura server listening on %s\n", url)
 			fmt.Fprintf(out, "  home            %s\n", srv.Home())
 			if catDSN != "" {
@@ -82,14 +103,13 @@ existing catalog there.`,
 			fmt.Fprintf(out, "Log in (as an admin):\n  kura login --server %s --token \"$(cat %s)\"\n", url, srv.AdminTokenPath())
 			fmt.Fprintf(out, "Enroll an agent: make a one-time token here or after login,\n  kura token create --expires 1h\n")
 			fmt.Fprintf(out, "and on the client machine run\n  kura agent enroll --server %s --token TOKEN --name NAME && kura agent run\n", url)
-			ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
-			defer stop()
 			return srv.Serve(ctx, ln)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", ":8420", "address to listen on (HOST:PORT)")
 	cmd.Flags().StringArrayVar(&hosts, "host", nil, "a name or address clients use to reach this server, for its certificate; repeatable")
 	cmd.Flags().StringVar(&name, "name", "", "server name (default: host name)")
+	cmd.Flags().DurationVar(&leaderTTL, "leader-ttl", server.DefaultLeaderTTL, "how long the leader lease lasts: a standby server takes over within it after the leader dies")
 	cmd.Flags().StringVar(&catDSN, "catalog", "", "the catalog: a postgres:// URL (default $KURA_CATALOG, else catalog.db in the home)")
 	return cmd
 }

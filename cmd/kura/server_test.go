@@ -17,6 +17,7 @@ type proc struct {
 	lines chan string   // its stdout, line by line
 	done  chan struct{} // closed when it exited
 	stop  func()
+	kill  func() // SIGKILL, as kill -9
 }
 
 // start runs kura in the background until the test ends (then it gets
@@ -58,6 +59,7 @@ func (k *kura) start(args ...string) *proc {
 		close(p.done)
 	}()
 	p.stop = func() { cancel(); <-p.done }
+	p.kill = func() { cmd.Process.Kill(); <-p.done }
 	k.t.Cleanup(p.stop)
 	return p
 }

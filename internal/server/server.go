@@ -80,6 +80,9 @@ type Options struct {
 	// Catalog, when set, is the catalog instead of the SQLite file in the
 	// home: a postgres:// URL (catalog.Open).
 	Catalog string
+	// LeaderTTL is how long the leader lease lasts (Lead;
+	// DefaultLeaderTTL).
+	LeaderTTL time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -265,6 +268,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	<-done
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
+	}
+	if cause := context.Cause(s.ctx); err == nil && errors.Is(cause, ErrLeaderLost) {
+		err = cause
 	}
 	return err
 }
