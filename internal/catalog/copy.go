@@ -321,7 +321,9 @@ func sumTable(r reader, tb table) (TableSum, error) {
 
 // sumValue adds one value to h: a type letter, a length and the bytes, so
 // that no two different rows encode alike. Text and bytes are alike, as
-// the two databases may return a TEXT value as either.
+// the two databases may return a TEXT value as either; text is summed as
+// PostgreSQL stores it (bytes that are not UTF-8, and NUL, as U+FFFD), so
+// that a copy from SQLite to PostgreSQL sums the same.
 func sumValue(h hash.Hash, v any) error {
 	switch v := v.(type) {
 	case nil:
@@ -331,9 +333,9 @@ func sumValue(h hash.Hash, v any) error {
 	case float64:
 		writeField(h, "F", strconv.FormatUint(math.Float64bits(v), 16))
 	case string:
-		writeField(h, "S", v)
+		writeField(h, "S", pgText(v))
 	case []byte:
-		writeField(h, "S", string(v))
+		writeField(h, "S", pgText(string(v)))
 	case bool:
 		writeField(h, "I", strconv.FormatInt(boolInt(v), 10))
 	default:

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
@@ -80,24 +81,49 @@ func (d *dialect) rebind(q string) string {
 }
 
 // args converts arguments for the database: booleans become 0 or 1, as
-// the schema stores them in integer columns.
+// the schema stores them in integer columns; on PostgreSQL, whose text is
+// UTF-8 without NUL, a string that is not (an error naming a file whose
+// name is not UTF-8) gets U+FFFD in place of each bad byte and NUL.
 func (d *dialect) args(args []any) []any {
 	if !d.postgres() {
 		return args
 	}
 	var out []any
+	set := func(i int, v any) {
+		if out == nil {
+			out = append([]any(nil), args...)
+		}
+		out[i] = v
+	}
 	for i, a := range args {
-		if v, ok := a.(bool); ok {
-			if out == nil {
-				out = append([]any(nil), args...)
+		switch v := a.(type) {
+		case bool:
+			set(i, boolInt(v))
+		case string:
+			if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+				set(i, pgText(v))
 			}
-			out[i] = boolInt(v)
 		}
 	}
 	if out == nil {
 		return args
 	}
 	return out
+}
+
+// pgText is s with U+FFFD for every byte that is not UTF-8 and every NUL.
+func pgText(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 || r == 0 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 func boolInt(v bool) int64 {

@@ -263,3 +263,34 @@ func testReplaceWith(t *testing.T) {
 		t.Errorf("new job after ReplaceWith: ID %d, want 8 (the replaced catalog had 7)", j.ID)
 	}
 }
+
+// Text that is not UTF-8 (an error naming a file whose name is not) or
+// holds a NUL is stored on both databases: as it is on SQLite, with U+FFFD
+// for the bad bytes on PostgreSQL, whose text is UTF-8 without NUL.
+func TestTextNotUTF8(t *testing.T) { onBoth(t, testTextNotUTF8) }
+
+func testTextNotUTF8(t *testing.T) {
+	c, _ := openTemp(t)
+	j := &Job{Kind: KindBackup, State: StateFailed, Started: t0, Error: "reading /data/caf\xe9\x00.txt: denied"}
+	must(t, c.CreateJob(j))
+	got, err := c.Job(j.ID)
+	must(t, err)
+	want := j.Error
+	if backendOf(t) == "postgres" {
+		want = "reading /data/caf\uFFFD\uFFFD.txt: denied"
+	}
+	if got.Error != want {
+		t.Fatalf("error read back %q, want %q", got.Error, want)
+	}
+	// Such a catalog copies to PostgreSQL and back, the sums agreeing.
+	pgc := openPG(t)
+	if _, err := c.CopyTo(pgc); err != nil {
+		t.Fatalf("copy to PostgreSQL: %v", err)
+	}
+	back, err := Open(filepath.Join(t.TempDir(), "back.db"))
+	must(t, err)
+	defer back.Close()
+	if _, err := pgc.CopyTo(back); err != nil {
+		t.Fatalf("copy back to SQLite: %v", err)
+	}
+}
