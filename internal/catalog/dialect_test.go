@@ -294,3 +294,23 @@ func testTextNotUTF8(t *testing.T) {
 		t.Fatalf("copy back to SQLite: %v", err)
 	}
 }
+
+// A catalog URL prints without its password, in the user part or as a
+// parameter; a URL pgx cannot parse is ErrInvalid, its password unprinted.
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://kura:s3cret@db:5432/kura":                "postgres://kura:xxxxx@db:5432/kura",
+		"postgresql://kura@db/kura?password=s3cret&x=1":      "postgresql://kura@db/kura?password=xxxxx&x=1",
+		"postgres://kura@db/kura":                            "postgres://kura@db/kura",
+		"/var/lib/kura/catalog.db":                           "/var/lib/kura/catalog.db",
+		"postgres://kura:s3cret@db/kura?sslmode=verify-full": "postgres://kura:xxxxx@db/kura?sslmode=verify-full",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+	_, err := Open("postgres://kura:s3cret@db:notaport/kura")
+	if !errors.Is(err, ErrInvalid) || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Open of a bad URL: %v; want ErrInvalid without the password", err)
+	}
+}
