@@ -60,6 +60,10 @@ var (
 // holding the write lock before it fails (ErrBusy).
 const BusyTimeout = 10 * time.Second
 
+// PostgresConns is how many connections a catalog on PostgreSQL opens at
+// most.
+const PostgresConns = 24
+
 // ErrBusy: another writer held the catalog for longer than BusyTimeout.
 var ErrBusy = errors.New("catalog busy")
 
@@ -115,6 +119,11 @@ func openPostgres(url string) (*Catalog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("catalog: opening %s: %w", Redact(url), err)
 	}
+	// Writers wait for the write lock on a connection each; the bound
+	// keeps a busy server within PostgreSQL's connection limit (100 by
+	// default) with room for a standby and the CLI.
+	sdb.SetMaxOpenConns(PostgresConns)
+	sdb.SetMaxIdleConns(4)
 	return open(sdb, &dialect{name: "postgres"}, url)
 }
 

@@ -15,8 +15,9 @@ import (
 // stops renewing, and once the lease has expired any process on the catalog
 // may reclaim the job (ReclaimExpiredJobs) or take the drive.
 //
-// Every change is one write transaction, and SQLite serialises them across
-// processes, so each method is a compare-and-set: taking a job moves it from
+// Every change is one write transaction, and the catalog serialises them
+// across processes (SQLite's write lock; the advisory lock every write
+// transaction takes on PostgreSQL), so each method is a compare-and-set: taking a job moves it from
 // queued (or waiting) to running and writes its lease in the same
 // transaction, so two processes can never both start one job. An expired
 // lease stays its holder's until someone else reclaims it: a holder that was
