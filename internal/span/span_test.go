@@ -28,11 +28,18 @@ type shelf struct {
 	tapes    map[string]tape.Device
 	queue    []string
 	excludes [][]string // what next was given, call by call
+	lent     int        // tapes open gave readers
+	returned int        // of those, closed
 }
 
 func newShelf(t *testing.T, barcodes ...string) *shelf {
 	t.Helper()
 	s := &shelf{t: t, tapes: map[string]tape.Device{}, queue: barcodes}
+	t.Cleanup(func() {
+		if !t.Failed() && s.lent != s.returned {
+			t.Errorf("readers opened %d tapes and closed %d: a tape left open holds a drive", s.lent, s.returned)
+		}
+	})
 	for _, bc := range barcodes {
 		tp, err := memtape.New(tape.Label{
 			Barcode: bc, Library: "test", BlockSize: 4096, Capacity: capacity, EarlyWarning: early,
@@ -70,7 +77,25 @@ func (s *shelf) open(bc string) (tape.Device, error) {
 	if !ok {
 		return nil, fmt.Errorf("tape %s is exported; import it", bc)
 	}
-	return tp, nil
+	s.lent++
+	return &shelved{Device: tp, s: s}, nil
+}
+
+// shelved is a tape on the shelf lent to a reader, which closes it when
+// done; the shelf keeps it open and counts what came back.
+type shelved struct {
+	tape.Device
+	s      *shelf
+	closed bool
+}
+
+func (t *shelved) Close() error {
+	if t.closed {
+		return tape.ErrClosed
+	}
+	t.closed = true
+	t.s.returned++
+	return nil
 }
 
 func header(part int) []byte { return fmt.Appendf(nil, "HEADER saveset 7 part %d\n", part) }
