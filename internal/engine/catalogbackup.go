@@ -216,6 +216,9 @@ func (e *Env) backupCatalog(ctx context.Context, lib library.Changer, opts Catal
 		if t, barcode, err = drv.LoadWritableIf(allow, full...); err != nil {
 			return nil, fmt.Errorf("no tape for the catalog backup: %w", err)
 		}
+		if err := e.knowTape(lib, barcode); err != nil {
+			return nil, err
+		}
 		// It must fit before early warning, or the tape is full and the
 		// next one is taken, as for a saveset's index; an empty tape takes
 		// it in any case (up to its capacity).

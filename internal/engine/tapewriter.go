@@ -46,7 +46,7 @@ func (e *Env) newTapeWriter(job *catalog.Job, lib library.Changer, drv library.D
 	if err != nil {
 		return nil, err
 	}
-	if err := e.claimTape(barcode, pool); err != nil {
+	if err := e.claimTape(lib, barcode, pool); err != nil {
 		return nil, err
 	}
 	w := &tapeWriter{e: e, job: job, lib: lib, drv: drv, allow: allow, pool: pool, cur: first, barcode: barcode, tapes: []string{barcode}}
@@ -72,7 +72,7 @@ func (w *tapeWriter) next(exclude []string) (tape.Device, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if err := w.e.claimTape(bc, w.pool); err != nil {
+	if err := w.e.claimTape(w.lib, bc, w.pool); err != nil {
 		return nil, "", err
 	}
 	w.e.logf(w.job, "tape %s reached its early-warning point: continuing on tape %s", w.barcode, bc)

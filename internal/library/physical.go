@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -150,9 +150,13 @@ func CreateTapeLibrary(cfg Config, hw *Hardware) (*TapeLibrary, error) {
 	if run == nil {
 		// The real devices: say which is missing before mtx says it less
 		// clearly.
-		for _, p := range append([]string{m.Changer}, m.DriveDevices...) {
+		for i, p := range append([]string{m.Changer}, m.DriveDevices...) {
 			if _, err := os.Stat(p); err != nil {
-				return nil, fmt.Errorf("creating tape library %s: %w: %w", cfg.Name, ErrNoDevice, err)
+				what := "changer " + p
+				if i > 0 {
+					what = fmt.Sprintf("drive %d (%s)", i, p)
+				}
+				return nil, fmt.Errorf("creating tape library %s: %s: %w (%w)", cfg.Name, what, ErrNoDevice, err)
 			}
 		}
 	}
@@ -227,7 +231,7 @@ func CreateTapeLibrary(cfg Config, hw *Hardware) (*TapeLibrary, error) {
 
 // execHint turns "mtx not found" into advice.
 func execHint(err error) error {
-	if errors.Is(err, fs.ErrNotExist) && strings.Contains(err.Error(), "executable file not found") {
+	if errors.Is(err, exec.ErrNotFound) {
 		return fmt.Errorf("%w (install the mtx package)", err)
 	}
 	return err
@@ -931,8 +935,27 @@ func (l *TapeLibrary) Erase(barcode string) error {
 // OpenTape loads a tape into a free drive (or opens it in the drive it is
 // in, if nobody leases that drive) for reading. The device holds the drive
 // until it is closed; the tape stays in the drive. With every drive in use
-// it fails with ErrDriveBusy at once.
+// it fails with ErrDriveBusy at once. A tape already open for reading in
+// this process is shared, not loaded twice: its readers share the drive's
+// head (sttape), and the last Close gives the drive back.
 func (l *TapeLibrary) OpenTape(barcode string) (tape.Device, error) {
+	key := l.dir + "\x00" + barcode
+	openTapes.Lock()
+	defer openTapes.Unlock()
+	if s := openTapes.m[key]; s != nil {
+		s.refs++
+		return &tapeRef{physDevice: s.dev, s: s, key: key}, nil
+	}
+	t, err := l.openTape(barcode)
+	if err != nil {
+		return nil, err
+	}
+	s := &sharedTape{dev: t, refs: 1}
+	openTapes.m[key] = s
+	return &tapeRef{physDevice: s.dev, s: s, key: key}, nil
+}
+
+func (l *TapeLibrary) openTape(barcode string) (*physDevice, error) {
 	s, err := l.robotStatus()
 	if err != nil {
 		return nil, err
@@ -959,6 +982,41 @@ func (l *TapeLibrary) OpenTape(barcode string) (tape.Device, error) {
 	}
 	t.lease = lk
 	return t, nil
+}
+
+// openTapes are the tapes of tape libraries open for reading in this
+// process, by library folder and barcode.
+var openTapes = struct {
+	sync.Mutex
+	m map[string]*sharedTape
+}{m: map[string]*sharedTape{}}
+
+type sharedTape struct {
+	dev  *physDevice
+	refs int
+}
+
+// tapeRef is one OpenTape's handle on a shared tape.
+type tapeRef struct {
+	*physDevice
+	s      *sharedTape
+	key    string
+	closed bool
+}
+
+func (r *tapeRef) Close() error {
+	openTapes.Lock()
+	defer openTapes.Unlock()
+	if r.closed {
+		return tape.ErrClosed
+	}
+	r.closed = true
+	r.s.refs--
+	if r.s.refs > 0 {
+		return nil
+	}
+	delete(openTapes.m, r.key)
+	return r.s.dev.Close()
 }
 
 // physDevice is a cartridge open in a drive: the st device, which on Close
