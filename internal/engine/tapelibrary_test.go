@@ -152,3 +152,63 @@ func TestTapeLibraryChangerFailsMidBackup(t *testing.T) {
 	sameTree(t, want, manifest(t, restored(to, first)))
 	verifyClean(t, env, id, "data")
 }
+
+// TestTapeLibraryCatalogLost: with the catalog lost, the tape library's
+// folder registers again (as a tape library, its cartridges known by the
+// changer), a scan of its first cartridge rebuilds the saveset from the
+// tape alone, and the saveset restores; removing the library forgets it
+// and leaves every cartridge in the changer.
+func TestTapeLibraryCatalogLost(t *testing.T) {
+	env, r := newTapeLibraryEnv(t)
+	src := noiseTree(t, 4, 300<<10)
+	want := manifest(t, src)
+	id := backup(t, env, engine.BackupOptions{Paths: []string{src}, Library: "robot"}).Figures.SavesetID
+	lib, err := env.Changer("robot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := lib.Config().Dir
+	bc := partTapes(t, env, id)[0]
+
+	env2 := newEnv(t)
+	env2.TapeHardware = env.TapeHardware
+	again, err := env2.RegisterLibrary(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := again.(*library.TapeLibrary); !ok {
+		t.Fatalf("registered as a %T", again)
+	}
+	found, err := env2.Scan(bc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(found, func(f engine.ScanFound) bool { return f.Added && f.SavesetID == id }) {
+		t.Fatalf("scan of %s rebuilt %+v, want saveset %d", bc, found, id)
+	}
+	to := t.TempDir()
+	restore(t, env2, engine.RestoreOptions{SavesetID: id, To: to})
+	sameTree(t, want, manifest(t, restored(to, src)))
+
+	must(t, env2.Catalog.ExpireSaveset(id, "test"))
+	if err := env2.RemoveLibrary("robot"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the removed library's folder is still there (%v)", err)
+	}
+	full := 0
+	for _, sl := range r.Status().Slots {
+		if sl.Full {
+			full++
+		}
+	}
+	for _, d := range r.Status().Drives {
+		if d.Full {
+			full++
+		}
+	}
+	if full != 3 {
+		t.Errorf("the changer holds %d cartridges after the library was removed, want 3", full)
+	}
+}
