@@ -212,3 +212,29 @@ func TestTapeLibraryCatalogLost(t *testing.T) {
 		t.Errorf("the changer holds %d cartridges after the library was removed, want 3", full)
 	}
 }
+
+// TestTapeLibraryCatalogBackupRestore: the catalog's own backup goes to a
+// tape library, and with the catalog lost it is found on the cartridges
+// and restored from them; the saveset it records restores.
+func TestTapeLibraryCatalogBackupRestore(t *testing.T) {
+	env, _ := newTapeLibraryEnv(t)
+	src := noiseTree(t, 5, 100<<10)
+	want := manifest(t, src)
+	id := backup(t, env, engine.BackupOptions{Paths: []string{src}, Library: "robot"}).Figures.SavesetID
+	rec := backupCatalog(t, env, engine.CatalogBackupOptions{Library: "robot"})
+	hw, home := env.TapeHardware, env.Home
+	loseCatalog(t, env)
+
+	env2 := openHome(t, home)
+	env2.TapeHardware = hw
+	res, err := env2.RestoreCatalog(context.Background(), engine.CatalogRestoreOptions{NoScan: true})
+	if err != nil {
+		t.Fatalf("restoring the catalog from the tape library: %v", err)
+	}
+	if res.From.Barcode != rec.Barcode || res.From.File != rec.File {
+		t.Fatalf("restored from %+v, want tape %s file %d", res.From, rec.Barcode, rec.File)
+	}
+	to := t.TempDir()
+	restore(t, env2, engine.RestoreOptions{SavesetID: id, To: to})
+	sameTree(t, want, manifest(t, restored(to, src)))
+}

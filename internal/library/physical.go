@@ -753,7 +753,10 @@ func (l *TapeLibrary) device(n int, bc string, write bool) (*physDevice, error) 
 		return nil, err
 	}
 	t, err := sttape.Open(d, sttape.Options{BlockSize: st.Drives[n-1].BlockSize, Clock: l.now})
-	if errors.Is(err, tape.ErrBlank) || errors.Is(err, tape.ErrBadLabel) {
+	known := st.Tapes[bc] != nil && st.Tapes[bc].Seen != nil
+	if errors.Is(err, tape.ErrBadLabel) || (errors.Is(err, tape.ErrBlank) && known) {
+		// Not Kura's, damaged, or a Kura tape whose label is gone. A
+		// blank cartridge Kura never read is new, not foreign.
 		d.Close()
 		return nil, l.foreign(n, bc, err.Error(), err)
 	}

@@ -314,3 +314,34 @@ func TestRobotRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTapeLibraryReadingANewCartridge: reading a new, blank cartridge (a
+// catalog search goes through every tape) fails as blank but does not
+// mark it foreign: a writer still takes and labels it. A Kura tape whose
+// label has gone is marked.
+func TestTapeLibraryReadingANewCartridge(t *testing.T) {
+	r := newRobot(2)
+	l := newTapeLibrary(t, r)
+	if _, err := l.OpenTape("A00001L8"); !errors.Is(err, tape.ErrBlank) {
+		t.Fatalf("reading a blank cartridge: %v, want ErrBlank", err)
+	}
+	if got := states(t, l)["A00001L8"]; got != StateUnread {
+		t.Fatalf("after a read, the blank cartridge is %s, want unread", got)
+	}
+	d, _ := l.Acquire(context.Background(), 0)
+	if _, bc, err := d.LoadWritable(); err != nil || bc != "A00001L8" {
+		t.Fatalf("LoadWritable: %s, %v; want A00001L8", bc, err)
+	}
+	d.Release()
+	// Its label wiped behind Kura's back (a filemark at the beginning).
+	drv, _ := r.Media("A00001L8").Load(true)
+	drv.Op(6, 1) // rewind
+	drv.Op(5, 1) // write a filemark
+	drv.Close()
+	if _, err := l.OpenTape("A00001L8"); !errors.Is(err, tape.ErrBlank) {
+		t.Fatalf("reading the wiped tape: %v", err)
+	}
+	if got := states(t, l)["A00001L8"]; got != StateError {
+		t.Errorf("a Kura tape whose label is gone is %s, want error", got)
+	}
+}
