@@ -110,7 +110,7 @@ func mediaFor(m *MediaConfig) (Media, error) {
 		return nil, err
 	}
 	if m.Kind == MediaChanger {
-		return nil, fmt.Errorf("%w: its cartridges are on %s (open it with OpenChanger)", ErrTapeLibrary, m)
+		return nil, fmt.Errorf("%w: its tapes are the cartridges in %s (put new ones into a mail slot and import them with kura tape import)", ErrTapeLibrary, m)
 	}
 	c, err := m.s3Config()
 	if err != nil {

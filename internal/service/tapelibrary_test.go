@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/kura-backup/kura/internal/api"
@@ -58,5 +59,11 @@ func TestTapeLibraryThroughTheService(t *testing.T) {
 	}
 	if tp, err := svc.ImportTape(ctx, "S00002L8"); err != nil || tp.State != string(library.StateUnread) {
 		t.Fatalf("import: %+v, %v", tp, err)
+	}
+	// A tape library's tapes are its cartridges: none are added.
+	_, err = svc.AddTapes(ctx, "lto", api.TapeAdd{Count: 1})
+	wantAPI(t, "add tapes to a tape library", err, api.CodeConflict, "")
+	if err == nil || !strings.Contains(err.Error(), "kura tape import") {
+		t.Errorf("adding tapes to a tape library: %v; want it to say how cartridges come in", err)
 	}
 }
