@@ -241,3 +241,40 @@ func TestOpenHomeWarnsWhenOthersCanRead(t *testing.T) {
 		t.Fatalf("no warning:\n%s", r)
 	}
 }
+
+// TestVtlCreateChangerChecksDevices: `kura vtl create --changer --drive`
+// checks the devices before registering anything: a missing changer or
+// drive, or a changer mtx cannot read (or no mtx at all), is an error
+// naming it (exit 1) and leaves no library; a drive without a changer, or
+// slots for a changer, is a usage error (exit 2).
+func TestVtlCreateChangerChecksDevices(t *testing.T) {
+	t.Parallel()
+	k := newKura(t)
+	notChanger := filepath.Join(k.dir, "not-a-changer")
+	if err := os.WriteFile(notChanger, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(k.dir, "sg99")
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--changer", missing, "--drive", "/dev/null"}, 1, "changer " + missing + ": no such device"},
+		{[]string{"--changer", notChanger, "--drive", filepath.Join(k.dir, "nst9")}, 1, "drive 1 (" + filepath.Join(k.dir, "nst9") + "): no such device"},
+		{[]string{"--changer", notChanger, "--drive", "/dev/null"}, 1, "changer " + notChanger + ": tape changer failed"},
+		{[]string{"--drive", "/dev/null"}, 2, "give its changer too"},
+		{[]string{"--changer", notChanger, "--drive", "/dev/null", "--slots", "4"}, 2, "slots are its changer's"},
+	} {
+		r := k.expect(c.code, append([]string{"vtl", "create", "lto"}, c.args...)...)
+		if !strings.Contains(r.stderr, c.want) {
+			t.Errorf("kura vtl create lto %q says %q, want %q", c.args, r.stderr, c.want)
+		}
+		if _, ok := k.libraries()["lto"]; ok {
+			t.Fatalf("kura vtl create lto %q registered the library", c.args)
+		}
+		if _, err := os.Stat(filepath.Join(k.home, "vtl", "lto")); !os.IsNotExist(err) {
+			t.Fatalf("kura vtl create lto %q left its folder (%v)", c.args, err)
+		}
+	}
+}

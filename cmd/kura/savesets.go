@@ -128,8 +128,9 @@ unpacked into the current folder. It restores that saveset's own data; for
 an incremental, run the recipes of its chain from the full backup on. On a
 library in an S3 bucket the pipeline fetches the tape files' chunk objects
 in order with curl (7.75 or later, --aws-sigv4) instead of cat, with the
-credentials of AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in your
-environment.`,
+credentials of AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and
+AWS_SESSION_TOKEN, if set) in your environment, handed to curl on its
+standard input, never on its command line.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID(args[0], "SAVESET")

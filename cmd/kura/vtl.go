@@ -21,7 +21,8 @@ func newVtlCmd(g *globals) *cobra.Command {
 		cfg                          library.Config
 		tapeSize, blockSize, bufSize *sizeFlag
 		chunkSize                    *sizeFlag
-		s3URL                        string
+		s3URL, changer               string
+		driveDevs                    []string
 		createJSON                   bool
 	)
 	create := &cobra.Command{
@@ -41,15 +42,25 @@ objects under PREFIX/BARCODE/, each tape file numbered chunk objects of
 --chunk-size. Credentials come from AWS_ACCESS_KEY_ID and
 AWS_SECRET_ACCESS_KEY, or AWS_SHARED_CREDENTIALS_FILE and AWS_PROFILE —
 never from the command line. Created again over a bucket that holds the
-library's tapes (a lost home), the library takes them back into its slots.`,
+library's tapes (a lost home), the library takes them back into its slots.
+
+With --changer and --drive it is a real tape library: the SCSI media
+changer (driven through the mtx command, which must be installed) and its
+st drives, non-rewinding nodes, in the changer's drive order. Its slots,
+mail slots and cartridges are the changer's (cleaning cartridges, CLN…,
+are left alone); nothing is loaded or written until a backup needs a
+tape, and then a blank cartridge is labelled for Kura. Each device is
+checked first: a missing one is an error and nothing is registered.`,
 		Example: `  kura vtl create lib1 --dir /backup/lib1 --slots 20 --drives 4 --tape-size 100GiB
   kura vtl create small --tape-size 1GiB --block-size 32KiB --buffer 257KiB
-  kura vtl create cloud --s3 https://s3.example.com/backups/kura --chunk-size 64MiB`,
+  kura vtl create cloud --s3 https://s3.example.com/backups/kura --chunk-size 64MiB
+  kura vtl create lto --changer /dev/sg3 --drive /dev/nst0 --drive /dev/nst1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Flags not given are 0: the library's defaults.
 			req := api.LibraryCreate{Name: args[0], Dir: cfg.Dir, Slots: cfg.Slots, Drives: cfg.Drives, TapeSizeBytes: tapeSize.v,
-				BlockSizeBytes: int(blockSize.v), BufferSizeBytes: int(bufSize.v), BarcodePrefix: cfg.BarcodePrefix, S3: s3URL, ChunkSizeBytes: chunkSize.v}
+				BlockSizeBytes: int(blockSize.v), BufferSizeBytes: int(bufSize.v), BarcodePrefix: cfg.BarcodePrefix, S3: s3URL, ChunkSizeBytes: chunkSize.v,
+				Changer: changer, DriveDevices: driveDevs}
 			return withService(cmd, g, func(svc api.Service) error {
 				l, err := svc.CreateLibrary(cmdContext(cmd), req)
 				if err != nil {
@@ -80,6 +91,8 @@ library's tapes (a lost home), the library takes them back into its slots.`,
 	f.StringVar(&cfg.BarcodePrefix, "barcode-prefix", "", "barcode prefix of the tapes (default KUR)")
 	f.StringVar(&s3URL, "s3", "", "keep the tapes in an S3 bucket: http[s]://HOST[:PORT]/BUCKET[/PREFIX] (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a credentials file)")
 	chunkSize = sizeVar(f, "chunk-size", library.MinBlockSize, 5<<30, "size of the chunk objects of a tape file on S3 (default 64MiB)")
+	f.StringVar(&changer, "changer", "", "a real tape library: its SCSI media changer device, e.g. /dev/sg3 (needs mtx)")
+	f.StringArrayVar(&driveDevs, "drive", nil, "a drive of the tape library --changer: its st device, e.g. /dev/nst0 (repeat, in the changer's drive order)")
 
 	var listJSON bool
 	list := &cobra.Command{

@@ -89,6 +89,13 @@ type LibraryCreate struct {
 	// ChunkSizeBytes is the size of a tape file's chunk objects on S3
 	// (default 64 MiB).
 	ChunkSizeBytes int64 `json:"chunk_size_bytes,omitempty"`
+	// Changer makes the library a real tape library: its SCSI media
+	// changer on the server (/dev/sgN), driven through mtx, with the st
+	// drives DriveDevices (/dev/nstN, in the changer's drive order). Its
+	// slots and mail slots are the changer's; Slots, Drives and S3 are not
+	// given with it.
+	Changer      string   `json:"changer,omitempty"`
+	DriveDevices []string `json:"drive_devices,omitempty"`
 }
 
 // LibraryRegister registers an existing library folder

@@ -58,7 +58,7 @@ type Tape struct {
 	Slot              int     `json:"slot,omitempty"` // home slot; 0 when exported
 	Drive             int     `json:"drive,omitempty"`
 	MailSlot          int     `json:"mail_slot,omitempty"`
-	State             string  `json:"state"` // blank, appendable, full, exported, error
+	State             string  `json:"state"` // blank, appendable, full, exported, error, unread (a tape library's cartridge not yet read)
 	MarkedFull        bool    `json:"marked_full"`
 	UsedBytes         int64   `json:"used_bytes"`
 	CapacityBytes     int64   `json:"capacity_bytes"`

@@ -301,6 +301,14 @@ func (r *LibraryCreate) Validate() error {
 		return bad("chunk_size_bytes", "must not be negative")
 	case r.ChunkSizeBytes > 0 && r.S3 == "":
 		return bad("chunk_size_bytes", "a chunk size is for a library on S3 (s3)")
+	case r.Changer == "" && len(r.DriveDevices) > 0:
+		return bad("drive_devices", "drive devices are for a tape library: give its changer too")
+	case r.Changer != "" && len(r.DriveDevices) == 0:
+		return bad("drive_devices", "a tape library needs at least one drive device (/dev/nstN)")
+	case r.Changer != "" && r.S3 != "":
+		return bad("changer", "a library is on a changer or on S3, not both")
+	case r.Changer != "" && (r.Slots != 0 || r.Drives != 0):
+		return bad("changer", "a tape library's slots are its changer's and its drives the drive devices given")
 	}
 	return nil
 }

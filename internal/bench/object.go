@@ -117,7 +117,7 @@ func eraseTapes(home string) error {
 		return err
 	}
 	defer env.Close()
-	lib, err := env.OpenLibrary(benchLibrary)
+	lib, err := env.Changer(benchLibrary)
 	if err != nil {
 		return err
 	}

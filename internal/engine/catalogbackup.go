@@ -216,6 +216,9 @@ func (e *Env) backupCatalog(ctx context.Context, lib library.Changer, opts Catal
 		if t, barcode, err = drv.LoadWritableIf(allow, full...); err != nil {
 			return nil, fmt.Errorf("no tape for the catalog backup: %w", err)
 		}
+		if err := e.knowTape(lib, barcode); err != nil {
+			return nil, err
+		}
 		// It must fit before early warning, or the tape is full and the
 		// next one is taken, as for a saveset's index; an empty tape takes
 		// it in any case (up to its capacity).
@@ -377,7 +380,7 @@ func (e *Env) FindCatalogBackups(dirs []string) (copies []CatalogCopy, notes []s
 		return nil, nil, err
 	}
 	for _, dir := range dirs {
-		lib, err := library.Open(dir)
+		lib, err := library.OpenChanger(dir, e.TapeHardware)
 		if err == nil {
 			var tapes []library.TapeStatus
 			if tapes, err = lib.Tapes(); err == nil {
@@ -622,7 +625,7 @@ func (e *Env) catalogHolds() (string, error) {
 // extractCatalog reads a catalog backup through its checks into a
 // temporary file in the home, fsynced, and opens it as a catalog.
 func (e *Env) extractCatalog(c CatalogCopy) (string, error) {
-	lib, err := library.Open(c.LibraryDir)
+	lib, err := library.OpenChanger(c.LibraryDir, e.TapeHardware)
 	if err != nil {
 		return "", err
 	}
@@ -826,7 +829,7 @@ func (e *Env) afterCatalogRestore(ctx context.Context, dirs []string, opts Catal
 	// (the home may be new, or the folders moved); libraries made after the
 	// backup are registered; tapes added after it too.
 	for _, dir := range dirs {
-		lib, err := library.Open(dir)
+		lib, err := library.OpenChanger(dir, e.TapeHardware)
 		if err != nil {
 			note("library folder %s: %v", dir, err)
 			continue
@@ -854,7 +857,7 @@ func (e *Env) afterCatalogRestore(ctx context.Context, dirs []string, opts Catal
 	}
 	var open []library.Changer
 	for _, rec := range libs {
-		lib, err := library.Open(rec.Dir)
+		lib, err := library.OpenChanger(rec.Dir, e.TapeHardware)
 		if err != nil {
 			res.Notes = append(res.Notes, CatalogNote{Text: fmt.Sprintf("library %s is not in %s", rec.Name, rec.Dir),
 				Kind: NoteLostLibrary, Library: rec.Name, Dir: rec.Dir})

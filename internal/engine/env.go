@@ -70,6 +70,10 @@ type Env struct {
 	// the seam where a library that is not a folder comes in. Creating,
 	// removing and adding tapes stay with *library.Library (OpenLibrary).
 	OpenChanger func(rec catalog.Library) (library.Changer, error)
+	// TapeHardware is how the tape libraries (library.TapeLibrary) this
+	// Env opens reach their changers and drives; nil: the real ones (mtx
+	// on PATH, the st driver). Tests set an emulation.
+	TapeHardware *library.Hardware
 }
 
 // notice reports a warning that belongs to no job: as a warning event and
@@ -191,36 +195,70 @@ func (e *Env) emit(ev monitor.Event) {
 
 // CreateLibrary creates a library and registers it (and its tapes) in the catalog.
 func (e *Env) CreateLibrary(cfg library.Config) (*library.Library, error) {
+	if cfg.Media != nil && cfg.Media.Kind == library.MediaChanger {
+		return nil, fmt.Errorf("%w: library %s: %w (CreateChanger creates it)", ErrBadOption, cfg.Name, library.ErrTapeLibrary)
+	}
+	if err := e.checkNewLibrary(&cfg); err != nil {
+		return nil, err
+	}
+	lib, err := library.Create(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return lib, e.addLibrary(lib)
+}
+
+// checkNewLibrary checks the name of a library to be created and sets its
+// folder (by default in the home) and barcode prefix.
+func (e *Env) checkNewLibrary(cfg *library.Config) error {
 	if cfg.Name == "" {
-		return nil, fmt.Errorf("%w: a library needs a name", ErrBadOption)
+		return fmt.Errorf("%w: a library needs a name", ErrBadOption)
 	}
 	if _, err := e.Catalog.Library(cfg.Name); err == nil {
-		return nil, &existsError{fmt.Sprintf("library %q already exists", cfg.Name)}
+		return &existsError{fmt.Sprintf("library %q already exists", cfg.Name)}
 	}
 	if cfg.Dir == "" {
 		cfg.Dir = home.LibraryDir(e.Home, cfg.Name)
 	}
 	prefix, err := e.barcodePrefix(cfg.Name, cfg.BarcodePrefix)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cfg.BarcodePrefix = prefix
 	abs, err := filepath.Abs(cfg.Dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cfg.Dir = abs
-	lib, err := library.Create(cfg)
+	return nil
+}
+
+// addLibrary records a library just created, and its tapes, in the
+// catalog.
+func (e *Env) addLibrary(lib library.Changer) error {
+	c := lib.Config()
+	if err := e.Catalog.AddLibrary(catalog.Library{Name: c.Name, Dir: c.Dir, Created: e.now()}); err != nil {
+		return err
+	}
+	return e.registerTapes(lib)
+}
+
+// CreateChanger creates a library of any kind: a tape library when
+// cfg.Media names a changer (library.CreateTapeLibrary, through
+// TapeHardware: its devices are checked first and nothing is registered
+// when one is missing), else as CreateLibrary does.
+func (e *Env) CreateChanger(cfg library.Config) (library.Changer, error) {
+	if cfg.Media == nil || cfg.Media.Kind != library.MediaChanger {
+		return e.CreateLibrary(cfg)
+	}
+	if err := e.checkNewLibrary(&cfg); err != nil {
+		return nil, err
+	}
+	lib, err := library.CreateTapeLibrary(cfg, e.TapeHardware)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.Catalog.AddLibrary(catalog.Library{Name: cfg.Name, Dir: cfg.Dir, Created: e.now()}); err != nil {
-		return nil, err
-	}
-	if err := e.registerTapes(lib); err != nil {
-		return nil, err
-	}
-	return lib, nil
+	return lib, e.addLibrary(lib)
 }
 
 func (e *Env) registerTapes(lib library.Changer) error {
@@ -373,13 +411,6 @@ func (e *Env) OpenLibrary(name string) (*library.Library, error) {
 // OpenChanger when it is set. An empty name means the default library,
 // which is created (as a folder library) on first use.
 func (e *Env) Changer(name string) (library.Changer, error) {
-	if e.OpenChanger == nil {
-		lib, err := e.OpenLibrary(name)
-		if err != nil {
-			return nil, err
-		}
-		return lib, nil
-	}
 	if name == "" {
 		name = DefaultLibrary
 	}
@@ -399,21 +430,21 @@ func (e *Env) Changer(name string) (library.Changer, error) {
 }
 
 // ChangerOf opens the changer of a library the catalog knows, through
-// OpenChanger when it is set, otherwise the folder or S3 library in
-// rec.Dir.
+// OpenChanger when it is set, otherwise the folder, S3 or tape library in
+// rec.Dir (library.OpenChanger, with TapeHardware).
 func (e *Env) ChangerOf(rec catalog.Library) (library.Changer, error) {
 	if e.OpenChanger != nil {
 		return e.OpenChanger(rec)
 	}
-	lib, err := library.Open(rec.Dir)
-	if err != nil {
-		return nil, err
-	}
-	return lib, nil
+	return library.OpenChanger(rec.Dir, e.TapeHardware)
 }
 
-// The folder and S3 library is one Changer; OpenChanger may give others.
-var _ library.Changer = (*library.Library)(nil)
+// The folder and S3 library is one Changer, the tape library another;
+// OpenChanger may give others.
+var (
+	_ library.Changer = (*library.Library)(nil)
+	_ library.Changer = (*library.TapeLibrary)(nil)
+)
 
 // ChangerOfTape opens the changer of the library that holds a tape.
 func (e *Env) ChangerOfTape(barcode string) (library.Changer, error) {
@@ -483,6 +514,13 @@ func (e *Env) AddTapes(libName string, n int) ([]string, error) {
 // library is registered.
 func (e *Env) ImportTape(barcode string) error {
 	lib, err := e.ChangerOfTape(barcode)
+	if errors.Is(err, ErrNotFound) {
+		// A cartridge new to the catalog, put into a tape library's
+		// mail slot: it joins that library.
+		if tl := e.tapeLibraryHolding(barcode); tl != nil {
+			lib, err = tl, e.knowTape(tl, barcode)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -497,8 +535,35 @@ func (e *Env) ImportTape(barcode string) error {
 	return e.Catalog.ReserveSavesetIDs(maxSavesetOnTapes(lib, tapes))
 }
 
+// tapeLibraryHolding is the registered tape library whose changer holds a
+// cartridge with barcode, or nil.
+func (e *Env) tapeLibraryHolding(barcode string) library.Changer {
+	recs, err := e.Catalog.Libraries()
+	if err != nil {
+		return nil
+	}
+	for _, rec := range recs {
+		lib, err := e.ChangerOf(rec)
+		if err != nil {
+			continue
+		}
+		if _, ok := lib.(*library.TapeLibrary); !ok {
+			continue
+		}
+		tapes, err := lib.Tapes()
+		if err != nil {
+			continue
+		}
+		if slices.ContainsFunc(tapes, func(t library.TapeStatus) bool { return t.Barcode == barcode }) {
+			return lib
+		}
+	}
+	return nil
+}
+
 // tapeOpener returns a function that opens any tape by barcode for reading,
-// in whichever library holds it.
+// in whichever library holds it. The caller closes each device it gets: a
+// tape library's cartridge holds a drive while it is open.
 func (e *Env) tapeOpener() func(string) (tape.Device, error) {
 	libs := map[string]library.Changer{}
 	return func(barcode string) (tape.Device, error) {
@@ -616,6 +681,7 @@ func (e *Env) cacheIndex(ss *catalog.Saveset, p string) error {
 	if err != nil {
 		return err
 	}
+	defer dev.Close()
 	fr, err := dev.Open(ss.IndexPart.File)
 	if err != nil {
 		return fmt.Errorf("reading the index of saveset %d from tape %s file %d: %w", ss.ID, ss.IndexPart.Barcode, ss.IndexPart.File, err)

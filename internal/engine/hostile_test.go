@@ -54,7 +54,7 @@ func craftSaveset(t *testing.T, env *engine.Env, entries []crafted, raw ...bool)
 	}
 	ss := &catalog.Saveset{Level: "full", Status: "running", Selection: "hostile", Library: lib.Config().Name, Created: time.Now()}
 	must(t, env.Catalog.CreateSaveset(ss))
-	sw := span.NewWriter(tp, bc, func([]string) (tape.Device, string, error) { return nil, "", errors.New("no more tapes") },
+	sw := span.NewWriter(tp, bc, func([]string, bool) (tape.Device, string, error) { return nil, "", errors.New("no more tapes") },
 		func(int) []byte {
 			return stream.LabelFrame(stream.Label{Format: "kura-saveset", Version: 1, SavesetID: uint64(ss.ID)})
 		}, "hostile")

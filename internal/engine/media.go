@@ -35,9 +35,18 @@ func (e *Env) liveSavesets(lib, barcode string) ([]*catalog.Saveset, error) {
 // RemoveLibrary deletes a library and its tapes. It refuses while any
 // unexpired saveset lives on it.
 func (e *Env) RemoveLibrary(name string) error {
-	lib, err := e.OpenLibrary(name)
+	c, err := e.Changer(name)
 	if err != nil {
 		return err
+	}
+	// A folder or S3 library deletes its tapes; a tape library forgets
+	// its state, its cartridges stay in the changer.
+	lib, ok := c.(interface {
+		library.Changer
+		Remove() error
+	})
+	if !ok {
+		return fmt.Errorf("removing library %s: %w", name, library.ErrUnsupported)
 	}
 	live, err := e.liveSavesets(name, "")
 	if err != nil {

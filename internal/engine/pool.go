@@ -27,13 +27,27 @@ func (e *Env) poolFilter(pool string) (library.TapeFilter, error) {
 	}, nil
 }
 
-// claimTape puts a tape a backup has taken into its pool.
-func (e *Env) claimTape(barcode, pool string) error {
+// claimTape puts a tape a backup has taken from lib into its pool.
+func (e *Env) claimTape(lib library.Changer, barcode, pool string) error {
+	if err := e.knowTape(lib, barcode); err != nil {
+		return err
+	}
 	cur, err := e.Catalog.TapePool(barcode)
 	if err != nil || cur == pool {
 		return err
 	}
 	return e.Catalog.SetTapePool(barcode, pool)
+}
+
+// knowTape registers in the catalog a tape of lib it does not know: a
+// tape library's cartridges come and go through its door, and one a job
+// has just labelled and written must be found again by barcode.
+func (e *Env) knowTape(lib library.Changer, barcode string) error {
+	_, err := e.Catalog.TapeLibrary(barcode)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return e.Catalog.AddTape(barcode, lib.Config().Name)
+	}
+	return err
 }
 
 // WritableTapes counts the tapes of a library a backup for pool could
@@ -49,7 +63,8 @@ func (e *Env) WritableTapes(lib library.Changer, pool string) (int, error) {
 	}
 	n := 0
 	for _, t := range tapes {
-		blank := t.State == library.StateBlank
+		// A tape library's cartridge Kura has not read yet may be blank.
+		blank := t.State == library.StateBlank || t.State == library.StateUnread
 		if (blank || t.State == library.StateAppendable) && !t.MarkedFull && t.Used < t.EarlyWarning && t.MailSlot == 0 && allow(t.Barcode, blank) {
 			n++
 		}

@@ -25,19 +25,19 @@ import (
 
 // RegisterLibrary adds an existing library folder to the catalog (after the
 // catalog was lost, or to take over a library from another home).
-func (e *Env) RegisterLibrary(dir string) (*library.Library, error) {
+func (e *Env) RegisterLibrary(dir string) (library.Changer, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	lib, err := library.Open(abs)
+	lib, err := library.OpenChanger(abs, e.TapeHardware)
 	if err != nil {
 		return nil, err
 	}
 	name := lib.Config().Name
 	if rec, err := e.Catalog.Library(name); err == nil {
 		if rec.Dir != abs {
-			if _, err := library.Open(rec.Dir); err == nil {
+			if _, err := library.OpenChanger(rec.Dir, e.TapeHardware); err == nil {
 				return nil, fmt.Errorf("a library named %q is already registered at %s", name, rec.Dir)
 			}
 			// Its recorded folder holds no library any more (moved, or a

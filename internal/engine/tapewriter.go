@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/library"
@@ -46,7 +47,7 @@ func (e *Env) newTapeWriter(job *catalog.Job, lib library.Changer, drv library.D
 	if err != nil {
 		return nil, err
 	}
-	if err := e.claimTape(barcode, pool); err != nil {
+	if err := e.claimTape(lib, barcode, pool); err != nil {
 		return nil, err
 	}
 	w := &tapeWriter{e: e, job: job, lib: lib, drv: drv, allow: allow, pool: pool, cur: first, barcode: barcode, tapes: []string{barcode}}
@@ -63,19 +64,30 @@ func (e *Env) newTapeWriter(job *catalog.Job, lib library.Changer, drv library.D
 	return w, nil
 }
 
-// next marks the current tape full and loads the next writable one.
-func (w *tapeWriter) next(exclude []string) (tape.Device, string, error) {
-	if err := w.lib.MarkFull(w.barcode); err != nil {
-		return nil, "", err
+// next marks the current tape full (unless it is only passed over: another
+// writer holds it) and loads the next writable one.
+func (w *tapeWriter) next(exclude []string, full bool) (tape.Device, string, error) {
+	if full {
+		if err := w.lib.MarkFull(w.barcode); err != nil {
+			return nil, "", err
+		}
 	}
 	t, bc, err := w.drv.LoadWritableIf(w.allow, append(exclude, w.tapes...)...)
 	if err != nil {
 		return nil, "", err
 	}
-	if err := w.e.claimTape(bc, w.pool); err != nil {
+	if err := w.e.claimTape(w.lib, bc, w.pool); err != nil {
 		return nil, "", err
 	}
-	w.e.logf(w.job, "tape %s reached its early-warning point: continuing on tape %s", w.barcode, bc)
+	if full {
+		w.e.logf(w.job, "tape %s reached its early-warning point: continuing on tape %s", w.barcode, bc)
+	} else {
+		w.e.logf(w.job, "tape %s is in use by another writer: writing on tape %s", w.barcode, bc)
+	}
+	if !full {
+		// Passed over, nothing written on it: not one of the job's tapes.
+		w.tapes = slices.DeleteFunc(w.tapes, func(b string) bool { return b == w.barcode })
+	}
 	w.cur, w.barcode = t, bc
 	w.tapes = append(w.tapes, bc)
 	if w.noteTape != nil {
@@ -91,7 +103,7 @@ func (w *tapeWriter) appendIndex(idx *os.File, size int64, tag string, parts []c
 	dev := w.cur
 	if l := dev.Label(); l.EarlyWarning-dev.Used() < size {
 		var err error
-		if dev, _, err = w.next(nil); err != nil {
+		if dev, _, err = w.next(nil, true); err != nil {
 			return catalog.Part{}, err
 		}
 	}

@@ -232,10 +232,14 @@ func (v *verifyRun) labels() {
 		}
 		t, ok := dev.(library.LabelReporter)
 		if !ok {
+			dev.Close()
 			continue
 		}
-		switch d := t.LabelDamage(); {
-		case d != nil && t.LabelLost():
+		d := t.LabelDamage()
+		lost := d != nil && t.LabelLost()
+		dev.Close() // a tape library's cartridge holds a drive while open
+		switch {
+		case lost:
 			v.mediaProblemAt("tape "+p.Barcode, d.Error()+"; the tape reads, but takes no more backups: copy its savesets (kura copy), then erase it")
 		case d != nil:
 			v.mediaProblemAt("tape "+p.Barcode, d.Error()+"; the next append to the tape rewrites it")
@@ -261,6 +265,7 @@ func (v *verifyRun) media() error {
 		}
 		fr, err := dev.Open(p.File)
 		if err != nil {
+			dev.Close()
 			v.mediaProblem(p, err.Error())
 			continue
 		}
@@ -272,6 +277,7 @@ func (v *verifyRun) media() error {
 		for {
 			if err := v.ctx.Err(); err != nil {
 				fr.Close()
+				dev.Close()
 				return err
 			}
 			n, err := fr.Read(buf)
@@ -306,6 +312,7 @@ func (v *verifyRun) media() error {
 			}
 		}
 		fr.Close()
+		dev.Close()
 		if isIndex && clean {
 			v.checkCache(sum.Sum(nil))
 		}
@@ -367,6 +374,7 @@ func (v *verifyRun) affected(part int, err error) {
 	if derr != nil {
 		return
 	}
+	defer dev.Close()
 	bs := int64(dev.Label().BlockSize)
 	if fr, err := dev.Open(ce.File); err == nil {
 		bs = int64(fr.Info().BlockSize)

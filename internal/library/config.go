@@ -147,8 +147,10 @@ func (c Config) Validate() error {
 		return bad("slots %d: want 1 to %d", c.Slots, MaxSlots)
 	case c.Drives < 1 || c.Drives > MaxDrives:
 		return bad("drives %d: want 1 to %d", c.Drives, MaxDrives)
-	case c.MailSlots < 1 || c.MailSlots > MaxMailSlots:
-		return bad("mail slots %d: want 1 to %d", c.MailSlots, MaxMailSlots)
+	case c.MailSlots < c.minMailSlots() || c.MailSlots > MaxMailSlots:
+		return bad("mail slots %d: want %d to %d", c.MailSlots, c.minMailSlots(), MaxMailSlots)
+	case c.Media != nil && c.Media.Kind == MediaChanger && c.Drives != len(c.Media.DriveDevices):
+		return bad("drives %d for %d drive devices", c.Drives, len(c.Media.DriveDevices))
 	case c.TapeSize < MinTapeSize || c.TapeSize > MaxTapeSize:
 		return bad("tape size %d bytes: want 16 MiB to 64 TiB", c.TapeSize)
 	case c.EarlyWarningMargin < 1 || c.EarlyWarningMargin > c.TapeSize/2:
@@ -160,6 +162,15 @@ func (c Config) Validate() error {
 		return err
 	}
 	return validateDrive(c.BlockSize, c.BufferSize)
+}
+
+// minMailSlots: a virtual library has at least one mail slot; a tape
+// library has those of its changer, maybe none.
+func (c Config) minMailSlots() int {
+	if c.Media != nil && c.Media.Kind == MediaChanger {
+		return 0
+	}
+	return 1
 }
 
 // validateDrive checks a drive's block and buffer sizes.

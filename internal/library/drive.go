@@ -39,14 +39,26 @@ type vtlDrive struct {
 // drive (or every drive) is busy it waits, until ctx ends; the error then
 // wraps ErrDriveBusy and the context's cause.
 func (l *Library) Acquire(ctx context.Context, n int) (Drive, error) {
+	i, lk, err := acquireDrive(ctx, l.cfg.Name, l.cfg.Drives, n, l.driveLockPath)
+	if err != nil {
+		return nil, err
+	}
+	return &vtlDrive{lib: l, n: i, lock: lk}, nil
+}
+
+// acquireDrive takes the lock of drive n of a library of drives drives (0:
+// the first free one), lockPath naming each drive's lock file, waiting
+// while it is busy until ctx ends; every kind of library leases its drives
+// this way.
+func acquireDrive(ctx context.Context, lib string, drives, n int, lockPath func(int) string) (int, *flock.Flock, error) {
 	var want []int
 	if n == 0 {
-		for i := 1; i <= l.cfg.Drives; i++ {
+		for i := 1; i <= drives; i++ {
 			want = append(want, i)
 		}
 	} else {
-		if err := l.checkDrive(n); err != nil {
-			return nil, err
+		if n < 1 || n > drives {
+			return 0, nil, NoDrive(lib, n, drives)
 		}
 		want = []int{n}
 	}
@@ -54,13 +66,13 @@ func (l *Library) Acquire(ctx context.Context, n int) (Drive, error) {
 	var timer *time.Timer
 	for {
 		for _, i := range want {
-			lk := newDriveLock(l.driveLockPath(i))
+			lk := newDriveLock(lockPath(i))
 			ok, err := lk.TryLock()
 			if err != nil {
-				return nil, fmt.Errorf("library %s: locking drive %d: %w", l.cfg.Name, i, err)
+				return 0, nil, fmt.Errorf("library %s: locking drive %d: %w", lib, i, err)
 			}
 			if ok {
-				return &vtlDrive{lib: l, n: i, lock: lk}, nil
+				return i, lk, nil
 			}
 		}
 		if timer == nil {
@@ -75,7 +87,7 @@ func (l *Library) Acquire(ctx context.Context, n int) (Drive, error) {
 			if n != 0 {
 				what = fmt.Sprintf("drive %d", n)
 			}
-			return nil, fmt.Errorf("library %s: gave up waiting for %s: %w: %w", l.cfg.Name, what, ErrDriveBusy, context.Cause(ctx))
+			return 0, nil, fmt.Errorf("library %s: gave up waiting for %s: %w: %w", lib, what, ErrDriveBusy, context.Cause(ctx))
 		case <-timer.C:
 		}
 		delay = min(2*delay, acquireMaxDelay)

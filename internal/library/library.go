@@ -210,15 +210,23 @@ func CreateWithMedia(cfg Config, media Media) (*Library, error) {
 	if err := l.writeInventory(inv); err != nil {
 		return nil, err
 	}
-	sc := storedConfig{Version: configVersion, Config: cfg, Created: l.now().UTC()}
-	b, err := json.MarshalIndent(sc, "", "  ")
-	if err != nil {
+	if err := writeConfig(dir, cfg, l.now()); err != nil {
 		return nil, err
 	}
-	if err := renameio.WriteFile(filepath.Join(dir, configFile), append(b, '\n'), private.FileMode); err != nil {
-		return nil, fmt.Errorf("writing library %s configuration: %w", cfg.Name, err)
-	}
 	return l, nil
+}
+
+// writeConfig writes library.json, the last step of creating a library.
+func writeConfig(dir string, cfg Config, now time.Time) error {
+	sc := storedConfig{Version: configVersion, Config: cfg, Created: now.UTC()}
+	b, err := json.MarshalIndent(sc, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := renameio.WriteFile(filepath.Join(dir, configFile), append(b, '\n'), private.FileMode); err != nil {
+		return fmt.Errorf("writing library %s configuration: %w", cfg.Name, err)
+	}
+	return nil
 }
 
 // Open opens the library in dir.
@@ -227,29 +235,11 @@ func Open(dir string) (*Library, error) { return OpenWithMedia(dir, nil) }
 // OpenWithMedia opens the library in dir whose tapes are kept on media
 // (nil: the folder DIR/tapes, as Open does).
 func OpenWithMedia(dir string, media Media) (*Library, error) {
-	dir, err := filepath.Abs(dir)
+	cfg, err := readConfig(dir)
 	if err != nil {
-		return nil, fmt.Errorf("library folder %s: %w", dir, err)
+		return nil, err
 	}
-	b, err := os.ReadFile(filepath.Join(dir, configFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s: %w (no %s)", dir, ErrNotLibrary, configFile)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("opening library %s: %w", dir, err)
-	}
-	var sc storedConfig
-	if err := json.Unmarshal(b, &sc); err != nil {
-		return nil, fmt.Errorf("%s: %w: %s: %v", dir, ErrBadInventory, configFile, err)
-	}
-	if sc.Version != configVersion {
-		return nil, fmt.Errorf("%s: %w: %s version %d (want %d)", dir, ErrBadInventory, configFile, sc.Version, configVersion)
-	}
-	cfg := sc.Config
-	cfg.Dir = dir
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w: %s: %w", dir, ErrBadInventory, configFile, err)
-	}
+	dir = cfg.Dir
 	if media == nil {
 		if media, err = mediaFor(cfg.Media); err != nil {
 			return nil, fmt.Errorf("%s: %w", dir, err)
@@ -263,6 +253,34 @@ func OpenWithMedia(dir string, media Media) (*Library, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// readConfig reads and checks DIR/library.json; Dir is the absolute dir.
+func readConfig(dir string) (Config, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return Config{}, fmt.Errorf("library folder %s: %w", dir, err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, configFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Config{}, fmt.Errorf("%s: %w (no %s)", dir, ErrNotLibrary, configFile)
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("opening library %s: %w", dir, err)
+	}
+	var sc storedConfig
+	if err := json.Unmarshal(b, &sc); err != nil {
+		return Config{}, fmt.Errorf("%s: %w: %s: %v", dir, ErrBadInventory, configFile, err)
+	}
+	if sc.Version != configVersion {
+		return Config{}, fmt.Errorf("%s: %w: %s version %d (want %d)", dir, ErrBadInventory, configFile, sc.Version, configVersion)
+	}
+	cfg := sc.Config
+	cfg.Dir = dir
+	if err := cfg.Validate(); err != nil {
+		return Config{}, fmt.Errorf("%s: %w: %s: %w", dir, ErrBadInventory, configFile, err)
+	}
+	return cfg, nil
 }
 
 // Config returns the library's configuration; Slots is the current slot
@@ -319,8 +337,11 @@ func (l *Library) driveLockPath(n int) string {
 }
 
 // driveBusy reports whether someone holds drive n's lock.
-func (l *Library) driveBusy(n int) bool {
-	lk := flock.New(l.driveLockPath(n))
+func (l *Library) driveBusy(n int) bool { return lockBusy(l.driveLockPath(n)) }
+
+// lockBusy reports whether someone holds the flock on path.
+func lockBusy(path string) bool {
+	lk := flock.New(path)
 	ok, err := lk.TryLock()
 	if err != nil {
 		return true

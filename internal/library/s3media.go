@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/kura-backup/kura/internal/tape"
 	"github.com/kura-backup/kura/internal/tape/s3tape"
@@ -12,8 +15,9 @@ import (
 // Media kinds a library's configuration names (MediaConfig.Kind). The
 // folder is the default and is never written out.
 const (
-	MediaFolder = "folder"
-	MediaS3     = "s3"
+	MediaFolder  = "folder"
+	MediaS3      = "s3"
+	MediaChanger = "changer" // a tape library: TapeLibrary, not Media
 )
 
 // MediaConfig says where a library keeps its tapes when they are not the
@@ -29,6 +33,11 @@ type MediaConfig struct {
 	// ChunkSize is the size of a tape file's chunk objects (0: the
 	// default, s3tape.DefaultChunkSize).
 	ChunkSize int64 `json:"chunk_size,omitempty"`
+	// Changer is a tape library's SCSI media changer (/dev/sgN or
+	// /dev/changer) and DriveDevices its drives' st devices (/dev/nstN),
+	// in the changer's drive order (Kind MediaChanger).
+	Changer      string   `json:"changer,omitempty"`
+	DriveDevices []string `json:"drive_devices,omitempty"`
 }
 
 // validate checks the configuration without touching the store.
@@ -45,10 +54,29 @@ func (m *MediaConfig) validate() error {
 			return fmt.Errorf("%w: chunk size %d: want at least %d bytes", ErrInvalidConfig, m.ChunkSize, MinBlockSize)
 		}
 		return nil
+	case MediaChanger:
+		if !filepath.IsAbs(m.Changer) {
+			return fmt.Errorf("%w: changer device %q: want an absolute path such as /dev/sg3", ErrInvalidConfig, m.Changer)
+		}
+		if len(m.DriveDevices) < 1 || len(m.DriveDevices) > MaxDrives {
+			return fmt.Errorf("%w: a tape library needs 1 to %d drive devices (/dev/nstN), %d given", ErrInvalidConfig, MaxDrives, len(m.DriveDevices))
+		}
+		for i, d := range m.DriveDevices {
+			if !filepath.IsAbs(d) {
+				return fmt.Errorf("%w: drive device %q: want an absolute path such as /dev/nst0", ErrInvalidConfig, d)
+			}
+			if slices.Contains(m.DriveDevices[:i], d) || d == m.Changer {
+				return fmt.Errorf("%w: device %s named twice", ErrInvalidConfig, d)
+			}
+		}
+		if m.URL != "" || m.ChunkSize != 0 {
+			return fmt.Errorf("%w: a tape library has no URL or chunk size", ErrInvalidConfig)
+		}
+		return nil
 	case "", MediaFolder:
 		return fmt.Errorf("%w: media kind %q: a folder library has no media configuration", ErrInvalidConfig, m.Kind)
 	}
-	return fmt.Errorf("%w: unknown media kind %q (want %q)", ErrInvalidConfig, m.Kind, MediaS3)
+	return fmt.Errorf("%w: unknown media kind %q (want %q or %q)", ErrInvalidConfig, m.Kind, MediaS3, MediaChanger)
 }
 
 func (m *MediaConfig) s3Config() (s3tape.Config, error) {
@@ -66,6 +94,9 @@ func (m *MediaConfig) String() string {
 	if m == nil {
 		return MediaFolder
 	}
+	if m.Kind == MediaChanger {
+		return "changer " + m.Changer + ", drives " + strings.Join(m.DriveDevices, " ")
+	}
 	return m.Kind + " " + m.URL
 }
 
@@ -77,6 +108,9 @@ func mediaFor(m *MediaConfig) (Media, error) {
 	}
 	if err := m.validate(); err != nil {
 		return nil, err
+	}
+	if m.Kind == MediaChanger {
+		return nil, fmt.Errorf("%w: its tapes are the cartridges in %s (put new ones into a mail slot and import them with kura tape import)", ErrTapeLibrary, m)
 	}
 	c, err := m.s3Config()
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -71,7 +72,7 @@ func TestMediaConfigInLibraryJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := l.Config().Media; got == nil || *got != *m {
+	if got := l.Config().Media; got == nil || !reflect.DeepEqual(*got, *m) {
 		t.Errorf("media read back %+v, want %+v", got, m)
 	}
 }

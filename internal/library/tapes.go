@@ -25,6 +25,11 @@ const (
 	// (both copies damaged: its tape files still read, nothing is written
 	// to it until it is erased); see TapeStatus.Error.
 	StateError TapeState = "error"
+	// StateUnread: a cartridge of a tape library (TapeLibrary) that Kura
+	// has not had in a drive yet, so its label and tape files are unknown.
+	// A backup that needs a tape loads it: a blank one is labelled and
+	// written, one holding anything else is marked StateError.
+	StateUnread TapeState = "unread"
 )
 
 // TapeStatus describes one tape.

@@ -95,7 +95,10 @@ func (l *Local) CreateLibrary(ctx context.Context, req api.LibraryCreate) (*api.
 	if req.S3 != "" {
 		cfg.Media = &library.MediaConfig{Kind: library.MediaS3, URL: req.S3, ChunkSize: req.ChunkSizeBytes}
 	}
-	lib, err := l.env.CreateLibrary(cfg)
+	if req.Changer != "" {
+		cfg.Media = &library.MediaConfig{Kind: library.MediaChanger, Changer: req.Changer, DriveDevices: req.DriveDevices}
+	}
+	lib, err := l.env.CreateChanger(cfg)
 	if err != nil {
 		return nil, Err(err)
 	}

@@ -49,7 +49,7 @@ func TestWithLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := func(exclude []string) (tape.Device, string, error) {
+	next := func(exclude []string, full bool) (tape.Device, string, error) {
 		if err := lib.MarkFull(exclude[len(exclude)-1]); err != nil {
 			return nil, "", err
 		}

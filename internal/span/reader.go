@@ -9,7 +9,9 @@ import (
 	"github.com/kura-backup/kura/internal/tape"
 )
 
-// Open gives the tape with a barcode, loaded and ready to read.
+// Open gives the tape with a barcode, loaded and ready to read. The reader
+// owns it: it closes the device when done with the part or at Close (a
+// tape library's cartridge holds a drive for as long as it is open).
 type Open func(barcode string) (tape.Device, error)
 
 // Reader reads a saveset's data over its parts. It implements
@@ -46,6 +48,7 @@ func (r *Reader) OpenAt(loc stream.Location) (io.ReadCloser, error) {
 type partsReader struct {
 	r      *Reader
 	part   int
+	dev    tape.Device // the tape of the current part, closed with it
 	fr     tape.FileReader
 	left   int64 // bytes left in the current part
 	err    error
@@ -62,21 +65,26 @@ func (pr *partsReader) openPart(off int64) error {
 	}
 	fr, err := dev.Open(p.File)
 	if err != nil {
+		dev.Close()
 		return fmt.Errorf("%s: %w", where, err)
 	}
-	if info := fr.Info(); info.Bytes != p.Bytes {
+	fail := func(err error) error {
 		fr.Close()
+		dev.Close()
+		return err
+	}
+	if info := fr.Info(); info.Bytes != p.Bytes {
 		if info.Bytes < p.Bytes {
-			return fmt.Errorf("%s: holds %d bytes, want %d: %w: %w", where, info.Bytes, p.Bytes, ErrPartMismatch, tape.ErrTruncated)
+			return fail(fmt.Errorf("%s: holds %d bytes, want %d: %w: %w", where, info.Bytes, p.Bytes, ErrPartMismatch, tape.ErrTruncated))
 		}
-		return fmt.Errorf("%s: holds %d bytes, want %d: %w", where, info.Bytes, p.Bytes, ErrPartMismatch)
+		return fail(fmt.Errorf("%s: holds %d bytes, want %d: %w", where, info.Bytes, p.Bytes, ErrPartMismatch))
 	}
 	if off > 0 {
 		if _, err := fr.Seek(off, io.SeekStart); err != nil {
-			fr.Close()
-			return fmt.Errorf("%s: seeking to %d: %w", where, off, err)
+			return fail(fmt.Errorf("%s: seeking to %d: %w", where, off, err))
 		}
 	}
+	pr.dev = dev
 	pr.fr, pr.left = fr, p.Bytes-off
 	return nil
 }
@@ -89,12 +97,10 @@ func (pr *partsReader) Read(b []byte) (int, error) {
 		return 0, pr.err
 	}
 	for pr.left == 0 {
-		if err := pr.fr.Close(); err != nil {
-			pr.fr = nil
+		if err := pr.closePart(); err != nil {
 			pr.err = fmt.Errorf("span: closing part %d: %w", pr.part+1, err)
 			return 0, pr.err
 		}
-		pr.fr = nil
 		if pr.part+1 >= len(pr.r.parts) {
 			pr.err = io.EOF
 			return 0, io.EOF
@@ -129,10 +135,23 @@ func (pr *partsReader) Close() error {
 		return nil
 	}
 	pr.closed = true
+	return pr.closePart()
+}
+
+// closePart closes the current part's tape file and its tape: a device
+// from Open is a drive's for as long as it is open (a tape library's
+// cartridge holds a drive until closed).
+func (pr *partsReader) closePart() error {
+	var err error
 	if pr.fr != nil {
-		err := pr.fr.Close()
+		err = pr.fr.Close()
 		pr.fr = nil
-		return err
 	}
-	return nil
+	if pr.dev != nil {
+		if derr := pr.dev.Close(); derr != nil && !errors.Is(derr, tape.ErrClosed) && err == nil {
+			err = derr
+		}
+		pr.dev = nil
+	}
+	return err
 }

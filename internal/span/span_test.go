@@ -28,11 +28,19 @@ type shelf struct {
 	tapes    map[string]tape.Device
 	queue    []string
 	excludes [][]string // what next was given, call by call
+	full     []bool     // and whether the tape left was full
+	lent     int        // tapes open gave readers
+	returned int        // of those, closed
 }
 
 func newShelf(t *testing.T, barcodes ...string) *shelf {
 	t.Helper()
 	s := &shelf{t: t, tapes: map[string]tape.Device{}, queue: barcodes}
+	t.Cleanup(func() {
+		if !t.Failed() && s.lent != s.returned {
+			t.Errorf("readers opened %d tapes and closed %d: a tape left open holds a drive", s.lent, s.returned)
+		}
+	})
 	for _, bc := range barcodes {
 		tp, err := memtape.New(tape.Label{
 			Barcode: bc, Library: "test", BlockSize: 4096, Capacity: capacity, EarlyWarning: early,
@@ -53,8 +61,9 @@ func (s *shelf) first() (tape.Device, string) {
 	return s.tapes[bc], bc
 }
 
-func (s *shelf) next(exclude []string) (tape.Device, string, error) {
+func (s *shelf) next(exclude []string, full bool) (tape.Device, string, error) {
 	s.excludes = append(s.excludes, exclude)
+	s.full = append(s.full, full)
 	for len(s.queue) > 0 {
 		bc := s.queue[0]
 		s.queue = s.queue[1:]
@@ -70,7 +79,25 @@ func (s *shelf) open(bc string) (tape.Device, error) {
 	if !ok {
 		return nil, fmt.Errorf("tape %s is exported; import it", bc)
 	}
-	return tp, nil
+	s.lent++
+	return &shelved{Device: tp, s: s}, nil
+}
+
+// shelved is a tape on the shelf lent to a reader, which closes it when
+// done; the shelf keeps it open and counts what came back.
+type shelved struct {
+	tape.Device
+	s      *shelf
+	closed bool
+}
+
+func (t *shelved) Close() error {
+	if t.closed {
+		return tape.ErrClosed
+	}
+	t.closed = true
+	t.s.returned++
+	return nil
 }
 
 func header(part int) []byte { return fmt.Appendf(nil, "HEADER saveset 7 part %d\n", part) }
@@ -459,8 +486,8 @@ func ewOnly(d tape.Device) tape.Device { return faultdev.New(d).EarlyWarningOnly
 // warning holds it) and the next frame starts the next part.
 func TestSpanOnEarlyWarningOnly(t *testing.T) {
 	s := newShelf(t, "T1", "T2", "T3")
-	next := func(exclude []string) (tape.Device, string, error) {
-		d, bc, err := s.next(exclude)
+	next := func(exclude []string, full bool) (tape.Device, string, error) {
+		d, bc, err := s.next(exclude, full)
 		if err != nil {
 			return nil, "", err
 		}
@@ -490,6 +517,43 @@ func TestSpanOnEarlyWarningOnly(t *testing.T) {
 	for i, loc := range locs {
 		if got, want := readAll(t, r, loc), slices.Concat(frames[i:]...); !bytes.Equal(got, want) {
 			t.Fatalf("from frame %d on the stream reads back wrong", i)
+		}
+	}
+}
+
+// busyTape is a tape another writer holds: Append is tape.ErrBusy.
+type busyTape struct{ tape.Device }
+
+func (busyTape) Append(string) (tape.FileWriter, error) {
+	return nil, fmt.Errorf("append: %w: held by another process", tape.ErrBusy)
+}
+
+// TestSpanPassesOverABusyTape: a tape another writer holds (a process
+// that died with its lock still leased) is passed over, not marked full:
+// the saveset goes to the next tape, and Next is told the tape left was
+// not full.
+func TestSpanPassesOverABusyTape(t *testing.T) {
+	for _, frames := range []int{3, 0} {
+		s := newShelf(t, "T1", "T2")
+		dev, bc := s.first()
+		w := NewWriter(busyTape{dev}, bc, s.next, header, "saveset 9")
+		for i := range frames {
+			if _, err := w.WriteFrame(frame(i, 10<<10)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		parts, err := w.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(parts) != 1 || parts[0].Barcode != "T2" {
+			t.Errorf("%d frames: parts %+v, want one on T2", frames, parts)
+		}
+		if len(s.full) != 1 || s.full[0] || !slices.Equal(s.excludes[0], []string{"T1"}) {
+			t.Errorf("%d frames: next called with %v, full %v; want [T1], not full", frames, s.excludes, s.full)
+		}
+		if files, _ := s.tapes["T1"].Files(); len(files) != 0 {
+			t.Errorf("the busy tape got files %+v", files)
 		}
 	}
 }

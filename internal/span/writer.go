@@ -63,9 +63,13 @@ type Part struct {
 }
 
 // Next gives the next writable tape. exclude lists every tape this writer
-// has already written on or passed over; the one it just left is last. The
-// engine wires Drive.LoadWritable and Library.MarkFull into it.
-type Next func(exclude []string) (dev tape.Device, barcode string, err error)
+// has already written on or passed over; the one it just left is last.
+// full says why it was left: it is full (early warning, or no room for the
+// next frame), or, false, another writer holds it (tape.ErrBusy at
+// Append: a writer of another process, or one that died and whose lock
+// has not run out) and it is only passed over. The engine wires
+// Drive.LoadWritable and Library.MarkFull into it.
+type Next func(exclude []string, full bool) (dev tape.Device, barcode string, err error)
 
 // Writer is a stream.FrameSink that writes frames into tape files, moving to
 // the next tape when a frame would not fit before the tape's early-warning
@@ -137,24 +141,31 @@ func (w *Writer) writeFrame(frame []byte) (stream.Location, error) {
 		if err := w.finishPart(); err != nil {
 			return stream.Location{}, err
 		}
-		if err := w.nextTape(); err != nil {
+		if err := w.nextTape(true); err != nil {
 			return stream.Location{}, err
 		}
 	}
 	for w.fw == nil {
 		if w.dev == nil {
-			if err := w.nextTape(); err != nil {
+			if err := w.nextTape(true); err != nil {
 				return stream.Location{}, err
 			}
 		}
 		ok, err := w.startPart(n)
+		if errors.Is(err, tape.ErrBusy) {
+			// Another writer holds this tape: pass it over, not full.
+			if err := w.nextTape(false); err != nil {
+				return stream.Location{}, err
+			}
+			continue
+		}
 		if err != nil {
 			return stream.Location{}, err
 		}
 		if !ok {
 			// This tape already holds data and has no room for the
 			// frame: try the next one.
-			if err := w.nextTape(); err != nil {
+			if err := w.nextTape(true); err != nil {
 				return stream.Location{}, err
 			}
 		}
@@ -238,20 +249,24 @@ func (w *Writer) finishPart() error {
 }
 
 // nextTape asks for the next tape, excluding every tape used so far.
-func (w *Writer) nextTape() error {
+func (w *Writer) nextTape(full bool) error {
 	if w.barcode != "" {
 		w.visit(w.barcode)
 	}
 	w.dev = nil
-	if w.next == nil {
-		return fmt.Errorf("span: tape %s is full after %d part(s): %w", w.barcode, len(w.parts), ErrNoNextTape)
+	why := fmt.Sprintf("tape %s is full after %d part(s)", w.barcode, len(w.parts))
+	if !full {
+		why = fmt.Sprintf("tape %s is in use by another writer", w.barcode)
 	}
-	dev, bc, err := w.next(slices.Clone(w.visited))
+	if w.next == nil {
+		return fmt.Errorf("span: %s: %w", why, ErrNoNextTape)
+	}
+	dev, bc, err := w.next(slices.Clone(w.visited), full)
 	if err != nil {
-		return fmt.Errorf("span: tape %s is full after %d part(s): %w: %w", w.barcode, len(w.parts), ErrNoNextTape, err)
+		return fmt.Errorf("span: %s: %w: %w", why, ErrNoNextTape, err)
 	}
 	if dev == nil {
-		return fmt.Errorf("span: tape %s is full after %d part(s): %w", w.barcode, len(w.parts), ErrNoNextTape)
+		return fmt.Errorf("span: %s: %w", why, ErrNoNextTape)
 	}
 	if slices.Contains(w.visited, bc) {
 		return fmt.Errorf("span: next tape %s was already used by this saveset: %w", bc, ErrNoNextTape)
@@ -274,12 +289,20 @@ func (w *Writer) Finish() ([]Part, error) {
 	if w.fw == nil && len(w.parts) == 0 {
 		for w.fw == nil {
 			if w.dev == nil {
-				if err := w.nextTape(); err != nil {
+				if err := w.nextTape(true); err != nil {
 					w.err = err
 					return nil, err
 				}
 			}
-			if _, err := w.startPart(-1); err != nil {
+			_, err := w.startPart(-1)
+			if errors.Is(err, tape.ErrBusy) {
+				if err := w.nextTape(false); err != nil {
+					w.err = err
+					return nil, err
+				}
+				continue
+			}
+			if err != nil {
 				w.err = err
 				return nil, err
 			}

@@ -221,16 +221,22 @@ func Recipe(files []string) string {
 // RecipeS3 is Recipe for a saveset whose parts are objects in an
 // S3-compatible store: each URL (the parts' chunk objects, in order)
 // fetched with curl's own AWS signature v4 (curl 7.75 or later) for region,
-// with the credentials of AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in
-// the user's environment (never in the recipe), concatenated into zstd and
-// tar as Recipe does. A failed fetch stops the pipeline.
+// with the credentials of AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and
+// AWS_SESSION_TOKEN when set) in the user's environment (never in the
+// recipe), concatenated into zstd and tar as Recipe does. A failed fetch
+// stops the pipeline. The credentials reach curl as a config file on its
+// standard input (`curl -K -`, written by the shell's printf builtin), not
+// as arguments, which any user on the machine could read in ps.
 func RecipeS3(urls []string, region string) string {
 	q := make([]string, len(urls))
 	for i, u := range urls {
 		q[i] = shellQuote(u)
 	}
-	return "for u in " + strings.Join(q, " ") + "; do curl -sSf --aws-sigv4 " + shellQuote("aws:amz:"+region+":s3") +
-		` --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "$u" || exit 1; done | zstd -dc | ` + recipeTar
+	return "for u in " + strings.Join(q, " ") + "; do " +
+		`{ printf 'user = "%s:%s"\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY"; ` +
+		`[ -z "$AWS_SESSION_TOKEN" ] || printf 'header = "x-amz-security-token: %s"\n' "$AWS_SESSION_TOKEN"; } | ` +
+		"curl -sSf -K - --aws-sigv4 " + shellQuote("aws:amz:"+region+":s3") +
+		` -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "$u" || exit 1; done | zstd -dc | ` + recipeTar
 }
 
 func shellQuote(s string) string {

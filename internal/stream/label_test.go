@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -109,5 +111,43 @@ func TestRecipeQuoting(t *testing.T) {
 	want[5] = "./-dash"
 	if got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("shell saw %q\nwant %q", got, want)
+	}
+}
+
+// TestRecipeS3KeepsCredentialsOffTheCommandLine: the S3 recipe, run by sh
+// with a curl that records what it is given, hands curl the access key,
+// secret and session token on its standard input (a config file), never
+// as arguments, which every user on the machine sees in ps; without a
+// session token no token header is sent.
+func TestRecipeS3KeepsCredentialsOffTheCommandLine(t *testing.T) {
+	for _, token := range []string{"", "session-T0KEN"} {
+		bin, out := t.TempDir(), t.TempDir()
+		fake := "#!/bin/sh\nprintf '%s\\n' \"$@\" >> " + out + "/argv\ncat >> " + out + "/config\n"
+		if err := os.WriteFile(filepath.Join(bin, "curl"), []byte(fake), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		recipe := RecipeS3([]string{"http://127.0.0.1:9/b/k1", "http://127.0.0.1:9/b/k2"}, "eu-west-1")
+		cmd := exec.Command("sh", "-c", recipe)
+		cmd.Dir = t.TempDir()
+		cmd.Env = []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "AWS_ACCESS_KEY_ID=AKIDEXAMPLE",
+			"AWS_SECRET_ACCESS_KEY=s3cr3t/Key+x", "AWS_SESSION_TOKEN=" + token}
+		cmd.Run() // zstd finds no data: only what curl was given matters
+		argv, err := os.ReadFile(filepath.Join(out, "argv"))
+		if err != nil {
+			t.Fatalf("curl was not run: %v\n%s", err, recipe)
+		}
+		config, _ := os.ReadFile(filepath.Join(out, "config"))
+		if strings.Contains(string(argv), "s3cr3t") || strings.Contains(string(argv), "AKIDEXAMPLE") || (token != "" && strings.Contains(string(argv), token)) {
+			t.Errorf("credentials on curl's command line:\n%s", argv)
+		}
+		if n := strings.Count(string(config), `user = "AKIDEXAMPLE:s3cr3t/Key+x"`); n != 2 {
+			t.Errorf("curl got the credentials %d times on its input, want once per object:\n%s", n, config)
+		}
+		if got := strings.Count(string(config), "x-amz-security-token: "+token); (token != "") != (got == 2) {
+			t.Errorf("session token %q: %d headers on curl's input:\n%s", token, got, config)
+		}
+		if !strings.Contains(string(argv), "aws:amz:eu-west-1:s3") || !strings.Contains(string(argv), "http://127.0.0.1:9/b/k2") {
+			t.Errorf("curl arguments:\n%s", argv)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -719,5 +720,51 @@ func TestCompletionAnswerLost(t *testing.T) {
 	}
 	if !bytes.Equal(tapetest.ReadFile(t, d, 1), data) {
 		t.Fatal("read back differs")
+	}
+}
+
+// TestCredentialsWithSessionToken: temporary credentials (a session
+// token beside the keys, from AWS_SESSION_TOKEN or a profile's
+// aws_session_token) go with every request as x-amz-security-token. The
+// test server issues no session tokens and refuses every one: that is an
+// ErrAccessDenied, a credentials problem, like a token that expired.
+func TestCredentialsWithSessionToken(t *testing.T) {
+	for _, from := range []string{"environment", "file"} {
+		t.Run(from, func(t *testing.T) {
+			clearAWSEnv(t)
+			token := "kura-session-token-" + from
+			if from == "environment" {
+				t.Setenv("AWS_ACCESS_KEY_ID", testAccess)
+				t.Setenv("AWS_SECRET_ACCESS_KEY", testSecret)
+				t.Setenv("AWS_SESSION_TOKEN", token)
+			} else {
+				f := filepath.Join(t.TempDir(), "credentials")
+				conf := fmt.Sprintf("[temp]\naws_access_key_id = %s\naws_secret_access_key = %s\naws_session_token = %s\n", testAccess, testSecret, token)
+				if err := os.WriteFile(f, []byte(conf), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				t.Setenv("AWS_SHARED_CREDENTIALS_FILE", f)
+				t.Setenv("AWS_PROFILE", "temp")
+			}
+			ft := newFaultTransport()
+			var sent, without atomic.Int64
+			ft.setHook(func(r *http.Request) *http.Response {
+				if r.Header.Get("X-Amz-Security-Token") == token {
+					sent.Add(1)
+				} else {
+					without.Add(1)
+				}
+				return nil
+			})
+			cfg := testConfig(srv)
+			cfg.Credentials, cfg.Transport = nil, ft
+			_, err := Open(cfg, "S99999")
+			if !errors.Is(err, ErrAccessDenied) || !strings.Contains(err.Error(), "InvalidToken") || strings.Contains(err.Error(), testSecret) {
+				t.Fatalf("open with a session token the server refuses: %v; want ErrAccessDenied naming the token", err)
+			}
+			if sent.Load() == 0 || without.Load() != 0 {
+				t.Errorf("%d requests carried the session token, %d did not", sent.Load(), without.Load())
+			}
+		})
 	}
 }

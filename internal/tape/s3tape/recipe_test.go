@@ -6,17 +6,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/kura-backup/kura/internal/stream"
 	"github.com/kura-backup/kura/internal/tape/tapetest"
 )
 
 // TestStockToolsRestore: a tape file holding a zstd-compressed tar comes
-// back without Kura: its chunk keys (Keys) fetched in order with curl's
-// own S3 signing, concatenated, through `zstd -dc | tar -x`.
+// back without Kura: its chunk keys (Keys) fetched in order with real
+// curl's own S3 signing by the recipe Kura prints (stream.RecipeS3),
+// concatenated, through `zstd -dc | tar -x`.
 func TestStockToolsRestore(t *testing.T) {
 	for _, c := range []string{"curl", "zstd", "tar", "sh"} {
 		if _, err := exec.LookPath(c); err != nil {
@@ -24,8 +25,8 @@ func TestStockToolsRestore(t *testing.T) {
 		}
 	}
 	files := map[string][]byte{"a.txt": []byte("hello from a bucket\n"), "big.bin": tapetest.Payload(60, 70000)}
-	var stream bytes.Buffer
-	zw, err := zstd.NewWriter(&stream)
+	var tarZst bytes.Buffer
+	zw, err := zstd.NewWriter(&tarZst)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func TestStockToolsRestore(t *testing.T) {
 	cfg := testConfig(srv)
 	cfg.ChunkSize = 16 << 10
 	d := formatTape(t, cfg, 1<<20, 4096)
-	tapetest.WriteFile(t, d, "saveset", stream.Bytes(), 0)
+	tapetest.WriteFile(t, d, "saveset", tarZst.Bytes(), 0)
 	keys, err := d.Keys(1)
 	if err != nil {
 		t.Fatal(err)
@@ -56,10 +57,9 @@ func TestStockToolsRestore(t *testing.T) {
 	for _, k := range keys {
 		urls = append(urls, "http://"+srv.Addr+"/"+testBucket+"/"+k)
 	}
-	script := `for u in ` + strings.Join(urls, " ") + `; do
-  curl -sSf --aws-sigv4 aws:amz:us-east-1:s3 --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
-    -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$u" || exit 1
-done | zstd -dc | tar -xf -`
+	// The recipe Kura prints (kura saveset recipe): the credentials go to
+	// curl on its standard input, never on its command line.
+	script := stream.RecipeS3(urls, "us-east-1")
 	dir := t.TempDir()
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Dir = dir

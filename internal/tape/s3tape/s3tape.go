@@ -248,11 +248,12 @@ func (s *store) where() string {
 	return scheme + "://" + s.cfg.Endpoint
 }
 
-// deniedCodes are the S3 error codes of a refused key or signature (AWS,
-// MinIO, versitygw).
+// deniedCodes are the S3 error codes of a refused key, signature or
+// session token (AWS, MinIO, versitygw).
 var deniedCodes = map[string]bool{
 	"AccessDenied": true, "InvalidAccessKeyId": true, "SignatureDoesNotMatch": true,
 	"InvalidClientTokenId": true, "XAdminUserNotFound": true, "XMinioInvalidAccessKeyID": true,
+	"InvalidToken": true, "ExpiredToken": true, "TokenRefreshRequired": true,
 }
 
 // wrap gives a store error its sentinel. The message of an S3 error names

@@ -120,6 +120,42 @@ func Format(d Drive, l tape.Label, opts Options) (*Device, error) {
 	return t, nil
 }
 
+// Relabel erases the tape and labels it again (recycling, library.Erase):
+// the label tape.Relabelled gives from the current one and l, written at
+// the beginning of the tape, which discards every tape file after it. Not
+// while a tape file is open (tape.ErrBusy), nor on a write-protected tape.
+func (t *Device) Relabel(l tape.Label) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.closed:
+		return tape.ErrClosed
+	case t.w != nil || t.readers > 0:
+		return fmt.Errorf("relabel %s: %w: a tape file is open", t.label.Barcode, tape.ErrBusy)
+	}
+	nl, err := tape.Relabelled(t.label, l, t.label.Generation, t.opts.clock())
+	if err != nil {
+		return err
+	}
+	b, err := tape.EncodeLabel(nl)
+	if err != nil {
+		return fmt.Errorf("relabel %s: %w", t.label.Barcode, err)
+	}
+	st, err := t.d.Status()
+	if err != nil {
+		return fmt.Errorf("relabel %s: status: %w", t.label.Barcode, err)
+	}
+	if st.WriteProtected() {
+		return fmt.Errorf("relabel %s: %w", t.label.Barcode, ErrWriteProtected)
+	}
+	if err := t.writeLabel(b); err != nil {
+		return fmt.Errorf("relabel %s: %w", t.label.Barcode, err)
+	}
+	t.label, _ = tape.DecodeLabel(b)
+	t.damage, t.bad = nil, map[int]error{}
+	return nil
+}
+
 // Open reads the label of the tape in d and finds its tape files (one
 // trailer read per tape file; no data block is read). ErrBlank if it has
 // no label, ErrBadLabel if both copies are damaged; with one damaged the

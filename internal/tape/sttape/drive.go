@@ -1,5 +1,7 @@
 package sttape
 
+import "fmt"
+
 // Drive is the seam under the device: the Linux st driver's character
 // device as read(2), write(2) and its three ioctls, nothing more. The real
 // one is OpenDrive (a file descriptor on /dev/nstN); Emulation is the same
@@ -39,6 +41,7 @@ const (
 	mtBSR         int16 = 4  // backward space count records
 	mtWEOF        int16 = 5  // write count filemarks
 	mtREW         int16 = 6  // rewind
+	mtOFFL        int16 = 7  // rewind and eject the tape (unload), ready for the changer
 	mtNOP         int16 = 8  // no operation; flushes the driver's buffer
 	mtEOM         int16 = 12 // to end of recorded data
 	mtSETBLK      int16 = 20 // set the block size (0: variable)
@@ -73,3 +76,13 @@ func (s Status) EOT() bool            { return s.Gstat&gmtEOT != 0 }
 func (s Status) EOF() bool            { return s.Gstat&gmtEOF != 0 }
 func (s Status) EOD() bool            { return s.Gstat&gmtEOD != 0 }
 func (s Status) WriteProtected() bool { return s.Gstat&gmtWRPROT != 0 }
+
+// Offline rewinds the tape in d and ejects it (MTOFFL, `mt offline`): most
+// libraries' robots take a tape out of a drive only after the drive has
+// ejected it.
+func Offline(d Drive) error {
+	if err := d.Op(mtOFFL, 1); err != nil {
+		return fmt.Errorf("eject (MTOFFL): %w", err)
+	}
+	return nil
+}

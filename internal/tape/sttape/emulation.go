@@ -24,6 +24,7 @@ type Media struct {
 	// past end.
 	earlyWarning, end int64
 	writeProtected    bool
+	ejected           bool // MTOFFL since the last Load
 
 	counts Counts
 }
@@ -52,6 +53,15 @@ func (m *Media) SetWriteProtected(on bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.writeProtected = on
+}
+
+// Ejected reports whether a drive ejected the cartridge (MTOFFL) since it
+// was last loaded: what a changer's robot needs before it can take the
+// cartridge out of the drive.
+func (m *Media) Ejected() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ejected
 }
 
 // Counts returns what the drives did to this cartridge so far.
@@ -110,6 +120,7 @@ func (m *Media) Load(write bool) (*Emulation, error) {
 	if write && m.writeProtected {
 		return nil, unix.EROFS
 	}
+	m.ejected = false
 	return &Emulation{m: m, write: write, known: true, compression: true}, nil
 }
 
@@ -136,6 +147,7 @@ type Emulation struct {
 	// the last filemark was read or the last block written.
 	eodSeen     bool
 	compression bool
+	offline     bool // ejected (MTOFFL): every operation but Close fails with EIO
 	closed      bool
 }
 
@@ -155,6 +167,9 @@ func (e *Emulation) Read(p []byte) (int, error) {
 	defer m.mu.Unlock()
 	if e.closed {
 		return 0, unix.EBADF
+	}
+	if e.offline {
+		return 0, unix.EIO
 	}
 	e.lastWrite = false
 	if e.blockSize > 0 && len(p)%e.blockSize != 0 {
@@ -204,6 +219,8 @@ func (e *Emulation) Write(p []byte) (int, error) {
 	switch {
 	case e.closed || !e.write:
 		return 0, unix.EBADF
+	case e.offline:
+		return 0, unix.EIO
 	case m.writeProtected:
 		return 0, unix.EACCES
 	case e.blockSize > 0 && (len(p) == 0 || len(p)%e.blockSize != 0):
@@ -246,6 +263,9 @@ func (e *Emulation) Op(op int16, count int32) error {
 	if e.closed {
 		return unix.EBADF
 	}
+	if e.offline {
+		return unix.EIO
+	}
 	switch op {
 	case mtNOP:
 		return nil
@@ -286,6 +306,12 @@ func (e *Emulation) Op(op int16, count int32) error {
 	case mtREW:
 		m.counts.Rewinds++
 		e.pos, e.known = 0, true
+		return nil
+	case mtOFFL:
+		// Rewound and ejected: the drive holds no tape for this handle.
+		m.counts.Rewinds++
+		e.pos, e.known = 0, true
+		m.ejected, e.offline = true, true
 		return nil
 	case mtFSF, mtBSF, mtFSR, mtBSR:
 		m.counts.Spaces++
@@ -363,6 +389,9 @@ func (e *Emulation) Status() (Status, error) {
 	if e.closed {
 		return Status{}, unix.EBADF
 	}
+	if e.offline {
+		return Status{FileNo: -1, BlockNo: -1}, nil // no tape: not online
+	}
 	s := Status{BlockSize: e.blockSize, Gstat: gmtONLINE, FileNo: -1, BlockNo: -1}
 	if e.pos == 0 {
 		s.Gstat |= gmtBOT
@@ -395,6 +424,9 @@ func (e *Emulation) Tell() (int64, error) {
 	defer e.m.mu.Unlock()
 	if e.closed {
 		return 0, unix.EBADF
+	}
+	if e.offline {
+		return 0, unix.EIO
 	}
 	return int64(e.pos), nil
 }

@@ -110,7 +110,7 @@ func TestSpanOnTheDrivesEarlyWarning(t *testing.T) {
 		"T1": newEmulated(t, 64<<20, ew, 4<<20),
 		"T2": newEmulated(t, 64<<20, ew, 4<<20),
 	}
-	next := func(exclude []string) (tape.Device, string, error) {
+	next := func(exclude []string, _ bool) (tape.Device, string, error) {
 		if !slices.Contains(exclude, "T2") {
 			return tapes["T2"], "T2", nil
 		}

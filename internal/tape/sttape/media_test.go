@@ -232,3 +232,56 @@ func TestFormat(t *testing.T) {
 		t.Errorf("Files() after Format with Overwrite = %v, %v", files, err)
 	}
 }
+
+// TestRelabel: relabelling a tape with tape files leaves it empty, its
+// generation one higher, its barcode kept; reopened, it reads the same and
+// takes appends from tape file 1. A write-protected tape is refused and
+// keeps its tape files.
+func TestRelabel(t *testing.T) {
+	d, data := twoFiles(t)
+	d.media.SetWriteProtected(true)
+	if err := d.Relabel(tape.Label{}); !errors.Is(err, ErrWriteProtected) {
+		t.Fatalf("relabel a write-protected tape: %v, want ErrWriteProtected", err)
+	}
+	d.media.SetWriteProtected(false)
+	if !bytes.Equal(tapetest.ReadFile(t, d, 2), data[1]) {
+		t.Fatal("a refused relabel lost tape file 2")
+	}
+	gen := d.Label().Generation
+	if err := d.Relabel(tape.Label{Library: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	d2 := d.Reopen(t)
+	l := d2.Label()
+	files, err := d2.Files()
+	if err != nil || len(files) != 0 || d2.Used() != 0 {
+		t.Fatalf("relabelled tape: files %v, used %d, %v; want none", files, d2.Used(), err)
+	}
+	if l.Barcode != "ST0001L8" || l.Library != "other" || l.Generation != gen+1 {
+		t.Fatalf("relabelled: %+v, want barcode kept, library other, generation %d", l, gen+1)
+	}
+	if info := tapetest.WriteFile(t, d2, "again", []byte("again"), 0); info.Number != 1 {
+		t.Fatalf("first append after relabel is tape file %d", info.Number)
+	}
+}
+
+// TestOffline: Offline ejects the cartridge (the robot may take it); the
+// drive handle then reads nothing, and the cartridge loads again.
+func TestOffline(t *testing.T) {
+	d, data := twoFiles(t)
+	if d.media.Ejected() {
+		t.Fatal("ejected before Offline")
+	}
+	if err := Offline(d.d); err != nil {
+		t.Fatal(err)
+	}
+	if !d.media.Ejected() {
+		t.Fatal("not ejected after Offline")
+	}
+	if _, err := d.Open(1); err == nil {
+		t.Fatal("read a tape file after the tape was ejected")
+	}
+	if !bytes.Equal(tapetest.ReadFile(t, d.Reopen(t), 1), data[0]) || d.media.Ejected() {
+		t.Fatal("the cartridge did not load again after its ejection")
+	}
+}
