@@ -34,6 +34,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -523,7 +524,7 @@ func (s *Server) getServer(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	return writeJSON(w, api.ServerInfo{Name: s.opts.Name, Version: Version, CAFingerprint: s.ca.Fingerprint(),
-		Started: s.started, Drives: drives})
+		Started: s.started, Drives: drives, Goroutines: runtime.NumGoroutine()})
 }
 
 // IsHome reports whether dir is a server home (it has the server's CA).
