@@ -240,8 +240,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: s.Handler(), TLSConfig: pki.ServerTLSConfig(s.ca, s.cert),
 		ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext: func(net.Listener) context.Context { return s.ctx }}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.q.run(s.ctx) }()
+	go func() { defer s.wg.Done(); s.hub.runSaveSeen(s.ctx) }()
 	if s.opts.SchedulerEvery > 0 {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.runScheduler(s.ctx) }()
@@ -275,6 +276,7 @@ var errStopping = fmt.Errorf("%w: the server is stopping", context.Canceled)
 func (s *Server) Close() error {
 	s.cancel(errStopping)
 	s.wg.Wait()
+	s.hub.saveSeen()
 	return s.env.Close()
 }
 
