@@ -25,7 +25,7 @@ func newHubServer(t *testing.T, clients int) (*Server, []string) {
 	t.Cleanup(func() { env.Close() })
 	s := &Server{opts: Options{}.withDefaults(), env: env, running: map[int64]*runningJob{},
 		log: slog.New(slog.DiscardHandler)}
-	s.hub, s.q = newHub(s), newQueue(s)
+	s.hub, s.q, s.bus = newHub(s), newQueue(s), newBus()
 	var names []string
 	for i := range clients {
 		name := fmt.Sprintf("c%02d", i)

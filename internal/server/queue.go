@@ -97,6 +97,7 @@ func (q *queue) schedule(ctx context.Context) {
 		s.log.Error("reading the queue", "err", err)
 		return
 	}
+	p := &pass{busy: map[string]map[int]bool{}, tapes: map[poolKey]int{}}
 	for _, j := range jobs {
 		s.mu.Lock()
 		_, busy := s.running[j.ID]
@@ -133,7 +134,7 @@ func (q *queue) schedule(ctx context.Context) {
 				q.fail(j, err)
 				continue
 			}
-			lib, n, reason := q.reserve(j.ID, r, true)
+			lib, n, reason := q.reserve(j.ID, r, p)
 			if reason != "" {
 				q.wait(j, reason)
 				continue
@@ -194,10 +195,22 @@ func (q *queue) streamTurn(j *catalog.Job, req api.JobRequest) string {
 	return fmt.Sprintf("waiting for stream %d of %d (job %d) to start its saveset", req.Stream-1, req.Streams, prev.ID)
 }
 
-// reserve takes (take) or finds a free drive of the job's library and a
-// writable tape, or says why it cannot. A drive is free when no job holds a
-// live lease on it, whatever process runs that job.
-func (q *queue) reserve(id int64, req api.JobRequest, take bool) (string, int, string) {
+// pass is what one look at the queue reads once and shares between the
+// jobs it considers: which drives hold live leases, and how many writable
+// tapes each library and pool has. Without it every queued job cost a
+// read of the library's tapes and a write transaction per busy drive, on
+// every look (and a look comes with every job submitted or ended): a
+// hundred jobs queued at once started one by one behind those.
+type pass struct {
+	busy  map[string]map[int]bool // library → drives with a live lease (or taken in this pass)
+	tapes map[poolKey]int         // library and pool → writable tapes (engine.WritableTapes)
+}
+
+// reserve takes a free drive of the job's library, when a backup needs it
+// also a writable tape, or says why it cannot. A drive is free when no
+// job holds a live lease on it, whatever process runs that job; the lease
+// write (TakeDrive) decides a race with another process.
+func (q *queue) reserve(id int64, req api.JobRequest, p *pass) (string, int, string) {
 	s := q.s
 	lib, err := s.env.Changer(req.Library)
 	if err != nil {
@@ -206,31 +219,55 @@ func (q *queue) reserve(id int64, req api.JobRequest, take bool) (string, int, s
 	cfg := lib.Config()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	busy := map[int]bool{}
-	if !take {
+	key := poolKey{cfg.Name, req.Pool}
+	if needsTape(req.Kind) {
+		n, ok := p.tapes[key]
+		if !ok {
+			if n, err = s.env.WritableTapes(lib, req.Pool); err != nil {
+				return "", 0, "waiting for a tape: " + err.Error()
+			}
+			p.tapes[key] = n
+		}
+		inPool := 0
+		for _, k := range q.pools {
+			if k == key {
+				inPool++
+			}
+		}
+		if n <= inPool {
+			what := "no free writable tape"
+			if req.Pool != "" {
+				what = fmt.Sprintf("no free writable tape in pool %s or scratch", req.Pool)
+			}
+			return "", 0, fmt.Sprintf("waiting for a tape (library %s has %s: kura tape add --vtl %s)", cfg.Name, what, cfg.Name)
+		}
+	}
+	busy, ok := p.busy[cfg.Name]
+	if !ok {
 		leases, err := s.env.Catalog.LiveDriveLeases(s.env.Jobs.Options().Clock.Now())
 		if err != nil {
 			return "", 0, "waiting for a drive: " + err.Error()
 		}
+		busy = map[int]bool{}
 		for _, l := range leases {
 			if l.Library == cfg.Name {
 				busy[l.Drive] = true
 			}
 		}
+		p.busy[cfg.Name] = busy
 	}
 	free := 0
 	for n := 1; n <= cfg.Drives; n++ {
 		if busy[n] || (req.Drive != 0 && req.Drive != n) {
 			continue
 		}
-		if take {
-			err := s.env.Jobs.TakeDrive(id, cfg.Name, n)
-			if errors.Is(err, catalog.ErrLeaseHeld) {
-				continue
-			}
-			if err != nil {
-				return "", 0, "waiting for a drive: " + err.Error()
-			}
+		err := s.env.Jobs.TakeDrive(id, cfg.Name, n)
+		busy[n] = true // taken now, or by another process since the pass began
+		if errors.Is(err, catalog.ErrLeaseHeld) {
+			continue
+		}
+		if err != nil {
+			return "", 0, "waiting for a drive: " + err.Error()
 		}
 		free = n
 		break
@@ -244,29 +281,8 @@ func (q *queue) reserve(id int64, req api.JobRequest, take bool) (string, int, s
 		}
 		return "", 0, fmt.Sprintf("waiting for a drive (all %d drives of library %s are busy)", cfg.Drives, cfg.Name)
 	}
-	if !needsTape(req.Kind) {
-		return cfg.Name, free, ""
-	}
-	inPool := 0
-	for _, k := range q.pools {
-		if k == (poolKey{cfg.Name, req.Pool}) {
-			inPool++
-		}
-	}
-	if n, err := s.env.WritableTapes(lib, req.Pool); err != nil || n <= inPool {
-		if take {
-			if err := s.env.Jobs.ReleaseDrive(id, cfg.Name, free); err != nil {
-				s.log.Error("releasing a drive", "job", id, "library", cfg.Name, "drive", free, "err", err)
-			}
-		}
-		what := "no free writable tape"
-		if req.Pool != "" {
-			what = fmt.Sprintf("no free writable tape in pool %s or scratch", req.Pool)
-		}
-		return "", 0, fmt.Sprintf("waiting for a tape (library %s has %s: kura tape add --vtl %s)", cfg.Name, what, cfg.Name)
-	}
-	if take {
-		q.pools[id] = poolKey{cfg.Name, req.Pool}
+	if needsTape(req.Kind) {
+		q.pools[id] = key
 	}
 	return cfg.Name, free, ""
 }
