@@ -141,15 +141,63 @@ func (q *queue) schedule(ctx context.Context) {
 			}
 			rj.lib, rj.drive = lib, n
 		}
+		p.starts = append(p.starts, start{j: j, rj: rj})
+	}
+	q.start(p.starts)
+}
+
+// start takes the drives the pass chose for its jobs, in one catalog
+// transaction, and starts the jobs that got theirs. A drive another
+// process took since the pass read the leases leaves its job queued, and
+// the queue looks again.
+func (q *queue) start(starts []start) {
+	s := q.s
+	var claims []catalog.DriveClaim
+	for _, st := range starts {
+		if st.rj.drive != 0 {
+			claims = append(claims, catalog.DriveClaim{Library: st.rj.lib, Drive: st.rj.drive, JobID: st.rj.id})
+		}
+	}
+	var errs []error
+	if len(claims) > 0 {
+		var err error
+		if errs, err = s.env.Jobs.TakeDrives(claims); err != nil {
+			errs = make([]error, len(claims))
+			for i := range errs {
+				errs[i] = err
+			}
+		}
+	}
+	again := false
+	for _, st := range starts {
+		j, rj := st.j, st.rj
+		if rj.drive != 0 {
+			err := errs[0]
+			errs = errs[1:]
+			if err != nil {
+				q.mu.Lock()
+				delete(q.pools, rj.id)
+				q.mu.Unlock()
+				if errors.Is(err, catalog.ErrLeaseHeld) {
+					again = true
+					err = fmt.Errorf("drive %d of library %s was taken meanwhile", rj.drive, rj.lib)
+				}
+				q.wait(j, "waiting for a drive: "+err.Error())
+				continue
+			}
+		}
 		jctx, cancel := context.WithCancelCause(s.ctx)
 		rj.ctx, rj.cancel = jctx, cancel
 		rj.activity.Store(time.Now().UnixNano())
 		s.mu.Lock()
 		s.running[j.ID] = rj
 		s.mu.Unlock()
-		s.log.Info("job starting", "job", j.ID, "kind", req.Kind, "client", req.Client, "agent", agent, "library", rj.lib, "drive", rj.drive)
+		s.log.Info("job starting", "job", j.ID, "kind", rj.req.Kind, "client", rj.req.Client, "agent", rj.agent, "library", rj.lib, "drive", rj.drive)
 		s.wg.Add(1) // Close waits for the job to record its end
 		go func() { defer s.wg.Done(); s.runJob(jctx, j, rj) }()
+	}
+	if again {
+		q.kick()
 	}
 }
 
@@ -202,14 +250,22 @@ func (q *queue) streamTurn(j *catalog.Job, req api.JobRequest) string {
 // every look (and a look comes with every job submitted or ended): a
 // hundred jobs queued at once started one by one behind those.
 type pass struct {
-	busy  map[string]map[int]bool // library → drives with a live lease (or taken in this pass)
-	tapes map[poolKey]int         // library and pool → writable tapes (engine.WritableTapes)
+	busy   map[string]map[int]bool // library → drives with a live lease (or chosen in this pass)
+	tapes  map[poolKey]int         // library and pool → writable tapes (engine.WritableTapes)
+	starts []start                 // the jobs to start, with their drives
 }
 
-// reserve takes a free drive of the job's library, when a backup needs it
-// also a writable tape, or says why it cannot. A drive is free when no
-// job holds a live lease on it, whatever process runs that job; the lease
-// write (TakeDrive) decides a race with another process.
+// start is a job a pass starts, and the drive it chose for it.
+type start struct {
+	j  *catalog.Job
+	rj *runningJob
+}
+
+// reserve chooses a free drive of the job's library, when a backup needs
+// it also a writable tape, or says why it cannot. A drive is free when no
+// job holds a live lease on it, whatever process runs that job; start
+// takes the chosen drives' leases, which decides a race with another
+// process.
 func (q *queue) reserve(id int64, req api.JobRequest, p *pass) (string, int, string) {
 	s := q.s
 	lib, err := s.env.Changer(req.Library)
@@ -258,19 +314,11 @@ func (q *queue) reserve(id int64, req api.JobRequest, p *pass) (string, int, str
 	}
 	free := 0
 	for n := 1; n <= cfg.Drives; n++ {
-		if busy[n] || (req.Drive != 0 && req.Drive != n) {
-			continue
+		if !busy[n] && (req.Drive == 0 || req.Drive == n) {
+			free = n
+			busy[n] = true // chosen: start takes it with the pass's others
+			break
 		}
-		err := s.env.Jobs.TakeDrive(id, cfg.Name, n)
-		busy[n] = true // taken now, or by another process since the pass began
-		if errors.Is(err, catalog.ErrLeaseHeld) {
-			continue
-		}
-		if err != nil {
-			return "", 0, "waiting for a drive: " + err.Error()
-		}
-		free = n
-		break
 	}
 	if free == 0 {
 		if req.Drive != 0 {

@@ -80,3 +80,39 @@ func TestAQueuePassReadsTheTapesOnce(t *testing.T) {
 		t.Errorf("jobs waiting for a tape hold drive leases: %v, %v", leases, err)
 	}
 }
+
+// The drives of the jobs one look at the queue starts are leased in one
+// catalog transaction (one commit, all at the same time), not a commit
+// per job: under a burst of jobs each commit waits behind the running
+// jobs' own, and the last job of the burst started seconds late.
+func TestAQueuePassLeasesItsDrivesTogether(t *testing.T) {
+	const jobs = 2 // the default library's drives
+	s, names := newHubServer(t, jobs)
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	defer func() { s.cancel(errStopping); s.wg.Wait() }()
+	for _, name := range names {
+		s.hub.mu.Lock()
+		s.hub.session(name).polls = 1 // online
+		s.hub.mu.Unlock()
+		req, _ := json.Marshal(api.JobRequest{Kind: api.KindBackup, Client: name, Paths: []string{t.TempDir()}})
+		if err := s.env.Catalog.CreateJob(&catalog.Job{Kind: api.KindBackup, State: catalog.StateQueued, Client: name, Request: req}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.q.schedule(s.ctx)
+	// The jobs now wait for their agents (which never answer), holding
+	// their drives.
+	leases, err := s.env.Catalog.LiveDriveLeases(s.env.Jobs.Options().Clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(leases) != jobs {
+		t.Fatalf("%d drive leases after one look at %d queued backups, want %d: %+v", len(leases), jobs, jobs, leases)
+	}
+	for _, l := range leases[1:] {
+		if !l.Acquired.Equal(leases[0].Acquired) {
+			t.Errorf("drive %d leased at %s, drive %d at %s: one transaction per job, not one for the look",
+				leases[0].Drive, leases[0].Acquired.Format("15:04:05.000000000"), l.Drive, l.Acquired.Format("15:04:05.000000000"))
+		}
+	}
+}
