@@ -305,7 +305,7 @@ token of its own, its own key and certificate signed by the server's CA) and
 runs the agent's order loop over its own mutual-TLS connection. The run watches
 the idle agents for --idle (the server's CPU over it is the heartbeat cost),
 then --busy of them back up --files small files each, all submitted at once,
-and reports the server's RSS, CPU, open files and goroutines, and the job start
+then --lone backups run one at a time, and reports the server's RSS, CPU, open files and goroutines, and the job start
 latency (submitted → running) p50 and p99 against issue 14's goals: RSS at
 most 300 MiB with 1,000 agents connected, start within 1 s at p99. The library
 has a drive for every busy agent (--drives), so the latency is the queue's,
@@ -317,8 +317,8 @@ not a wait for a drive. Everything lives in a scratch folder removed after.`,
 			if o.Agents < 1 || o.Busy < 0 || o.Busy > o.Agents {
 				return usageErrorf("--agents %d --busy %d: want at least one agent and at most that many busy", o.Agents, o.Busy)
 			}
-			if o.Files < 1 || o.FileSize < 0 || o.Idle <= 0 || o.Drives < 0 {
-				return usageErrorf("--files, --file-size, --idle and --drives: want positive values")
+			if o.Files < 1 || o.FileSize < 0 || o.Idle <= 0 || o.Drives < 0 || o.Lone < 0 {
+				return usageErrorf("--files, --file-size, --idle, --drives and --lone: want positive values")
 			}
 			exe, err := os.Executable()
 			if err != nil {
@@ -356,7 +356,7 @@ not a wait for a drive. Everything lives in a scratch folder removed after.`,
 				}
 			}
 			if len(res.Failed) > 0 {
-				return fmt.Errorf("%d of %d backups failed", len(res.Failed), res.Busy)
+				return fmt.Errorf("%d of %d backups failed", len(res.Failed), res.Busy+o.Lone)
 			}
 			return nil
 		},
@@ -364,6 +364,7 @@ not a wait for a drive. Everything lives in a scratch folder removed after.`,
 	f := cmd.Flags()
 	f.IntVar(&o.Agents, "agents", 1000, "agents connected to the server")
 	f.IntVar(&o.Busy, "busy", 100, "of them, backing up at once (0: idle only)")
+	f.IntVar(&o.Lone, "lone", 10, "then, backups run one at a time (each after the one before ended)")
 	f.IntVar(&o.Files, "files", 4, "files in each busy agent's selection")
 	f.IntVar(&o.FileSize, "file-size", 16<<10, "bytes in each file")
 	f.DurationVar(&o.Idle, "idle", time.Minute, "how long the idle agents are watched")

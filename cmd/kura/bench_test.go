@@ -281,7 +281,7 @@ func TestBenchAgentsSmall(t *testing.T) {
 	k := newKura(t)
 	out := filepath.Join(k.dir, "agents")
 	scratch := filepath.Join(k.dir, "scratch")
-	r := k.ok("bench", "agents", "--agents", "12", "--busy", "4", "--idle", "1s", "--scratch", scratch, "--out", out)
+	r := k.ok("bench", "agents", "--agents", "12", "--busy", "4", "--lone", "2", "--idle", "1s", "--scratch", scratch, "--out", out)
 	for _, want := range []string{"| server RSS (peak) |", "| goroutines |", "| job start (submitted → running) p50 / p99 / max |", "4 of 4"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("the report has no %q:\n%s", want, r.stdout)
@@ -303,6 +303,9 @@ func TestBenchAgentsSmall(t *testing.T) {
 	if s := res.IdleEnd; s.OpenFiles < 12 || s.Goroutines < 12 || s.RSSBytes <= 0 || s.PeakRSS < s.RSSBytes || s.CPUSeconds <= 0 {
 		t.Errorf("idle server figures: %+v", s)
 	}
+	if res.LoneJobs != 2 || res.LoneStartP50 <= 0 || res.LoneStartP99 < res.LoneStartP50 {
+		t.Errorf("lone jobs %d, start %g/%g", res.LoneJobs, res.LoneStartP50, res.LoneStartP99)
+	}
 	if res.StartP50 <= 0 || res.StartP99 < res.StartP50 || res.StartMax < res.StartP99 || res.EndP99 < res.StartP99 {
 		t.Errorf("latencies: start %g/%g/%g, end p99 %g", res.StartP50, res.StartP99, res.StartMax, res.EndP99)
 	}
@@ -317,6 +320,7 @@ func TestBenchAgentsUsageErrors(t *testing.T) {
 		{"bench", "agents", "--agents", "0"},
 		{"bench", "agents", "--agents", "3", "--busy", "4"},
 		{"bench", "agents", "--idle", "0s"},
+		{"bench", "agents", "--lone", "-1"},
 	} {
 		k.expect(2, args...)
 	}
