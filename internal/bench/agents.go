@@ -134,6 +134,10 @@ type AgentsResult struct {
 	BusyCPU     float64      `json:"busy_cpu_seconds"`
 	Succeeded   int          `json:"succeeded"`
 	Failed      []string     `json:"failed,omitempty"`
+	// Submit latency: the request sent to its answer (the job queued: its
+	// row committed), in seconds.
+	SubmitP50 float64 `json:"submit_p50_seconds"`
+	SubmitP99 float64 `json:"submit_p99_seconds"`
 	// Start latency: submitted (the request sent) to running (the job's
 	// start time in the catalog), in seconds; and submitted to ended.
 	StartP50 float64 `json:"start_p50_seconds"`
@@ -310,8 +314,8 @@ func RunAgents(ctx context.Context, o AgentsOptions) (_ *AgentsResult, err error
 	}
 	logf("%d agents back up %d files of %d bytes each, at once", o.Busy, o.Files, o.FileSize)
 	type sub struct {
-		id   int64
-		sent time.Time
+		id             int64
+		sent, accepted time.Time
 	}
 	subs := make([]sub, o.Busy)
 	cpu0 := procCPU(pid)
@@ -326,7 +330,7 @@ func RunAgents(ctx context.Context, o AgentsOptions) (_ *AgentsResult, err error
 		if err != nil {
 			return err
 		}
-		subs[i] = sub{id: ids[0], sent: sent}
+		subs[i] = sub{id: ids[0], sent: sent, accepted: time.Now()}
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("submitting: %w", err)
@@ -364,6 +368,11 @@ func RunAgents(ctx context.Context, o AgentsOptions) (_ *AgentsResult, err error
 	res.BusySeconds = time.Since(t0).Seconds()
 	res.BusyCPU = procCPU(pid) - cpu0
 	res.BusyEnd = sample()
+	var accepted []float64
+	for _, sb := range subs {
+		accepted = append(accepted, sb.accepted.Sub(sb.sent).Seconds())
+	}
+	res.SubmitP50, res.SubmitP99 = percentile(accepted, 50), percentile(accepted, 99)
 	res.StartP50, res.StartP99, res.StartMax = percentile(starts, 50), percentile(starts, 99), percentile(starts, 100)
 	res.EndP50, res.EndP99 = percentile(ends, 50), percentile(ends, 99)
 	logf("%d of %d backups succeeded; start p50 %.3f s, p99 %.3f s", res.Succeeded, o.Busy, res.StartP50, res.StartP99)
@@ -571,6 +580,7 @@ func WriteAgentsReport(w io.Writer, r *AgentsResult) error {
 	fmt.Fprintf(&b, "| goroutines | %d | %d |\n", r.IdleEnd.Goroutines, r.BusyEnd.Goroutines)
 	fmt.Fprintf(&b, "| threads | %d | %d |\n", r.IdleEnd.Threads, r.BusyEnd.Threads)
 	fmt.Fprintf(&b, "| heartbeat cost | %.3f ms CPU per agent per minute | |\n", r.HeartbeatCPUms)
+	fmt.Fprintf(&b, "| job submit (request → queued, answered) p50 / p99 | | %.3f / %.3f s |\n", r.SubmitP50, r.SubmitP99)
 	fmt.Fprintf(&b, "| job start (submitted → running) p50 / p99 / max | | %.3f / %.3f / %.3f s |\n", r.StartP50, r.StartP99, r.StartMax)
 	fmt.Fprintf(&b, "| job end (submitted → ended) p50 / p99 | | %.2f / %.2f s |\n", r.EndP50, r.EndP99)
 	fmt.Fprintf(&b, "| backups succeeded | | %d of %d |\n", r.Succeeded, r.Busy)
