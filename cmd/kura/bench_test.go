@@ -303,6 +303,9 @@ func TestBenchAgentsSmall(t *testing.T) {
 	if s := res.IdleEnd; s.OpenFiles < 12 || s.Goroutines < 12 || s.RSSBytes <= 0 || s.PeakRSS < s.RSSBytes || s.CPUSeconds <= 0 {
 		t.Errorf("idle server figures: %+v", s)
 	}
+	if res.QueuedP99 < res.QueuedP50 || res.QueuedP99 > res.StartP99 || res.SubmitP99 < res.SubmitP50 {
+		t.Errorf("queued → running %g/%g, submit %g/%g, start p99 %g", res.QueuedP50, res.QueuedP99, res.SubmitP50, res.SubmitP99, res.StartP99)
+	}
 	if res.LoneJobs != 2 || res.LoneStartP50 <= 0 || res.LoneStartP99 < res.LoneStartP50 {
 		t.Errorf("lone jobs %d, start %g/%g", res.LoneJobs, res.LoneStartP50, res.LoneStartP99)
 	}

@@ -138,6 +138,11 @@ type AgentsResult struct {
 	// row committed), in seconds.
 	SubmitP50 float64 `json:"submit_p50_seconds"`
 	SubmitP99 float64 `json:"submit_p99_seconds"`
+	// Queued to running: the submit's answer (its job row committed just
+	// before) to the job's start time in the catalog, 0 when the job
+	// started before the answer arrived; in seconds. The goal's figure.
+	QueuedP50 float64 `json:"queued_start_p50_seconds"`
+	QueuedP99 float64 `json:"queued_start_p99_seconds"`
 	// Start latency: submitted (the request sent) to running (the job's
 	// start time in the catalog), in seconds; and submitted to ended.
 	StartP50 float64 `json:"start_p50_seconds"`
@@ -335,7 +340,7 @@ func RunAgents(ctx context.Context, o AgentsOptions) (_ *AgentsResult, err error
 	}); err != nil {
 		return nil, fmt.Errorf("submitting: %w", err)
 	}
-	var starts, ends []float64
+	var starts, queued, ends []float64
 	pending := slices.Clone(idx)
 	for len(pending) > 0 {
 		var next []int
@@ -354,6 +359,7 @@ func RunAgents(ctx context.Context, o AgentsOptions) (_ *AgentsResult, err error
 				res.Failed = append(res.Failed, fmt.Sprintf("job %d (%s): %s %s", j.ID, names[i], j.State, j.Error))
 			}
 			starts = append(starts, j.Started.Sub(subs[i].sent).Seconds())
+			queued = append(queued, max(j.Started.Sub(subs[i].accepted).Seconds(), 0))
 			ends = append(ends, j.Finished.Sub(subs[i].sent).Seconds())
 		}
 		pending = next
@@ -374,6 +380,7 @@ func RunAgents(ctx context.Context, o AgentsOptions) (_ *AgentsResult, err error
 	}
 	res.SubmitP50, res.SubmitP99 = percentile(accepted, 50), percentile(accepted, 99)
 	res.StartP50, res.StartP99, res.StartMax = percentile(starts, 50), percentile(starts, 99), percentile(starts, 100)
+	res.QueuedP50, res.QueuedP99 = percentile(queued, 50), percentile(queued, 99)
 	res.EndP50, res.EndP99 = percentile(ends, 50), percentile(ends, 99)
 	logf("%d of %d backups succeeded; start p50 %.3f s, p99 %.3f s", res.Succeeded, o.Busy, res.StartP50, res.StartP99)
 	return res, runLone(ctx, o, res, c.dir, names, run, logf)
@@ -581,6 +588,7 @@ func WriteAgentsReport(w io.Writer, r *AgentsResult) error {
 	fmt.Fprintf(&b, "| threads | %d | %d |\n", r.IdleEnd.Threads, r.BusyEnd.Threads)
 	fmt.Fprintf(&b, "| heartbeat cost | %.3f ms CPU per agent per minute | |\n", r.HeartbeatCPUms)
 	fmt.Fprintf(&b, "| job submit (request → queued, answered) p50 / p99 | | %.3f / %.3f s |\n", r.SubmitP50, r.SubmitP99)
+	fmt.Fprintf(&b, "| job start (queued → running) p50 / p99 | | %.3f / %.3f s |\n", r.QueuedP50, r.QueuedP99)
 	fmt.Fprintf(&b, "| job start (submitted → running) p50 / p99 / max | | %.3f / %.3f / %.3f s |\n", r.StartP50, r.StartP99, r.StartMax)
 	fmt.Fprintf(&b, "| job end (submitted → ended) p50 / p99 | | %.2f / %.2f s |\n", r.EndP50, r.EndP99)
 	fmt.Fprintf(&b, "| backups succeeded | | %d of %d |\n", r.Succeeded, r.Busy)
@@ -591,7 +599,8 @@ func WriteAgentsReport(w io.Writer, r *AgentsResult) error {
 		r.EnrollSeconds, r.ConnectSeconds, r.AgentsIdleCPU)
 	fmt.Fprintf(&b, "Goals: server RSS ≤ %d MiB with %d agents connected: %s", GoalRSS>>20, r.Agents, goal(max(r.IdleEnd.PeakRSS, r.IdleEnd.RSSBytes) <= GoalRSS))
 	if r.Busy > 0 {
-		fmt.Fprintf(&b, "; job start p99 ≤ %s with %d submitted at once: %s", GoalStartP99, r.Busy, goal(r.StartP99 <= GoalStartP99.Seconds()))
+		fmt.Fprintf(&b, "; queued → running p99 ≤ %s with %d submitted at once: %s (submitted → running: %s)", GoalStartP99, r.Busy,
+			goal(r.QueuedP99 <= GoalStartP99.Seconds()), goal(r.StartP99 <= GoalStartP99.Seconds()))
 	}
 	if r.LoneJobs > 0 {
 		fmt.Fprintf(&b, "; job start p99 ≤ %s one at a time: %s", GoalStartP99, goal(r.LoneStartP99 <= GoalStartP99.Seconds()))
