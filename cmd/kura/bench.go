@@ -293,8 +293,9 @@ func newBenchReportCmd() *cobra.Command {
 
 func newBenchAgentsCmd() *cobra.Command {
 	var (
-		o   bench.AgentsOptions
-		out string
+		o      bench.AgentsOptions
+		out    string
+		asJSON bool
 	)
 	cmd := &cobra.Command{
 		Use:   "agents [--agents 1000] [--busy 100]",
@@ -342,7 +343,13 @@ not a wait for a drive. Everything lives in a scratch folder removed after.`,
 			if err := bench.WriteAgentsReport(&md, res); err != nil {
 				return err
 			}
-			fmt.Fprint(cmd.OutOrStdout(), md.String())
+			if asJSON {
+				if err := printJSON(cmd.OutOrStdout(), res); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprint(cmd.OutOrStdout(), md.String())
+			}
 			if out != "" {
 				b, _ := json.MarshalIndent(res, "", "  ")
 				if err := os.MkdirAll(out, 0o755); err != nil {
@@ -371,6 +378,7 @@ not a wait for a drive. Everything lives in a scratch folder removed after.`,
 	f.IntVar(&o.Drives, "drives", 0, "drives of the benchmark's library (default: one per busy agent, at most 256)")
 	f.StringVar(&o.Dir, "scratch", "", "scratch folder for the server home and the agents (default: a temporary folder)")
 	f.StringVar(&out, "out", "", "also write agents.md and agents.json into this folder")
+	f.BoolVar(&asJSON, "json", false, "print the figures as JSON (what agents.json holds) instead of the table")
 	return cmd
 }
 

@@ -317,6 +317,16 @@ func TestBenchAgentsSmall(t *testing.T) {
 	}
 }
 
+// --json prints what agents.json holds, one JSON value.
+func TestBenchAgentsJSON(t *testing.T) {
+	k := newKura(t)
+	var res bench.AgentsResult
+	k.json(0, &res, "bench", "agents", "--agents", "3", "--busy", "1", "--lone", "1", "--idle", "1s", "--json")
+	if res.Agents != 3 || res.Succeeded != 1 || res.LoneJobs != 1 || res.IdleEnd.Goroutines == 0 {
+		t.Errorf("--json: %+v", res)
+	}
+}
+
 func TestBenchAgentsUsageErrors(t *testing.T) {
 	k := newKura(t)
 	for _, args := range [][]string{
