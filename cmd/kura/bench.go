@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -37,9 +39,13 @@ func newBenchCmd(g *globals) *cobra.Command {
                   CPU per GiB; writes report.md, results.json and charts
                   (SVG and PNG).
   kura bench report  writes a run's report.md and charts again from its
-                  results.json.`,
+                  results.json.
+  kura bench agents  one server with many agents (1,000 by default), each
+                  enrolled with its own certificate: RSS, CPU, open files,
+                  goroutines idle, and job start latency with 100 backing
+                  up at once (needs no data sets).`,
 	}
-	cmd.AddCommand(newBenchGenCmd(), newBenchRunCmd(), newBenchReportCmd())
+	cmd.AddCommand(newBenchGenCmd(), newBenchRunCmd(), newBenchReportCmd(), newBenchAgentsCmd())
 	return cmd
 }
 
@@ -283,6 +289,97 @@ func newBenchReportCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+func newBenchAgentsCmd() *cobra.Command {
+	var (
+		o      bench.AgentsOptions
+		out    string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "agents [--agents 1000] [--busy 100]",
+		Short: "Measure one server with many connected agents, idle and then backing up at once",
+		Long: `Start a kura server (a process of this binary, on loopback) and --agents agents
+in this process. Each agent enrolls the way kura agent enroll does (a one-time
+token of its own, its own key and certificate signed by the server's CA) and
+runs the agent's order loop over its own mutual-TLS connection. The run watches
+the idle agents for --idle (the server's CPU over it is the heartbeat cost),
+then --busy of them back up --files small files each, all submitted at once,
+then --lone backups run one at a time, and reports the server's RSS, CPU, open files and goroutines, and the job start
+latency (submitted → running) p50 and p99 against issue 14's goals: RSS at
+most 300 MiB with 1,000 agents connected, start within 1 s at p99. The library
+has a drive for every busy agent (--drives), so the latency is the queue's,
+not a wait for a drive. Everything lives in a scratch folder removed after.`,
+		Example: `  kura bench agents
+  kura bench agents --agents 200 --busy 20 --idle 20s --out /tmp/agents`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.Agents < 1 || o.Busy < 0 || o.Busy > o.Agents {
+				return usageErrorf("--agents %d --busy %d: want at least one agent and at most that many busy", o.Agents, o.Busy)
+			}
+			if o.Files < 1 || o.FileSize < 0 || o.Idle <= 0 || o.Drives < 0 || o.Lone < 0 {
+				return usageErrorf("--files, --file-size, --idle, --drives and --lone: want positive values")
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("finding the kura binary to run: %w", err)
+			}
+			o.Kura = exe
+			if o.Dir == "" {
+				if o.Dir, err = os.MkdirTemp("", "kura-bench-agents-"); err != nil {
+					return err
+				}
+				defer os.RemoveAll(o.Dir)
+			}
+			o.Log = cmd.ErrOrStderr()
+			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+			defer cancel()
+			res, err := bench.RunAgents(ctx, o)
+			if err != nil {
+				return err
+			}
+			var md strings.Builder
+			if err := bench.WriteAgentsReport(&md, res); err != nil {
+				return err
+			}
+			if asJSON {
+				if err := printJSON(cmd.OutOrStdout(), res); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprint(cmd.OutOrStdout(), md.String())
+			}
+			if out != "" {
+				b, _ := json.MarshalIndent(res, "", "  ")
+				if err := os.MkdirAll(out, 0o755); err != nil {
+					return err
+				}
+				if err := os.WriteFile(filepath.Join(out, "agents.json"), append(b, '\n'), 0o644); err != nil {
+					return err
+				}
+				if err := os.WriteFile(filepath.Join(out, "agents.md"), []byte(md.String()), 0o644); err != nil {
+					return err
+				}
+			}
+			if len(res.Failed) > 0 {
+				return fmt.Errorf("%d of %d backups failed", len(res.Failed), res.Busy+o.Lone)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.Agents, "agents", 1000, "agents connected to the server")
+	f.IntVar(&o.Busy, "busy", 100, "of them, backing up at once (0: idle only)")
+	f.IntVar(&o.Lone, "lone", 10, "then, backups run one at a time (each after the one before ended)")
+	f.IntVar(&o.Files, "files", 4, "files in each busy agent's selection")
+	f.IntVar(&o.FileSize, "file-size", 16<<10, "bytes in each file")
+	f.DurationVar(&o.Idle, "idle", time.Minute, "how long the idle agents are watched")
+	f.IntVar(&o.Drives, "drives", 0, "drives of the benchmark's library (default: one per busy agent, at most 256)")
+	f.StringVar(&o.Dir, "scratch", "", "scratch folder for the server home and the agents (default: a temporary folder)")
+	f.StringVar(&out, "out", "", "also write agents.md and agents.json into this folder")
+	f.BoolVar(&asJSON, "json", false, "print the figures as JSON (what agents.json holds) instead of the table")
+	return cmd
 }
 
 func containsString(list []string, s string) bool {

@@ -271,3 +271,70 @@ func TestBenchRunUsageErrors(t *testing.T) {
 		k.expect(exitUsage, args...)
 	}
 }
+
+// kura bench agents on a small scale, as a user runs it: a server process
+// and 12 agents, each enrolled with its own token and certificate, idle and
+// then 4 backing up at once. Judged by what it wrote — every agent
+// connected, every backup succeeded, the server's figures were read —
+// never by how fast anything was.
+func TestBenchAgentsSmall(t *testing.T) {
+	k := newKura(t)
+	out := filepath.Join(k.dir, "agents")
+	scratch := filepath.Join(k.dir, "scratch")
+	r := k.ok("bench", "agents", "--agents", "12", "--busy", "4", "--lone", "2", "--idle", "1s", "--scratch", scratch, "--out", out)
+	for _, want := range []string{"| server RSS (peak) |", "| goroutines |", "| job start (submitted → running) p50 / p99 / max |", "4 of 4"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the report has no %q:\n%s", want, r.stdout)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "agents.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res bench.AgentsResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Agents != 12 || res.Busy != 4 || res.Succeeded != 4 || len(res.Failed) != 0 {
+		t.Errorf("agents %d, busy %d, succeeded %d, failed %v", res.Agents, res.Busy, res.Succeeded, res.Failed)
+	}
+	// Every agent holds a connection of its own to the server, and the
+	// server's figures come from its process and its API.
+	if s := res.IdleEnd; s.OpenFiles < 12 || s.Goroutines < 12 || s.RSSBytes <= 0 || s.PeakRSS < s.RSSBytes || s.CPUSeconds <= 0 {
+		t.Errorf("idle server figures: %+v", s)
+	}
+	if res.QueuedP99 < res.QueuedP50 || res.QueuedP99 > res.StartP99 || res.SubmitP99 < res.SubmitP50 {
+		t.Errorf("queued → running %g/%g, submit %g/%g, start p99 %g", res.QueuedP50, res.QueuedP99, res.SubmitP50, res.SubmitP99, res.StartP99)
+	}
+	if res.LoneJobs != 2 || res.LoneStartP50 <= 0 || res.LoneStartP99 < res.LoneStartP50 {
+		t.Errorf("lone jobs %d, start %g/%g", res.LoneJobs, res.LoneStartP50, res.LoneStartP99)
+	}
+	if res.StartP50 <= 0 || res.StartP99 < res.StartP50 || res.StartMax < res.StartP99 || res.EndP99 < res.StartP99 {
+		t.Errorf("latencies: start %g/%g/%g, end p99 %g", res.StartP50, res.StartP99, res.StartMax, res.EndP99)
+	}
+	if _, err := os.Stat(filepath.Join(scratch, "agents")); !os.IsNotExist(err) {
+		t.Errorf("the run left its server and agents behind in %s", scratch)
+	}
+}
+
+// --json prints what agents.json holds, one JSON value.
+func TestBenchAgentsJSON(t *testing.T) {
+	k := newKura(t)
+	var res bench.AgentsResult
+	k.json(0, &res, "bench", "agents", "--agents", "3", "--busy", "1", "--lone", "1", "--idle", "1s", "--json")
+	if res.Agents != 3 || res.Succeeded != 1 || res.LoneJobs != 1 || res.IdleEnd.Goroutines == 0 {
+		t.Errorf("--json: %+v", res)
+	}
+}
+
+func TestBenchAgentsUsageErrors(t *testing.T) {
+	k := newKura(t)
+	for _, args := range [][]string{
+		{"bench", "agents", "--agents", "0"},
+		{"bench", "agents", "--agents", "3", "--busy", "4"},
+		{"bench", "agents", "--idle", "0s"},
+		{"bench", "agents", "--lone", "-1"},
+	} {
+		k.expect(2, args...)
+	}
+}

@@ -127,6 +127,9 @@ type ServerInfo struct {
 	CAFingerprint string    `json:"ca_fingerprint"`
 	Started       time.Time `json:"started"`
 	Drives        int       `json:"drives"`
+	// Goroutines is the server's goroutine count now (what a benchmark
+	// of many agents watches, with its RSS and open files).
+	Goroutines int `json:"goroutines"`
 }
 
 // TokenRequest asks for a one-time enrollment token (POST /api/v1/tokens).

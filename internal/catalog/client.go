@@ -166,6 +166,34 @@ func (c *Catalog) SeenClient(name, addr string, at time.Time) error {
 	return nil
 }
 
+// ClientSeen is a sighting of a client: when and from where it called.
+type ClientSeen struct {
+	Name string
+	Addr string
+	At   time.Time
+}
+
+// SeenClients records many sightings in one write transaction (a server
+// with many agents saves them in batches, not one commit per call). A
+// name that is not (or no longer) a client is skipped.
+func (c *Catalog) SeenClients(seen []ClientSeen) error {
+	if len(seen) == 0 {
+		return nil
+	}
+	err := c.write(func(tx *txn) error {
+		for _, s := range seen {
+			if _, err := tx.Exec(`UPDATE clients SET last_seen = ?, address = ? WHERE name = ?`, toDB(s.At), s.Addr, s.Name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("catalog: recording clients seen: %w", err)
+	}
+	return nil
+}
+
 // SetClientBWLimit sets the default bandwidth limit, in bytes/s, of the named
 // client's jobs; 0 removes it. ErrInvalid when negative, ErrNotFound if there
 // is no such client.

@@ -155,3 +155,29 @@ func TestClientJSON(t *testing.T) {
 		t.Errorf("JSON round trip %+v, want %+v", back, cl)
 	}
 }
+
+// SeenClients records many sightings at once; a name that is no client is
+// skipped, not an error (it may have been removed since it called).
+func TestSeenClients(t *testing.T) { onBoth(t, testSeenClients) }
+
+func testSeenClients(t *testing.T) {
+	c, _ := openTemp(t)
+	must(t, c.EnrollClient(Client{Name: "a", CertFingerprint: fp1}))
+	must(t, c.EnrollClient(Client{Name: "b", CertFingerprint: fp1}))
+	must(t, c.SeenClients(nil))
+	must(t, c.SeenClients([]ClientSeen{
+		{Name: "a", Addr: "192.0.2.1:1", At: t0.Add(time.Minute)},
+		{Name: "gone", Addr: "192.0.2.9:9", At: t0},
+		{Name: "b", Addr: "192.0.2.2:2", At: t0.Add(2 * time.Minute)},
+	}))
+	for name, want := range map[string]ClientSeen{"a": {Addr: "192.0.2.1:1", At: t0.Add(time.Minute)}, "b": {Addr: "192.0.2.2:2", At: t0.Add(2 * time.Minute)}} {
+		got, err := c.Client(name)
+		must(t, err)
+		if got.Address != want.Addr || !got.LastSeen.Equal(want.At) {
+			t.Errorf("client %s: seen %s from %q, want %s from %q", name, got.LastSeen, got.Address, want.At, want.Addr)
+		}
+	}
+	if _, err := c.Client("gone"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a sighting of no client made one: %v", err)
+	}
+}

@@ -562,29 +562,76 @@ func (c *Catalog) AcquireDriveLease(lib string, drive int, holder string, jobID 
 		return nil, err
 	}
 	l := &DriveLease{Library: lib, Drive: drive, Holder: holder, JobID: jobID, Acquired: now, Heartbeat: now, Expires: now.Add(ttl)}
-	err := c.write(func(tx *txn) error {
-		old, err := scanDriveLease(tx.QueryRow(`SELECT `+driveLeaseColumns+` FROM drive_leases WHERE library = ? AND drive = ?`, lib, drive))
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
-			return err
-		case old.Holder == holder && old.JobID == jobID:
-			l.Acquired = old.Acquired
-		case !old.Expired(now):
-			return fmt.Errorf("drive %d of library %s: held by %s for job %d until %s: %w", drive, lib,
-				old.Holder, old.JobID, old.Expires.UTC().Format(time.RFC3339), ErrLeaseHeld)
-		}
-		if _, err := tx.Exec(`DELETE FROM drive_leases WHERE library = ? AND drive = ?`, lib, drive); err != nil {
-			return err
-		}
-		_, err = tx.Exec(`INSERT INTO drive_leases (`+driveLeaseColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			lib, drive, holder, jobID, toDB(l.Acquired), toDB(l.Heartbeat), toDB(l.Expires))
-		return err
-	})
+	err := c.write(func(tx *txn) error { return acquireDriveLease(tx, l, now) })
 	if err != nil {
 		return nil, fmt.Errorf("catalog: taking drive: %w", err)
 	}
 	return normDriveLease(l), nil
+}
+
+// acquireDriveLease writes lease l in tx unless another (holder, job)
+// holds a live lease on its drive (ErrLeaseHeld).
+func acquireDriveLease(tx *txn, l *DriveLease, now time.Time) error {
+	old, err := scanDriveLease(tx.QueryRow(`SELECT `+driveLeaseColumns+` FROM drive_leases WHERE library = ? AND drive = ?`, l.Library, l.Drive))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return err
+	case old.Holder == l.Holder && old.JobID == l.JobID:
+		l.Acquired = old.Acquired
+	case !old.Expired(now):
+		return fmt.Errorf("drive %d of library %s: held by %s for job %d until %s: %w", l.Drive, l.Library,
+			old.Holder, old.JobID, old.Expires.UTC().Format(time.RFC3339), ErrLeaseHeld)
+	}
+	if _, err := tx.Exec(`DELETE FROM drive_leases WHERE library = ? AND drive = ?`, l.Library, l.Drive); err != nil {
+		return err
+	}
+	_, err = tx.Exec(`INSERT INTO drive_leases (`+driveLeaseColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		l.Library, l.Drive, l.Holder, l.JobID, toDB(l.Acquired), toDB(l.Heartbeat), toDB(l.Expires))
+	return err
+}
+
+// DriveClaim is a drive AcquireDriveLeases asks for, and its job.
+type DriveClaim struct {
+	Library string
+	Drive   int
+	JobID   int64
+}
+
+// AcquireDriveLeases is AcquireDriveLease for many drives in one write
+// transaction: a server starting many jobs at once commits once, not once
+// per job. The i-th error is claim i's: nil when it was taken, ErrLeaseHeld
+// when another holds it (the others are taken all the same); the error
+// returned is the transaction's, and then none was taken.
+func (c *Catalog) AcquireDriveLeases(claims []DriveClaim, holder string, now time.Time, ttl time.Duration) ([]error, error) {
+	if err := checkLease(holder, now, ttl); err != nil {
+		return nil, err
+	}
+	for _, cl := range claims {
+		if err := checkDrive(cl.Library, cl.Drive); err != nil {
+			return nil, err
+		}
+	}
+	var errs []error
+	err := c.write(func(tx *txn) error {
+		errs = make([]error, len(claims))
+		for i, cl := range claims {
+			l := &DriveLease{Library: cl.Library, Drive: cl.Drive, Holder: holder, JobID: cl.JobID, Acquired: now, Heartbeat: now, Expires: now.Add(ttl)}
+			err := acquireDriveLease(tx, l, now)
+			if errors.Is(err, ErrLeaseHeld) {
+				errs[i] = fmt.Errorf("catalog: taking drive: %w", err)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("catalog: taking drives: %w", err)
+	}
+	return errs, nil
 }
 
 // RenewDriveLease extends holder's lease on a drive for job jobID to

@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"errors"
+	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -452,5 +454,40 @@ func testReclaimJobsFromBeforeLeases(t *testing.T) {
 		if got, _ := c.Job(j.ID); got.State != StateRunning {
 			t.Errorf("job %d (owner %q) is %s, want running", j.ID, j.Owner, got.State)
 		}
+	}
+}
+
+// AcquireDriveLeases takes many drives in one transaction: a drive another
+// holds is that claim's ErrLeaseHeld, and the others are taken all the same.
+func TestAcquireDriveLeases(t *testing.T) { onBoth(t, testAcquireDriveLeases) }
+
+func testAcquireDriveLeases(t *testing.T) {
+	c, _ := openTemp(t)
+	_, err := c.AcquireDriveLease("lib", 2, "b", 8, t0, ttl)
+	must(t, err)
+	errs, err := c.AcquireDriveLeases([]DriveClaim{{"lib", 1, 11}, {"lib", 2, 12}, {"other", 1, 13}}, "a", t0.Add(time.Second), ttl)
+	must(t, err)
+	if len(errs) != 3 || errs[0] != nil || errs[2] != nil {
+		t.Fatalf("errors of the claims: %v", errs)
+	}
+	wantErr(t, "a batch takes b's drive", errs[1], ErrLeaseHeld)
+	live, err := c.LiveDriveLeases(t0.Add(2 * time.Second))
+	must(t, err)
+	got := map[string]int64{}
+	for _, l := range live {
+		got[fmt.Sprintf("%s/%d %s", l.Library, l.Drive, l.Holder)] = l.JobID
+		if l.Holder == "a" && !l.Acquired.Equal(t0.Add(time.Second)) {
+			t.Errorf("lease %+v: acquired at another time", l)
+		}
+	}
+	want := map[string]int64{"lib/1 a": 11, "lib/2 b": 8, "other/1 a": 13}
+	if !maps.Equal(got, want) {
+		t.Errorf("live leases %v, want %v", got, want)
+	}
+	if _, err := c.AcquireDriveLeases([]DriveClaim{{"lib", 3, 1}, {"lib", 0, 2}}, "a", t0, ttl); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a claim of drive 0: %v, want ErrInvalid", err)
+	}
+	if live2, _ := c.LiveDriveLeases(t0.Add(2 * time.Second)); len(live2) != len(live) {
+		t.Errorf("an invalid batch took drives: %+v", live2)
 	}
 }

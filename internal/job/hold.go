@@ -273,6 +273,22 @@ func (g *Registry) TakeDrive(id int64, lib string, n int) error {
 	return nil
 }
 
+// TakeDrives is TakeDrive for many jobs at once, in one catalog
+// transaction (catalog.AcquireDriveLeases): the i-th error is claim i's
+// (catalog.ErrLeaseHeld when another job holds that drive).
+func (g *Registry) TakeDrives(claims []catalog.DriveClaim) ([]error, error) {
+	errs, err := g.cat.AcquireDriveLeases(claims, g.opts.Holder, g.opts.Clock.Now(), g.opts.LeaseTTL)
+	if err != nil {
+		return nil, fmt.Errorf("job: %w", err)
+	}
+	for i, e := range errs {
+		if e != nil {
+			errs[i] = fmt.Errorf("job %d: %w", claims[i].JobID, e)
+		}
+	}
+	return errs, nil
+}
+
 // ReleaseDrive gives back a drive TakeDrive leased for job id; a drive the
 // job's end released already is no error.
 func (g *Registry) ReleaseDrive(id int64, lib string, n int) error {

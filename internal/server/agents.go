@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
 )
 
 // hub knows the connected agents and holds their pending orders. Agents
@@ -25,10 +27,21 @@ type session struct {
 	polls    int       // polls open now
 	lastPoll time.Time // when the last poll ended
 	lastSeen time.Time // last call of any kind
-	lastSave time.Time // last time lastSeen went to the catalog
+	unsaved  bool      // lastSeen and addr are newer than the catalog's
 	addr     string
 	gone     chan struct{} // closed when the client is cut off (revoked)
 }
+
+// online: polling now, or within grace of its last poll.
+func (ss *session) online(grace time.Duration) bool {
+	return ss.polls > 0 || (!ss.lastPoll.IsZero() && time.Since(ss.lastPoll) < grace) // liveness is real time
+}
+
+// seenEvery is how often the agents' last sightings go to the catalog, all
+// in one transaction: with a thousand agents polling, a commit (and an
+// fsync) per agent call would be most of the server's idle work and hold
+// up the queue's own writes.
+const seenEvery = 30 * time.Second
 
 func newHub(s *Server) *hub {
 	return &hub{s: s, sessions: map[string]*session{}, revoked: map[string]bool{}}
@@ -54,19 +67,55 @@ func (h *hub) enrolled(name string) {
 	h.mu.Unlock()
 }
 
-// seen notes a call from an agent.
+// seen notes a call from an agent, in memory: saveSeen takes it to the
+// catalog with the others.
 func (h *hub) seen(name, addr string) {
 	now := h.s.opts.Clock.Now()
 	h.mu.Lock()
 	ss := h.session(name)
-	ss.lastSeen, ss.addr = now, addr
-	save := now.Sub(ss.lastSave) > 30*time.Second
-	if save {
-		ss.lastSave = now
+	ss.lastSeen, ss.addr, ss.unsaved = now, addr, true
+	h.mu.Unlock()
+}
+
+// saveSeen writes the sightings not yet in the catalog, in one
+// transaction.
+func (h *hub) saveSeen() {
+	h.mu.Lock()
+	var seen []catalog.ClientSeen
+	for name, ss := range h.sessions {
+		if ss.unsaved {
+			seen = append(seen, catalog.ClientSeen{Name: name, Addr: ss.addr, At: ss.lastSeen})
+			ss.unsaved = false
+		}
 	}
 	h.mu.Unlock()
-	if save {
-		_ = h.s.env.Catalog.SeenClient(name, addr, now)
+	if err := h.s.env.Catalog.SeenClients(seen); err != nil {
+		h.s.log.Error("recording when agents were last seen", "agents", len(seen), "err", err)
+	}
+}
+
+// runSaveSeen saves the sightings every seenEvery until ctx ends (Close
+// saves the last ones).
+func (h *hub) runSaveSeen(ctx context.Context) {
+	t := time.NewTicker(seenEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			h.saveSeen()
+		}
+	}
+}
+
+// lastSeen is when and from where an agent last called, when this server
+// saw it more recently than the catalog says.
+func (h *hub) lastSeen(c *catalog.Client) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ss := h.sessions[c.Name]; ss != nil && ss.lastSeen.After(c.LastSeen) {
+		c.LastSeen, c.Address = ss.lastSeen, ss.addr
 	}
 }
 
@@ -75,10 +124,7 @@ func (h *hub) online(name string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ss := h.sessions[name]
-	if ss == nil {
-		return false
-	}
-	return ss.polls > 0 || time.Since(ss.lastPoll) < h.s.opts.OnlineGrace // liveness is real time
+	return ss != nil && ss.online(h.s.opts.OnlineGrace)
 }
 
 // send queues an order for an agent.
@@ -111,9 +157,15 @@ func (h *hub) drop(name string) {
 func (s *Server) agentOrders(w http.ResponseWriter, r *http.Request, client string) error {
 	s.hub.mu.Lock()
 	ss := s.hub.session(client)
+	cameOnline := !ss.online(s.opts.OnlineGrace)
 	ss.polls++
 	s.hub.mu.Unlock()
-	s.q.kick() // an agent that comes online may unblock its jobs
+	if cameOnline {
+		// Its jobs may start now. Only then: the polls of a thousand
+		// connected agents would otherwise set the queue looking at every
+		// queued job dozens of times a second.
+		s.q.kick()
+	}
 	defer func() {
 		s.hub.mu.Lock()
 		ss.polls--

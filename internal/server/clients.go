@@ -142,6 +142,7 @@ func (s *Server) getClients(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := []api.Client{}
 	for _, c := range cs {
+		s.hub.lastSeen(c)
 		out = append(out, APIClient(c, c.Revoked.IsZero() && s.hub.online(c.Name)))
 	}
 	return writeJSON(w, out)
@@ -165,6 +166,7 @@ func (s *Server) patchClient(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.hub.lastSeen(c)
 	return writeJSON(w, APIClient(c, s.hub.online(name)))
 }
 

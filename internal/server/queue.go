@@ -97,6 +97,7 @@ func (q *queue) schedule(ctx context.Context) {
 		s.log.Error("reading the queue", "err", err)
 		return
 	}
+	p := &pass{busy: map[string]map[int]bool{}, tapes: map[poolKey]int{}}
 	for _, j := range jobs {
 		s.mu.Lock()
 		_, busy := s.running[j.ID]
@@ -133,12 +134,57 @@ func (q *queue) schedule(ctx context.Context) {
 				q.fail(j, err)
 				continue
 			}
-			lib, n, reason := q.reserve(j.ID, r, true)
+			lib, n, reason := q.reserve(j.ID, r, p)
 			if reason != "" {
 				q.wait(j, reason)
 				continue
 			}
 			rj.lib, rj.drive = lib, n
+		}
+		p.starts = append(p.starts, start{j: j, rj: rj})
+	}
+	q.start(p.starts)
+}
+
+// start takes the drives the pass chose for its jobs, in one catalog
+// transaction, and starts the jobs that got theirs. A drive another
+// process took since the pass read the leases leaves its job queued, and
+// the queue looks again.
+func (q *queue) start(starts []start) {
+	s := q.s
+	var claims []catalog.DriveClaim
+	for _, st := range starts {
+		if st.rj.drive != 0 {
+			claims = append(claims, catalog.DriveClaim{Library: st.rj.lib, Drive: st.rj.drive, JobID: st.rj.id})
+		}
+	}
+	var errs []error
+	if len(claims) > 0 {
+		var err error
+		if errs, err = s.env.Jobs.TakeDrives(claims); err != nil {
+			errs = make([]error, len(claims))
+			for i := range errs {
+				errs[i] = err
+			}
+		}
+	}
+	again := false
+	for _, st := range starts {
+		j, rj := st.j, st.rj
+		if rj.drive != 0 {
+			err := errs[0]
+			errs = errs[1:]
+			if err != nil {
+				q.mu.Lock()
+				delete(q.pools, rj.id)
+				q.mu.Unlock()
+				if errors.Is(err, catalog.ErrLeaseHeld) {
+					again = true
+					err = fmt.Errorf("drive %d of library %s was taken meanwhile", rj.drive, rj.lib)
+				}
+				q.wait(j, "waiting for a drive: "+err.Error())
+				continue
+			}
 		}
 		jctx, cancel := context.WithCancelCause(s.ctx)
 		rj.ctx, rj.cancel = jctx, cancel
@@ -146,9 +192,12 @@ func (q *queue) schedule(ctx context.Context) {
 		s.mu.Lock()
 		s.running[j.ID] = rj
 		s.mu.Unlock()
-		s.log.Info("job starting", "job", j.ID, "kind", req.Kind, "client", req.Client, "agent", agent, "library", rj.lib, "drive", rj.drive)
+		s.log.Info("job starting", "job", j.ID, "kind", rj.req.Kind, "client", rj.req.Client, "agent", rj.agent, "library", rj.lib, "drive", rj.drive)
 		s.wg.Add(1) // Close waits for the job to record its end
 		go func() { defer s.wg.Done(); s.runJob(jctx, j, rj) }()
+	}
+	if again {
+		q.kick()
 	}
 }
 
@@ -194,10 +243,30 @@ func (q *queue) streamTurn(j *catalog.Job, req api.JobRequest) string {
 	return fmt.Sprintf("waiting for stream %d of %d (job %d) to start its saveset", req.Stream-1, req.Streams, prev.ID)
 }
 
-// reserve takes (take) or finds a free drive of the job's library and a
-// writable tape, or says why it cannot. A drive is free when no job holds a
-// live lease on it, whatever process runs that job.
-func (q *queue) reserve(id int64, req api.JobRequest, take bool) (string, int, string) {
+// pass is what one look at the queue reads once and shares between the
+// jobs it considers: which drives hold live leases, and how many writable
+// tapes each library and pool has. Without it every queued job cost a
+// read of the library's tapes and a write transaction per busy drive, on
+// every look (and a look comes with every job submitted or ended): a
+// hundred jobs queued at once started one by one behind those.
+type pass struct {
+	busy   map[string]map[int]bool // library → drives with a live lease (or chosen in this pass)
+	tapes  map[poolKey]int         // library and pool → writable tapes (engine.WritableTapes)
+	starts []start                 // the jobs to start, with their drives
+}
+
+// start is a job a pass starts, and the drive it chose for it.
+type start struct {
+	j  *catalog.Job
+	rj *runningJob
+}
+
+// reserve chooses a free drive of the job's library, when a backup needs
+// it also a writable tape, or says why it cannot. A drive is free when no
+// job holds a live lease on it, whatever process runs that job; start
+// takes the chosen drives' leases, which decides a race with another
+// process.
+func (q *queue) reserve(id int64, req api.JobRequest, p *pass) (string, int, string) {
 	s := q.s
 	lib, err := s.env.Changer(req.Library)
 	if err != nil {
@@ -206,34 +275,50 @@ func (q *queue) reserve(id int64, req api.JobRequest, take bool) (string, int, s
 	cfg := lib.Config()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	busy := map[int]bool{}
-	if !take {
+	key := poolKey{cfg.Name, req.Pool}
+	if needsTape(req.Kind) {
+		n, ok := p.tapes[key]
+		if !ok {
+			if n, err = s.env.WritableTapes(lib, req.Pool); err != nil {
+				return "", 0, "waiting for a tape: " + err.Error()
+			}
+			p.tapes[key] = n
+		}
+		inPool := 0
+		for _, k := range q.pools {
+			if k == key {
+				inPool++
+			}
+		}
+		if n <= inPool {
+			what := "no free writable tape"
+			if req.Pool != "" {
+				what = fmt.Sprintf("no free writable tape in pool %s or scratch", req.Pool)
+			}
+			return "", 0, fmt.Sprintf("waiting for a tape (library %s has %s: kura tape add --vtl %s)", cfg.Name, what, cfg.Name)
+		}
+	}
+	busy, ok := p.busy[cfg.Name]
+	if !ok {
 		leases, err := s.env.Catalog.LiveDriveLeases(s.env.Jobs.Options().Clock.Now())
 		if err != nil {
 			return "", 0, "waiting for a drive: " + err.Error()
 		}
+		busy = map[int]bool{}
 		for _, l := range leases {
 			if l.Library == cfg.Name {
 				busy[l.Drive] = true
 			}
 		}
+		p.busy[cfg.Name] = busy
 	}
 	free := 0
 	for n := 1; n <= cfg.Drives; n++ {
-		if busy[n] || (req.Drive != 0 && req.Drive != n) {
-			continue
+		if !busy[n] && (req.Drive == 0 || req.Drive == n) {
+			free = n
+			busy[n] = true // chosen: start takes it with the pass's others
+			break
 		}
-		if take {
-			err := s.env.Jobs.TakeDrive(id, cfg.Name, n)
-			if errors.Is(err, catalog.ErrLeaseHeld) {
-				continue
-			}
-			if err != nil {
-				return "", 0, "waiting for a drive: " + err.Error()
-			}
-		}
-		free = n
-		break
 	}
 	if free == 0 {
 		if req.Drive != 0 {
@@ -244,29 +329,8 @@ func (q *queue) reserve(id int64, req api.JobRequest, take bool) (string, int, s
 		}
 		return "", 0, fmt.Sprintf("waiting for a drive (all %d drives of library %s are busy)", cfg.Drives, cfg.Name)
 	}
-	if !needsTape(req.Kind) {
-		return cfg.Name, free, ""
-	}
-	inPool := 0
-	for _, k := range q.pools {
-		if k == (poolKey{cfg.Name, req.Pool}) {
-			inPool++
-		}
-	}
-	if n, err := s.env.WritableTapes(lib, req.Pool); err != nil || n <= inPool {
-		if take {
-			if err := s.env.Jobs.ReleaseDrive(id, cfg.Name, free); err != nil {
-				s.log.Error("releasing a drive", "job", id, "library", cfg.Name, "drive", free, "err", err)
-			}
-		}
-		what := "no free writable tape"
-		if req.Pool != "" {
-			what = fmt.Sprintf("no free writable tape in pool %s or scratch", req.Pool)
-		}
-		return "", 0, fmt.Sprintf("waiting for a tape (library %s has %s: kura tape add --vtl %s)", cfg.Name, what, cfg.Name)
-	}
-	if take {
-		q.pools[id] = poolKey{cfg.Name, req.Pool}
+	if needsTape(req.Kind) {
+		q.pools[id] = key
 	}
 	return cfg.Name, free, ""
 }

@@ -34,6 +34,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -245,8 +246,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: s.Handler(), TLSConfig: pki.ServerTLSConfig(s.ca, s.cert),
 		ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext: func(net.Listener) context.Context { return s.ctx }}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.q.run(s.ctx) }()
+	go func() { defer s.wg.Done(); s.hub.runSaveSeen(s.ctx) }()
 	if s.opts.SchedulerEvery > 0 {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.runScheduler(s.ctx) }()
@@ -283,6 +285,7 @@ var errStopping = fmt.Errorf("%w: the server is stopping", context.Canceled)
 func (s *Server) Close() error {
 	s.cancel(errStopping)
 	s.wg.Wait()
+	s.hub.saveSeen()
 	return s.env.Close()
 }
 
@@ -532,7 +535,7 @@ func (s *Server) getServer(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	return writeJSON(w, api.ServerInfo{Name: s.opts.Name, Version: Version, CAFingerprint: s.ca.Fingerprint(),
-		Started: s.started, Drives: drives})
+		Started: s.started, Drives: drives, Goroutines: runtime.NumGoroutine()})
 }
 
 // IsHome reports whether dir is a server home (it has the server's CA).
