@@ -19,16 +19,18 @@ import (
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/restorer"
+	"github.com/kura-backup/kura/internal/seal"
 	"github.com/kura-backup/kura/internal/stream"
 )
 
 // remoteStore reads the savesets of a restore job from the server.
 type remoteStore struct {
-	a    *Agent
-	ctx  context.Context
-	job  int64
-	idle time.Duration // bounds every wait on the server
-	lim  *rate.Limiter // the job's bandwidth limit over all its reads (nil: none)
+	a      *Agent
+	sealed map[int64][]int64 // the part sizes of the encrypted savesets seen
+	ctx    context.Context
+	job    int64
+	idle   time.Duration // bounds every wait on the server
+	lim    *rate.Limiter // the job's bandwidth limit over all its reads (nil: none)
 }
 
 var _ restorer.Store = (*remoteStore)(nil)
@@ -42,6 +44,19 @@ func (s *remoteStore) Saveset(id int64) (*restorer.Saveset, error) {
 	var ss api.Saveset
 	if err := json.NewDecoder(rc).Decode(&ss); err != nil {
 		return nil, err
+	}
+	if ss.Encryption != "" {
+		if ss.Encryption != seal.Scheme {
+			return nil, fmt.Errorf("saveset %d is encrypted with %q, which this agent does not know", id, ss.Encryption)
+		}
+		sizes := make([]int64, len(ss.Parts))
+		for i, p := range ss.Parts {
+			sizes[i] = p.Bytes
+		}
+		if s.sealed == nil {
+			s.sealed = map[int64][]int64{}
+		}
+		s.sealed[id] = sizes
 	}
 	return restorerSaveset(&ss), nil
 }
@@ -62,6 +77,9 @@ func (s *remoteStore) OpenIndex(ss *restorer.Saveset, _ func(msg string)) (*inde
 }
 
 func (s *remoteStore) Data(ss *restorer.Saveset) (stream.FrameSource, error) {
+	if sizes, ok := s.sealed[ss.ID]; ok {
+		return &sealedData{s: s, id: ss.ID, sizes: sizes}, nil
+	}
 	return &remoteData{s: s, id: ss.ID}, nil
 }
 

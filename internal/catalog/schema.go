@@ -193,4 +193,10 @@ var migrations = [][]string{
 		`ALTER TABLE jobs ADD COLUMN error_code TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE jobs ADD COLUMN error_field TEXT NOT NULL DEFAULT ''`,
 	},
+	// 8: encryption at rest (issue 17): whether a client's agent encrypts
+	// its backups, and how a saveset is encrypted ('' none, 'age').
+	{
+		`ALTER TABLE clients ADD COLUMN encrypt INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE savesets ADD COLUMN encryption TEXT NOT NULL DEFAULT ''`,
+	},
 }

@@ -320,7 +320,7 @@ func (c *copyRun) run() error {
 	// As in a backup: a part ends at a tape's early-warning point, the
 	// tape is marked full and the next writable one is loaded. A copy
 	// writes to the library's scratch pool.
-	tw, err := e.newTapeWriter(c.job, c.lib, drv, catalog.ScratchPool, label, fmt.Sprintf("saveset %d copy data", ss.ID))
+	tw, err := e.newTapeWriter(c.job, c.lib, drv, catalog.ScratchPool, &label, fmt.Sprintf("saveset %d copy data", ss.ID))
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,7 @@ import (
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/pki"
 	"github.com/kura-backup/kura/internal/private"
+	"github.com/kura-backup/kura/internal/seal"
 	"github.com/kura-backup/kura/internal/service"
 )
 
@@ -77,6 +78,11 @@ type Options struct {
 	// OnlineGrace: an agent counts as connected this long after its last
 	// poll ended (PollTimeout + 10 s).
 	OnlineGrace time.Duration
+	// RecoveryRecipients are age X25519 public keys ("age1…") every
+	// encrypting client's savesets are encrypted to as well as to the
+	// client's own key: their holder (an administrator) can restore a lost
+	// client's backups elsewhere. The server holds no private key.
+	RecoveryRecipients []string
 }
 
 func (o Options) withDefaults() Options {
@@ -140,6 +146,11 @@ const (
 // and admin token. FirstStart reports whether the CA and token were made now.
 func New(opts Options) (*Server, error) {
 	opts = opts.withDefaults()
+	for _, r := range opts.RecoveryRecipients {
+		if _, err := seal.ParseRecipient(r); err != nil {
+			return nil, fmt.Errorf("recovery recipient: %w", err)
+		}
+	}
 	env, err := engine.Open(opts.Home)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,320 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"filippo.io/age"
+
+	"github.com/kura-backup/kura/internal/agent"
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/seal"
+)
+
+// sealedRig is a server with a recovery recipient and an agent c1 whose
+// backups are encrypted, and one encrypted backup of a small tree.
+type sealedRig struct {
+	*rig
+	recovery  *age.X25519Identity
+	agentHome string
+	src       string
+	ss        *api.SavesetInfo
+}
+
+func newSealedRig(t *testing.T) *sealedRig {
+	t.Helper()
+	rec, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := fastOpts
+	opts.RecoveryRecipients = []string{rec.Recipient().String()}
+	r := startServerWith(t, t.TempDir(), "", opts)
+	home, _ := r.runAgent("c1")
+	on := true
+	cl, err := r.admin.UpdateClient(t.Context(), "c1", api.ClientUpdate{Encrypt: &on})
+	if err != nil || !cl.Encrypt {
+		t.Fatalf("client set --encrypt: %+v, %v", cl, err)
+	}
+	src := t.TempDir()
+	makeTree(t, src, 40, 7)
+	// A file whose name and content are easy to look for on the media.
+	if err := os.WriteFile(filepath.Join(src, "secret-name.txt"), []byte(strings.Repeat("the plaintext secret\n", 5000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j := r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "low"})[0])
+	if j.State != catalog.StateSucceeded {
+		t.Fatalf("encrypted backup: %s (%s)", j.State, j.Error)
+	}
+	return &sealedRig{rig: r, recovery: rec, agentHome: home, src: src, ss: r.savesetRecord(j.SavesetID)}
+}
+
+// savesetRecord is the record of saveset id.
+func (r *rig) savesetRecord(id int64) *api.SavesetInfo {
+	r.t.Helper()
+	ss, err := r.admin.Saveset(r.t.Context(), id)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return ss
+}
+
+// tapeFile is the path of a tape file of the server's library.
+func (r *rig) tapeFile(p api.Part) string {
+	r.t.Helper()
+	var found string
+	want := string(filepath.Separator) + filepath.Join(p.Barcode, fmt.Sprintf("%06d.data", p.File))
+	_ = filepath.WalkDir(r.home, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, want) {
+			found = path
+		}
+		return nil
+	})
+	if found == "" {
+		r.t.Fatalf("no tape file %s under %s", want, r.home)
+	}
+	return found
+}
+
+// rewriteTapeFile changes a finished tape file's data with edit and makes
+// its block checksums, checksum table CRC and filemark agree again: damage
+// that the media layer cannot see, as a forger would leave it.
+func rewriteTapeFile(t *testing.T, dataPath string, edit func([]byte) []byte) {
+	t.Helper()
+	data, err := os.ReadFile(dataPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = edit(data)
+	base := strings.TrimSuffix(dataPath, ".data")
+	sum, err := os.ReadFile(base + ".crc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark, err := os.ReadFile(base + ".mark")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	bs := int(binary.LittleEndian.Uint32(sum[8:]))
+	sum = sum[:16]
+	for off := 0; off < len(data); off += bs {
+		sum = binary.LittleEndian.AppendUint32(sum, crc32.Checksum(data[off:min(off+bs, len(data))], tab))
+	}
+	if int64(len(data)) != int64(binary.LittleEndian.Uint64(mark[16:])) {
+		t.Fatalf("the edit changed the length of %s", dataPath)
+	}
+	binary.LittleEndian.PutUint32(mark[32:], crc32.Checksum(sum[16:], tab))
+	n := len(mark) - 4
+	binary.LittleEndian.PutUint32(mark[n:], crc32.Checksum(mark[:n], tab))
+	for p, b := range map[string][]byte{dataPath: data, base + ".crc": sum, base + ".mark": mark} {
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// An encrypting client's saveset holds only ciphertext on the server (its
+// data and its index, on tape and in the index cache), restores whole and
+// file by file on its agent, and passes a media verify without a key.
+func TestEncryptedBackupHoldsOnlyCiphertextAndRestores(t *testing.T) {
+	t.Parallel()
+	r := newSealedRig(t)
+	if r.ss.Encryption != seal.Scheme {
+		t.Fatalf("saveset encryption %q, want %q", r.ss.Encryption, seal.Scheme)
+	}
+	files := []string{r.tapeFile(*r.ss.IndexPart)}
+	for _, p := range r.ss.Parts {
+		files = append(files, r.tapeFile(p))
+	}
+	idxCache := filepath.Join(r.home, "index", fmt.Sprintf("%d.idx", r.ss.ID))
+	files = append(files, idxCache)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !seal.IsSealed(b) {
+			t.Errorf("%s is not an age file: %q", f, b[:min(len(b), 32)])
+		}
+		for _, clear := range []string{"secret-name", "the plaintext secret", "f0001.dat", "KURA SAVESET LABEL", "KURAIDX"} {
+			if bytes.Contains(b, []byte(clear)) {
+				t.Errorf("%s holds %q in the clear", f, clear)
+			}
+		}
+	}
+	// The agent's key ring is its own: private, and not on the server.
+	st, err := os.Stat(agent.RingPath(r.agentHome))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("agent key ring: %v, %v", st, err)
+	}
+
+	to := t.TempDir()
+	if j := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: r.ss.ID, To: to})[0]); j.State != catalog.StateSucceeded {
+		t.Fatalf("restore: %s (%s)", j.State, j.Error)
+	}
+	sameTree(t, r.src, filepath.Join(to, r.src))
+
+	one := t.TempDir()
+	if j := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: r.ss.ID, To: one,
+		Includes: []string{filepath.Join(r.src, "secret-name.txt")}})[0]); j.State != catalog.StateSucceeded {
+		t.Fatalf("single-file restore: %s (%s)", j.State, j.Error)
+	}
+	got, err := os.ReadFile(filepath.Join(one, r.src, "secret-name.txt"))
+	if err != nil || string(got) != strings.Repeat("the plaintext secret\n", 5000) {
+		t.Fatalf("single-file restore: %d bytes, %v", len(got), err)
+	}
+
+	vj := r.wait(r.submit(api.JobRequest{Kind: api.KindVerify, Saveset: r.ss.ID, Level: "media"})[0])
+	if vj.State != catalog.StateSucceeded {
+		t.Fatalf("media verify without a key: %s (%s)", vj.State, vj.Error)
+	}
+	dj := r.wait(r.submit(api.JobRequest{Kind: api.KindVerify, Saveset: r.ss.ID, Level: "data"})[0])
+	if dj.State != catalog.StateFailed || !strings.Contains(dj.Error, "encrypted") {
+		t.Fatalf("data verify on the server: %s (%s); want a failure saying the saveset is encrypted", dj.State, dj.Error)
+	}
+}
+
+// A machine without the key gets a clear error and writes nothing; the
+// holder of the recovery key restores a lost client's saveset on another
+// machine; a rotated key encrypts the new savesets and the old ones stay
+// readable.
+func TestEncryptedWrongKeyRecoveryAndRotation(t *testing.T) {
+	t.Parallel()
+	r := newSealedRig(t)
+	c2home, _ := r.runAgent("c2")
+
+	// c2 holds no key of c1's: a cross-client restore fails, nothing written.
+	to := t.TempDir()
+	j := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: r.ss.ID, To: to, ToClient: "c2"})[0])
+	if j.State != catalog.StateFailed {
+		t.Fatalf("restore onto a machine without the key: %s (%s), want failed", j.State, j.Error)
+	}
+	if !strings.Contains(j.Error, "encrypted") {
+		t.Errorf("restore without the key: error %q does not say why", j.Error)
+	}
+	if ents, _ := os.ReadDir(to); len(ents) != 0 {
+		t.Errorf("restore without the key wrote %d entries", len(ents))
+	}
+	// With a key of its own (c2 made one to encrypt nothing yet), still the
+	// wrong key.
+	if _, _, err := seal.EnsureRing(agent.RingPath(c2home)); err != nil {
+		t.Fatal(err)
+	}
+	j = r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: r.ss.ID, To: to, ToClient: "c2"})[0])
+	if j.State != catalog.StateFailed || !strings.Contains(j.Error, "wrong key") {
+		t.Fatalf("restore with the wrong key: %s (%s), want failed naming the wrong key", j.State, j.Error)
+	}
+	if ents, _ := os.ReadDir(to); len(ents) != 0 {
+		t.Errorf("restore with the wrong key wrote %d entries", len(ents))
+	}
+
+	// Recovery: c1 is lost; the administrator adds the recovery key to c2's
+	// ring and restores c1's saveset there.
+	if _, err := seal.Import(agent.RingPath(c2home), []byte(r.recovery.String()+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	j = r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: r.ss.ID, To: to, ToClient: "c2"})[0])
+	if j.State != catalog.StateSucceeded {
+		t.Fatalf("restore with the recovery key: %s (%s)", j.State, j.Error)
+	}
+	sameTree(t, r.src, filepath.Join(to, r.src))
+
+	// Rotation: c1's new key encrypts the next saveset; its old key does not
+	// open that one, and c1 restores both.
+	old, err := seal.LoadRing(agent.RingPath(r.agentHome))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seal.Rotate(agent.RingPath(r.agentHome)); err != nil {
+		t.Fatal(err)
+	}
+	nj := r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{r.src}})[0])
+	if nj.State != catalog.StateSucceeded {
+		t.Fatalf("backup after rotation: %s (%s)", nj.State, nj.Error)
+	}
+	nss := r.savesetRecord(nj.SavesetID)
+	f, err := os.Open(r.tapeFile(*nss.IndexPart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := seal.Decrypt(f, old.Identities()); !errors.Is(err, seal.ErrWrongKey) {
+		t.Errorf("the old key opens the saveset made after rotation: %v", err)
+	}
+	for _, id := range []int64{r.ss.ID, nss.ID} {
+		to := t.TempDir()
+		if j := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: id, To: to})[0]); j.State != catalog.StateSucceeded {
+			t.Fatalf("restore of saveset %d after rotation: %s (%s)", id, j.State, j.Error)
+		}
+		sameTree(t, r.src, filepath.Join(to, r.src))
+	}
+}
+
+// Ciphertext altered behind the block checksums (which are made to agree)
+// is detected by the encryption's authentication, named, and none of it
+// is restored: a flipped byte, and two chunks swapped.
+func TestTamperedCiphertextIsNamedNeverRestored(t *testing.T) {
+	t.Parallel()
+	r := newSealedRig(t)
+	if len(r.ss.Parts) != 1 {
+		t.Fatalf("%d parts", len(r.ss.Parts))
+	}
+	data := r.tapeFile(r.ss.Parts[0])
+	orig, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const enc = seal.ChunkSize + 16 // a chunk on the media
+	if len(orig) < 4*enc {
+		t.Fatalf("the saveset is too small for the test: %d bytes", len(orig))
+	}
+	hdr := bytes.Index(orig, []byte("\n--- ")) // the age header's MAC line
+	nl := bytes.IndexByte(orig[hdr+1:], '\n')
+	payload := hdr + 1 + nl + 1 + 16 // after the header and the nonce
+	edits := map[string]func([]byte) []byte{
+		"flipped byte": func(b []byte) []byte { b[payload+2*enc+100] ^= 0x40; return b },
+		"swapped chunks": func(b []byte) []byte {
+			c1 := bytes.Clone(b[payload+enc : payload+2*enc])
+			copy(b[payload+enc:], b[payload+2*enc:payload+3*enc])
+			copy(b[payload+2*enc:], c1)
+			return b
+		},
+	}
+	for name, edit := range edits {
+		rewriteTapeFile(t, data, func(b []byte) []byte { return edit(bytes.Clone(orig)) })
+		// The media layer sees nothing wrong: the checksums agree.
+		if vj := r.wait(r.submit(api.JobRequest{Kind: api.KindVerify, Saveset: r.ss.ID, Level: "media"})[0]); vj.State != catalog.StateSucceeded {
+			t.Fatalf("%s: media verify: %s (%s)", name, vj.State, vj.Error)
+		}
+		to := t.TempDir()
+		j := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: r.ss.ID, To: to})[0])
+		if j.State == catalog.StateSucceeded {
+			t.Fatalf("%s: restore succeeded", name)
+		}
+		text := j.Error + strings.Join(j.Warnings, "\n")
+		if !strings.Contains(text, "does not authenticate") {
+			t.Errorf("%s: the restore does not name the tampering: %s", name, text)
+		}
+		// Whatever was restored is what was backed up: nothing of the
+		// altered data reached a file.
+		want, got := treeSum(t, r.src), treeSum(t, filepath.Join(to, r.src))
+		if len(got) == len(want) {
+			t.Errorf("%s: every file restored from altered data", name)
+		}
+		for p, h := range got {
+			if want[p] != h {
+				t.Errorf("%s: %s restored with content that was not backed up", name, p)
+			}
+		}
+	}
+}
