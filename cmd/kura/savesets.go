@@ -129,7 +129,9 @@ an incremental, run the recipes of its chain from the full backup on. On a
 library in an S3 bucket the pipeline fetches the tape files' chunk objects
 in order with curl (7.75 or later, --aws-sigv4) instead of cat, with the
 credentials of AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in your
-environment.`,
+environment. The saveset of a client that encrypts is decrypted by the stock
+age tool in the pipeline, with the keys in the file KURA_KEYS names (the
+client's "kura agent key export", or the server's recovery key).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID(args[0], "SAVESET")

@@ -17,8 +17,9 @@ func init() { commands = append(commands, newServerCmd) }
 func newServerCmd(g *globals) *cobra.Command {
 	var (
 		listen string
-		hosts  []string
-		name   string
+		hosts    []string
+		name     string
+		recovery []string
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -44,7 +45,7 @@ On first start it creates its own certificate authority and an admin token
 			if h, err := os.Hostname(); err == nil {
 				hosts = append(hosts, h)
 			}
-			srv, err := server.New(server.Options{Home: home, Hosts: hosts, Name: name, Log: cmd.ErrOrStderr()})
+			srv, err := server.New(server.Options{Home: home, Hosts: hosts, Name: name, Log: cmd.ErrOrStderr(), RecoveryRecipients: recovery})
 			if err != nil {
 				return err
 			}
@@ -75,5 +76,7 @@ On first start it creates its own certificate authority and an admin token
 	cmd.Flags().StringVar(&listen, "listen", ":8420", "address to listen on (HOST:PORT)")
 	cmd.Flags().StringArrayVar(&hosts, "host", nil, "a name or address clients use to reach this server, for its certificate; repeatable")
 	cmd.Flags().StringVar(&name, "name", "", "server name (default: host name)")
+	cmd.Flags().StringArrayVar(&recovery, "recovery-recipient", nil,
+		"an age public key (age1…) every encrypting client's backups are also encrypted to, so its holder can restore a lost client; repeatable")
 	return cmd
 }

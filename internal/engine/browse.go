@@ -322,10 +322,14 @@ func (e *Env) Recipe(id int64) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	r := stream.Recipe(files)
 	if len(urls) > 0 {
-		return stream.RecipeS3(urls, region), nil
+		r = stream.RecipeS3(urls, region)
 	}
-	return stream.Recipe(files), nil
+	if ss.Encryption != "" {
+		r = stream.Sealed(r)
+	}
+	return r, nil
 }
 
 // recipeSources returns where stock tools read every part of saveset id,
