@@ -115,6 +115,15 @@ older backups stay readable.
 
 ` + lostKeyWarning,
 	}
+	var asJSON bool
+	// report prints the ring's state, as text or --json.
+	report := func(cmd *cobra.Command, r *seal.Ring, text string) error {
+		if asJSON {
+			return printJSON(cmd.OutOrStdout(), agentKeyJSON{PublicKey: r.Recipient(), Keys: r.Len()})
+		}
+		fmt.Fprint(cmd.OutOrStdout(), text)
+		return nil
+	}
 	ring := func() (string, error) {
 		h, err := agentHome(g)
 		if err != nil {
@@ -135,8 +144,7 @@ older backups stay readable.
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", r.Recipient())
-			return nil
+			return report(cmd, r, r.Recipient()+"\n")
 		},
 	}
 	export := &cobra.Command{
@@ -177,9 +185,8 @@ them there.
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "New backups are encrypted to %s; the %d older key(s) stay to read older ones.\n"+
-				"Export the keys again (kura agent key export): the old copy lacks the new key.\n", r.Recipient(), r.Len()-1)
-			return nil
+			return report(cmd, r, fmt.Sprintf("New backups are encrypted to %s; the %d older key(s) stay to read older ones.\n"+
+				"Export the keys again (kura agent key export): the old copy lacks the new key.\n", r.Recipient(), r.Len()-1))
 		},
 	}
 	imp := &cobra.Command{
@@ -208,10 +215,18 @@ agent's own current key. "-" reads standard input.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "This agent holds %d key(s); new backups are encrypted to %s.\n", r.Len(), r.Recipient())
-			return nil
+			return report(cmd, r, fmt.Sprintf("This agent holds %d key(s); new backups are encrypted to %s.\n", r.Len(), r.Recipient()))
 		},
+	}
+	for _, c := range []*cobra.Command{show, rotate, imp} {
+		c.Flags().BoolVar(&asJSON, "json", false, `print {"public_key", "keys"} as JSON`)
 	}
 	cmd.AddCommand(show, export, rotate, imp)
 	return cmd
+}
+
+// agentKeyJSON is `agent key show|rotate|import --json`.
+type agentKeyJSON struct {
+	PublicKey string `json:"public_key"` // the current key, new backups are encrypted to
+	Keys      int    `json:"keys"`       // keys in the ring, the current one included
 }

@@ -16,7 +16,7 @@ func init() { commands = append(commands, newServerCmd) }
 
 func newServerCmd(g *globals) *cobra.Command {
 	var (
-		listen string
+		listen   string
 		hosts    []string
 		name     string
 		recovery []string
