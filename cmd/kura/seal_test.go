@@ -96,6 +96,21 @@ func TestEncryptedClientExportAndStockRecipe(t *testing.T) {
 		t.Errorf("recipe without KURA_KEYS: %v\n%s", err, out)
 	}
 
+	// The server holds no key: what needs the index or the data says so
+	// and exits 1; the media verify needs no key.
+	for _, args := range [][]string{{"ls", itoa64(fig.SavesetID)}, {"verify", "--level", "data", itoa64(fig.SavesetID)}} {
+		if r := admin.run(args...); r.code != 1 || !strings.Contains(r.stderr, "encrypted by client c1") {
+			t.Errorf("kura %v on an encrypted saveset, on the server:\n%s", args, r)
+		}
+	}
+	// A search goes on over the savesets it can read, and names the others.
+	if r := admin.run("find", "*"); r.code == 1 || !strings.Contains(r.stdout+r.stderr, "saveset 1 not searched: encrypted by client c1") {
+		t.Errorf("kura find over an encrypted saveset:\n%s", r)
+	} else {
+		t.Logf("%s", r)
+	}
+	admin.ok("verify", "--level", "media", itoa64(fig.SavesetID))
+
 	// And Kura's own restore, on the agent holding the key.
 	dst := filepath.Join(c1.dir, "restored")
 	admin.ok("restore", "--client", "c1", itoa64(fig.SavesetID), "--to", dst)

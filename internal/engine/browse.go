@@ -186,6 +186,16 @@ func (e *Env) find(pattern string, after FindCursor, warn func(string), each fun
 		if ss.ID < after.SavesetID {
 			continue
 		}
+		if ss.Encryption != "" {
+			// Its index opens only on its client's agent: the search goes
+			// on without it, and says so.
+			w := warn
+			if w == nil {
+				w = e.notice
+			}
+			w(fmt.Sprintf("saveset %d not searched: encrypted by client %s (its index opens only on an agent holding its key)", ss.ID, ss.Client))
+			continue
+		}
 		resume := ss.ID == after.SavesetID && after.Path != ""
 		open := e.openIndex
 		if resume {

@@ -109,7 +109,8 @@ func Err(err error) error {
 	case errors.Is(err, catalog.ErrExists), errors.Is(err, library.ErrExists), errors.Is(err, library.ErrNotEmpty),
 		errors.Is(err, library.ErrDriveBusy), errors.Is(err, library.ErrExported), errors.Is(err, library.ErrNotExported),
 		errors.Is(err, library.ErrNoFreeSlot), errors.Is(err, library.ErrMailSlotsFull), errors.Is(err, ErrNotLoaded),
-		errors.Is(err, engine.ErrTapeInUse), errors.Is(err, engine.ErrNoDataPath), errors.Is(err, library.ErrUnsupported):
+		errors.Is(err, engine.ErrTapeInUse), errors.Is(err, engine.ErrNoDataPath), errors.Is(err, library.ErrUnsupported),
+		errors.Is(err, engine.ErrSealed), errors.Is(err, engine.ErrNotSealable):
 		return api.Wrap(api.CodeConflict, "", err)
 	}
 	return api.Wrap(api.CodeInternal, "", err)
