@@ -314,10 +314,10 @@ func (a *Agent) fetchIndex(ctx context.Context, job, id int64, idle time.Duratio
 		// authenticated) into the temporary file, which is this agent's.
 		ids, err := a.identities()
 		if err != nil {
-			return nil, fmt.Errorf("the index is encrypted: %w", err)
+			return nil, fmt.Errorf("saveset %d is encrypted: %w", id, err)
 		}
 		if src, err = seal.Decrypt(br, ids); err != nil {
-			return nil, fmt.Errorf("the index: %w", err)
+			return nil, fmt.Errorf("the index of encrypted saveset %d: %w", id, err)
 		}
 	}
 	if _, err := io.Copy(f, src); err != nil {

@@ -43,7 +43,7 @@ var (
 	// ErrNoKey: there is no key ring to decrypt with.
 	ErrNoKey = errors.New("no decryption key")
 	// ErrWrongKey: none of the keys given is a recipient of the data.
-	ErrWrongKey = errors.New("none of the keys opens it (wrong key)")
+	ErrWrongKey = errors.New("none of the keys here opens it (wrong key)")
 	// ErrTampered: the data does not authenticate under its key: the header,
 	// a chunk or the length was damaged or altered. Nothing of it is trusted.
 	ErrTampered = errors.New("encrypted data does not authenticate (damaged or tampered with)")

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/kura-backup/kura/internal/agent"
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/seal"
 )
 
@@ -193,20 +196,23 @@ func TestEncryptedWrongKeyRecoveryAndRotation(t *testing.T) {
 	r := newSealedRig(t)
 	c2home, _ := r.runAgent("c2")
 
-	// c2 holds no key of c1's: a cross-client restore fails, nothing written.
+	// c2 holds no key (a ring lost, or an agent enrolled before encryption):
+	// a cross-client restore fails, nothing written.
+	if err := os.Remove(agent.RingPath(c2home)); err != nil {
+		t.Fatal(err)
+	}
 	to := t.TempDir()
 	j := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: r.ss.ID, To: to, ToClient: "c2"})[0])
 	if j.State != catalog.StateFailed {
 		t.Fatalf("restore onto a machine without the key: %s (%s), want failed", j.State, j.Error)
 	}
-	if !strings.Contains(j.Error, "encrypted") {
+	if !strings.Contains(j.Error, "encrypted") || !strings.Contains(j.Error, "no decryption key") {
 		t.Errorf("restore without the key: error %q does not say why", j.Error)
 	}
 	if ents, _ := os.ReadDir(to); len(ents) != 0 {
 		t.Errorf("restore without the key wrote %d entries", len(ents))
 	}
-	// With a key of its own (c2 made one to encrypt nothing yet), still the
-	// wrong key.
+	// With a key of its own, the wrong key.
 	if _, _, err := seal.EnsureRing(agent.RingPath(c2home)); err != nil {
 		t.Fatal(err)
 	}
@@ -317,4 +323,85 @@ func TestTamperedCiphertextIsNamedNeverRestored(t *testing.T) {
 			}
 		}
 	}
+}
+
+// An encrypted saveset spread over three tapes is one age file over its
+// parts: it restores whole and file by file, and the stock tools read the
+// parts concatenated. An incremental of an encrypting client reads its
+// base's encrypted index on the agent and restores with its chain.
+func TestEncryptedSpanningAndIncremental(t *testing.T) {
+	t.Parallel()
+	r := startServer(t, t.TempDir(), "")
+	home, _ := r.runAgent("c1")
+	on := true
+	if _, err := r.admin.UpdateClient(t.Context(), "c1", api.ClientUpdate{Encrypt: &on}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.srv.Env().CreateLibrary(library.Config{Name: "small", Slots: 4, Drives: 1, TapeSize: 16 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	for i := range 5 {
+		if err := os.WriteFile(filepath.Join(src, fmt.Sprintf("big%d", i)), randomBytes(4<<20, uint64(i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Library: "small", Compress: "none"})[0])
+	if j.State != catalog.StateSucceeded {
+		t.Fatalf("spanning encrypted backup: %s (%s)", j.State, j.Error)
+	}
+	ss := r.savesetRecord(j.SavesetID)
+	if len(ss.Parts) < 2 {
+		t.Fatalf("the saveset did not span tapes: %d parts", len(ss.Parts))
+	}
+	to := t.TempDir()
+	if j := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: ss.ID, To: to})[0]); j.State != catalog.StateSucceeded {
+		t.Fatalf("restore: %s (%s)", j.State, j.Error)
+	}
+	sameTree(t, src, filepath.Join(to, src))
+	one := t.TempDir()
+	last := filepath.Join(src, "big4")
+	if j := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: ss.ID, To: one, Includes: []string{last}})[0]); j.State != catalog.StateSucceeded {
+		t.Fatalf("single-file restore from the last part: %s (%s)", j.State, j.Error)
+	}
+	if want, got := treeSum(t, src)["big4"], treeSum(t, filepath.Join(one, src))["big4"]; want != got {
+		t.Fatalf("big4 restored from the last part differs")
+	}
+
+	// The stock tools: the parts, concatenated, are one age file.
+	var parts []string
+	for _, p := range ss.Parts {
+		parts = append(parts, r.tapeFile(p))
+	}
+	stock := t.TempDir()
+	cmd := exec.Command("sh", "-c", `cat "$@" | age -d -i "$KEYS" | zstd -dc | tar -xf -`, "sh")
+	cmd.Args = append(cmd.Args, parts...)
+	cmd.Dir, cmd.Env = stock, append(os.Environ(), "KEYS="+agent.RingPath(home))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("stock tools over %d parts: %v\n%s", len(parts), err, out)
+	}
+	sameTree(t, src, filepath.Join(stock, src))
+
+	// An incremental: one file changed; the rest comes from the base.
+	if err := os.WriteFile(filepath.Join(src, "big1"), []byte("changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ij := r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Library: "small", Level: "incr"})[0])
+	if ij.State != catalog.StateSucceeded || ij.Level != "incr" || ij.Figures.Files >= 5 {
+		t.Fatalf("encrypted incremental: %s %s (%s), %d entries (the 4 unchanged files are not stored again)", ij.State, ij.Level, ij.Error, ij.Figures.Files)
+	}
+	ito := t.TempDir()
+	if j := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: ij.SavesetID, To: ito})[0]); j.State != catalog.StateSucceeded {
+		t.Fatalf("restore of the incremental: %s (%s)", j.State, j.Error)
+	}
+	sameTree(t, src, filepath.Join(ito, src))
+}
+
+func randomBytes(n int, seed uint64) []byte {
+	rng := rand.New(rand.NewPCG(seed, 9))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
 }
