@@ -111,6 +111,14 @@ func TestEncryptedClientExportAndStockRecipe(t *testing.T) {
 	}
 	admin.ok("verify", "--level", "media", itoa64(fig.SavesetID))
 
+	// On the agent holding the key, ls and find read the encrypted index.
+	if r := c1.ok("agent", "ls", itoa64(fig.SavesetID), src); !strings.Contains(r.stdout, "notes.txt") || !strings.Contains(r.stdout, "sub/") {
+		t.Errorf("agent ls:\n%s", r)
+	}
+	if r := c1.ok("agent", "find", "a.txt"); !strings.Contains(r.stdout, "sub/deeper/a.txt") || !strings.HasPrefix(strings.Split(r.stdout, "\n")[1], itoa64(fig.SavesetID)) {
+		t.Errorf("agent find:\n%s", r)
+	}
+
 	// And Kura's own restore, on the agent holding the key.
 	dst := filepath.Join(c1.dir, "restored")
 	admin.ok("restore", "--client", "c1", itoa64(fig.SavesetID), "--to", dst)

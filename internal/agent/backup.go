@@ -296,7 +296,13 @@ func mergeFrames(mine, server []index.Frame) ([]index.Frame, error) {
 
 // fetchIndex downloads a saveset's index for this job.
 func (a *Agent) fetchIndex(ctx context.Context, job, id int64, idle time.Duration) (*index.Reader, error) {
-	rc, err := a.call(ctx, "GET", jobPath(job, fmt.Sprintf("/savesets/%d/index", id)), "", nil, idle, false)
+	return a.downloadIndex(ctx, jobPath(job, fmt.Sprintf("/savesets/%d/index", id)), id, idle)
+}
+
+// downloadIndex downloads the index of saveset id from path into a
+// temporary file, decrypting an encrypted one with the agent's keys.
+func (a *Agent) downloadIndex(ctx context.Context, path string, id int64, idle time.Duration) (*index.Reader, error) {
+	rc, err := a.call(ctx, "GET", path, "", nil, idle, false)
 	if err != nil {
 		return nil, err
 	}

@@ -3,15 +3,19 @@ package agent
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"filippo.io/age"
 
 	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/seal"
 	"github.com/kura-backup/kura/internal/stream"
 )
@@ -209,3 +213,27 @@ type sealedReader struct {
 }
 
 func (r *sealedReader) Close() error { return r.parts.Close() }
+
+// browseIdle bounds the waits of a browse (kura agent ls, find) on the server.
+const browseIdle = time.Minute
+
+// Savesets lists this client's complete savesets (kura agent ls, find).
+func (a *Agent) Savesets(ctx context.Context) ([]api.Saveset, error) {
+	rc, err := a.call(ctx, "GET", "/agent/savesets", "", nil, browseIdle, false)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var out []api.Saveset
+	if err := json.NewDecoder(rc).Decode(&out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// OpenIndex opens the index of one of this client's savesets, decrypted
+// with this agent's keys when it is encrypted: what the server cannot list,
+// the agent holding the key can. The reader's file is removed on Close.
+func (a *Agent) OpenIndex(ctx context.Context, id int64) (*index.Reader, error) {
+	return a.downloadIndex(ctx, fmt.Sprintf("/agent/savesets/%d/index", id), id, browseIdle)
+}

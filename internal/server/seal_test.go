@@ -224,6 +224,13 @@ func TestEncryptedWrongKeyRecoveryAndRotation(t *testing.T) {
 		t.Errorf("restore with the wrong key wrote %d entries", len(ents))
 	}
 
+	// c2 browses only its own savesets: c1's index is refused to it.
+	c2api := agentAPI(t, c2home, r.url)
+	wantCode(t, "agent c2 reading c1's index", get(t, c2api, fmt.Sprintf("/agent/savesets/%d/index", r.ss.ID)), api.CodeForbidden)
+	if err := get(t, agentAPI(t, r.agentHome, r.url), fmt.Sprintf("/agent/savesets/%d/index", r.ss.ID)); err != nil {
+		t.Errorf("agent c1 reading its own index: %v", err)
+	}
+
 	// Recovery: c1 is lost; the administrator adds the recovery key to c2's
 	// ring and restores c1's saveset there.
 	if _, err := seal.Import(agent.RingPath(c2home), []byte(r.recovery.String()+"\n")); err != nil {

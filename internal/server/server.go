@@ -343,6 +343,8 @@ func (s *Server) routes() []route {
 		admin("GET", "/prune", s.getPrunePlan),
 		open("POST", "/enroll", s.postEnroll),
 		agent("GET", "/agent/orders", s.agentOrders),
+		agent("GET", "/agent/savesets", s.agentOwnSavesets),
+		agent("GET", "/agent/savesets/{ss}/index", s.agentOwnIndex),
 		agent("POST", "/agent/jobs/{id}/data", s.agentBackupData),
 		agent("PUT", "/agent/jobs/{id}/index", s.agentBackupIndex),
 		agent("GET", "/agent/jobs/{id}/savesets/{ss}", s.agentSaveset),
