@@ -94,7 +94,7 @@ Enroll once with a one-time token from "kura token create", then run it
 			return a.Run(ctx)
 		},
 	}
-	cmd.AddCommand(enroll, run, newAgentKeyCmd(g), newAgentLsCmd(g), newAgentFindCmd(g))
+	cmd.AddCommand(enroll, run, newAgentKeyCmd(g), newAgentLsCmd(g), newAgentFindCmd(g), newAgentVerifyCmd(g))
 	return cmd
 }
 

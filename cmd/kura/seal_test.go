@@ -119,6 +119,11 @@ func TestEncryptedClientExportAndStockRecipe(t *testing.T) {
 		t.Errorf("agent find:\n%s", r)
 	}
 
+	// The data verify runs where the key is.
+	if r := c1.ok("agent", "verify", itoa64(fig.SavesetID)); !strings.Contains(r.stdout, "0 problem(s)") {
+		t.Errorf("agent verify:\n%s", r)
+	}
+
 	// And Kura's own restore, on the agent holding the key.
 	dst := filepath.Join(c1.dir, "restored")
 	admin.ok("restore", "--client", "c1", itoa64(fig.SavesetID), "--to", dst)

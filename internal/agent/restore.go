@@ -27,6 +27,7 @@ import (
 type remoteStore struct {
 	a      *Agent
 	sealed map[int64][]int64 // the part sizes of the encrypted savesets seen
+	own    bool              // the client's own savesets outside a job (kura agent verify)
 	ctx    context.Context
 	job    int64
 	idle   time.Duration // bounds every wait on the server
@@ -91,6 +92,9 @@ type remoteData struct {
 
 func (d *remoteData) OpenAt(loc stream.Location) (io.ReadCloser, error) {
 	p := jobPath(d.s.job, fmt.Sprintf("/savesets/%d/data?part=%d&offset=%d", d.id, loc.Part, loc.Offset))
+	if d.s.own {
+		p = fmt.Sprintf("/agent/savesets/%d/data?part=%d&offset=%d", d.id, loc.Part, loc.Offset)
+	}
 	rc, err := d.s.a.call(d.s.ctx, "GET", p, "", nil, d.s.idle, false)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -303,8 +304,20 @@ func TestTamperedCiphertextIsNamedNeverRestored(t *testing.T) {
 			return b
 		},
 	}
+	a, err := agent.Open(agent.Options{Home: r.agentHome, Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := a.VerifyData(t.Context(), r.ss.ID); err != nil || len(res.Problems) != 0 || res.Checked == 0 {
+		t.Fatalf("data verify on the agent before the tampering: %+v, %v", res, err)
+	}
 	for name, edit := range edits {
 		rewriteTapeFile(t, data, func(b []byte) []byte { return edit(bytes.Clone(orig)) })
+		// The data verify on the agent names what does not authenticate.
+		res, err := a.VerifyData(t.Context(), r.ss.ID)
+		if err != nil || len(res.Problems) == 0 || !strings.Contains(strings.Join(res.Problems, "\n"), "does not authenticate") {
+			t.Errorf("%s: data verify on the agent: %+v, %v", name, res, err)
+		}
 		// The media layer sees nothing wrong: the checksums agree.
 		if vj := r.wait(r.submit(api.JobRequest{Kind: api.KindVerify, Saveset: r.ss.ID, Level: "media"})[0]); vj.State != catalog.StateSucceeded {
 			t.Fatalf("%s: media verify: %s (%s)", name, vj.State, vj.Error)

@@ -345,6 +345,7 @@ func (s *Server) routes() []route {
 		agent("GET", "/agent/orders", s.agentOrders),
 		agent("GET", "/agent/savesets", s.agentOwnSavesets),
 		agent("GET", "/agent/savesets/{ss}/index", s.agentOwnIndex),
+		agent("GET", "/agent/savesets/{ss}/data", s.agentOwnData),
 		agent("POST", "/agent/jobs/{id}/data", s.agentBackupData),
 		agent("PUT", "/agent/jobs/{id}/index", s.agentBackupIndex),
 		agent("GET", "/agent/jobs/{id}/savesets/{ss}", s.agentSaveset),
