@@ -209,3 +209,26 @@ func TestRingWithTheAgeTool(t *testing.T) {
 		t.Errorf("a bad recipient: %v", err)
 	}
 }
+
+// BenchmarkSeal is the cost of encryption alone: 1 MiB frames into one age
+// file (the agent's sealSink) and their random-access decryption.
+func BenchmarkSeal(b *testing.B) {
+	k, err := age.GenerateX25519Identity()
+	if err != nil {
+		b.Fatal(err)
+	}
+	frame := randomBytes(1<<20, 5)
+	b.Run("encrypt", func(b *testing.B) {
+		b.SetBytes(int64(len(frame)))
+		w, err := seal.NewWriter(io.Discard, []string{k.Recipient().String()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, err := w.Write(frame); err != nil {
+				b.Fatal(err)
+			}
+		}
+		w.Close()
+	})
+}
