@@ -425,3 +425,44 @@ func randomBytes(n int, seed uint64) []byte {
 	}
 	return b
 }
+
+// A copy of an encrypted saveset is its ciphertext on other tapes, made
+// without a key (its verify checks the copy's media); with the original's
+// tape exported, the agent restores from the copy.
+func TestEncryptedCopyIsCiphertextAndRestores(t *testing.T) {
+	t.Parallel()
+	r := newSealedRig(t)
+	env := r.srv.Env()
+	if _, err := env.CreateLibrary(library.Config{Name: "offsite", Slots: 2, Drives: 1, TapeSize: 64 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	cj := r.wait(r.submit(api.JobRequest{Kind: api.KindCopy, Saveset: r.ss.ID, Library: "offsite", Verify: true})[0])
+	if cj.State != catalog.StateSucceeded {
+		t.Fatalf("copy of an encrypted saveset: %s (%s)", cj.State, cj.Error)
+	}
+	ss := r.savesetRecord(r.ss.ID)
+	if len(ss.Copies) != 1 {
+		t.Fatalf("copies: %+v", ss.Copies)
+	}
+	for _, p := range append(ss.Copies[0].Parts, *ss.Copies[0].IndexPart) {
+		b, err := os.ReadFile(r.tapeFile(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !seal.IsSealed(b) || bytes.Contains(b, []byte("the plaintext secret")) {
+			t.Errorf("copy tape file %s/%d is not ciphertext", p.Barcode, p.File)
+		}
+	}
+	lib, err := env.OpenLibrary("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lib.Export(r.ss.Parts[0].Barcode); err != nil {
+		t.Fatal(err)
+	}
+	to := t.TempDir()
+	if j := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: r.ss.ID, To: to})[0]); j.State != catalog.StateSucceeded {
+		t.Fatalf("restore from the copy: %s (%s)", j.State, j.Error)
+	}
+	sameTree(t, r.src, filepath.Join(to, r.src))
+}
