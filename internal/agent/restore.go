@@ -26,6 +26,7 @@ import (
 // remoteStore reads the savesets of a restore job from the server.
 type remoteStore struct {
 	a      *Agent
+	mu     sync.Mutex
 	sealed map[int64][]int64 // the part sizes of the encrypted savesets seen
 	own    bool              // the client's own savesets outside a job (kura agent verify)
 	ctx    context.Context
@@ -46,20 +47,32 @@ func (s *remoteStore) Saveset(id int64) (*restorer.Saveset, error) {
 	if err := json.NewDecoder(rc).Decode(&ss); err != nil {
 		return nil, err
 	}
-	if ss.Encryption != "" {
-		if ss.Encryption != seal.Scheme {
-			return nil, fmt.Errorf("saveset %d is encrypted with %q, which this agent does not know", id, ss.Encryption)
-		}
-		sizes := make([]int64, len(ss.Parts))
-		for i, p := range ss.Parts {
-			sizes[i] = p.Bytes
-		}
-		if s.sealed == nil {
-			s.sealed = map[int64][]int64{}
-		}
-		s.sealed[id] = sizes
+	if err := s.note(&ss); err != nil {
+		return nil, err
 	}
 	return restorerSaveset(&ss), nil
+}
+
+// note remembers how a saveset of the restore is encrypted (the order's
+// own and every one whose record is fetched), for Data.
+func (s *remoteStore) note(ss *api.Saveset) error {
+	if ss.Encryption == "" {
+		return nil
+	}
+	if ss.Encryption != seal.Scheme {
+		return fmt.Errorf("saveset %d is encrypted with %q, which this agent does not know", ss.ID, ss.Encryption)
+	}
+	sizes := make([]int64, len(ss.Parts))
+	for i, p := range ss.Parts {
+		sizes[i] = p.Bytes
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sealed == nil {
+		s.sealed = map[int64][]int64{}
+	}
+	s.sealed[ss.ID] = sizes
+	return nil
 }
 
 // restorerSaveset is what the restorer needs of a saveset record.
@@ -78,7 +91,10 @@ func (s *remoteStore) OpenIndex(ss *restorer.Saveset, _ func(msg string)) (*inde
 }
 
 func (s *remoteStore) Data(ss *restorer.Saveset) (stream.FrameSource, error) {
-	if sizes, ok := s.sealed[ss.ID]; ok {
+	s.mu.Lock()
+	sizes, ok := s.sealed[ss.ID]
+	s.mu.Unlock()
+	if ok {
 		return &sealedData{s: s, id: ss.ID, sizes: sizes}, nil
 	}
 	return &remoteData{s: s, id: ss.ID}, nil
@@ -154,6 +170,9 @@ func (a *Agent) restore(ctx context.Context, o api.Order) error {
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	store := &remoteStore{a: a, ctx: ctx, job: o.JobID, idle: idle}
+	// An unknown scheme fails the restore when the restorer asks for the
+	// saveset's record, which notes it again: the result goes to the server.
+	_ = store.note(&r.Saveset)
 	if r.BWLimit > 0 {
 		store.lim = newLimiter(r.BWLimit)
 	}
