@@ -178,6 +178,17 @@ func TestEncryptedBackupHoldsOnlyCiphertextAndRestores(t *testing.T) {
 		t.Fatalf("single-file restore: %d bytes, %v", len(got), err)
 	}
 
+	// A tape scan (the catalog lost) names the age files for what they are.
+	found, err := r.srv.Env().Scan(r.ss.Parts[0].Barcode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range found {
+		if f.Kind != "encrypted" || !strings.Contains(f.Note, "encrypted saveset") {
+			t.Errorf("tape scan of an encrypted saveset's tape file %d: %+v", f.File, f)
+		}
+	}
+
 	vj := r.wait(r.submit(api.JobRequest{Kind: api.KindVerify, Saveset: r.ss.ID, Level: "media"})[0])
 	if vj.State != catalog.StateSucceeded {
 		t.Fatalf("media verify without a key: %s (%s)", vj.State, vj.Error)
