@@ -184,6 +184,9 @@ func printSaveset(w io.Writer, s *api.SavesetInfo) {
 	fmt.Fprintf(tw, "Files\t%s\n", units.Thousands(s.Files))
 	fmt.Fprintf(tw, "Source\t%s\n", units.FormatSize(s.SourceBytes))
 	fmt.Fprintf(tw, "Media\t%s (ratio %s, codec %s)\n", units.FormatSize(s.MediaBytes), s.RatioText, dash(s.Codec))
+	if s.Encryption != "" {
+		fmt.Fprintf(tw, "Encrypted\t%s, by client %s's agent (its key opens it; the server holds none)\n", s.Encryption, s.Client)
+	}
 	fmt.Fprintf(tw, "Library\t%s\n", s.Library)
 	fmt.Fprintf(tw, "Parts\t%s\n", parts(s.Parts))
 	if s.IndexPart != nil {

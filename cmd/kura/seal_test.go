@@ -56,6 +56,9 @@ func TestEncryptedClientExportAndStockRecipe(t *testing.T) {
 		t.Fatalf("encrypted backup: %+v", fig)
 	}
 
+	if r := admin.ok("saveset", "show", itoa64(fig.SavesetID)); !strings.Contains(r.stdout, "Encrypted") {
+		t.Errorf("saveset show does not say the saveset is encrypted:\n%s", r)
+	}
 	ex := c1.ok("agent", "key", "export")
 	if !strings.Contains(ex.stderr, "A lost key means lost backups") || !strings.Contains(ex.stdout, "AGE-SECRET-KEY-1") {
 		t.Fatalf("agent key export:\n%s", ex)
