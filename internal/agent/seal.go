@@ -32,8 +32,15 @@ import (
 // RingPath is the agent's key ring inside a Kura home.
 func RingPath(home string) string { return filepath.Join(Dir(home), seal.RingFile) }
 
-// ring is this agent's key ring, made with a first key when there is none.
+// ringMu makes the first key once when jobs start together (the streams
+// of a split backup): two would each make a key and keep one.
+var ringMu sync.Mutex
+
+// ring is this agent's key ring, made with a first key when there is none
+// (an agent enrolled before encryption existed).
 func (a *Agent) ring() (*seal.Ring, error) {
+	ringMu.Lock()
+	defer ringMu.Unlock()
 	r, created, err := seal.EnsureRing(RingPath(a.opts.Home))
 	if err != nil {
 		return nil, err
