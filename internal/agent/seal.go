@@ -46,7 +46,7 @@ func (a *Agent) ring() (*seal.Ring, error) {
 		return nil, err
 	}
 	if created {
-		a.log.Warn("made this agent's encryption key: keep a copy with `kura agent key export`; a lost key means lost backups",
+		a.log.Warn("made this agent's encryption key: keep a copy of its key ring; a lost key means lost backups",
 			"ring", RingPath(a.opts.Home), "public_key", r.Recipient())
 	}
 	return r, nil
