@@ -105,4 +105,3 @@ func (rn *runner) measureEncrypt(ctx context.Context, cases []NetCase) {
 		}
 	}
 }
-
