@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian machine with Go:
-#   installs what the tests need (GNU tar, zstd, PostgreSQL, and the versitygw
+#   installs what the tests need (GNU tar, zstd, age, PostgreSQL, and the versitygw
 #   S3 server the object-storage tape tests run against), checks formatting and vet,
 #   then runs every test with the race detector.
 set -euo pipefail
@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 need=()
 command -v zstd >/dev/null 2>&1 || need+=(zstd)
 command -v tar >/dev/null 2>&1 || need+=(tar)
+# age: the stock-tool recipe of an encrypted saveset is tested with it.
+command -v age >/dev/null 2>&1 || need+=(age)
 # PostgreSQL: internal/pgtest starts a throwaway cluster with initdb/pg_ctl.
 [ -n "${KURA_POSTGRES_BIN:-}" ] || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
 if [ ${#need[@]} -gt 0 ]; then

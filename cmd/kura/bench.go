@@ -267,7 +267,7 @@ the quick suite and 64 MiB in the seed suite (at 10 Mbit/s an uncompressed
 	f.StringVar(&sets, "sets", "", "only these sets, comma-separated (default: every set in --data)")
 	f.StringVar(&peers, "peers", "", "peer tools to measure too, comma-separated: tar (tar -cf, tar | zstd -T0, tar -xf), restic (restic backup, restic restore)")
 	f.StringVar(&o.Compress, "compress", "auto", "kura backup --compress level (Tables 5-1, 5-5, drives)")
-	f.StringVar(&parts, "parts", "", "only these parts, comma-separated: local, remote, drives, link, files, network, s3 (default: all but network and s3)")
+	f.StringVar(&parts, "parts", "", "only these parts, comma-separated: local, remote, drives, link, files, network, s3, encrypt (default: all but network, s3 and encrypt)")
 	f.StringVar(&o.S3, "s3", "", "the bucket of the s3 part: http[s]://HOST[:PORT]/BUCKET[/PREFIX] (credentials from the environment)")
 	f.StringVar(&dbArg, "db-size", "", "size of the link test's db dump (default: quick 32MiB, seed 64MiB)")
 	f.Float64Var(&o.FilesScale, "files-scale", 0, "scale of the files test's shapes (default: the data's scale)")

@@ -85,41 +85,67 @@ func newClientCmd(g *globals) *cobra.Command {
 		},
 	}
 	var bw string
+	var encrypt bool
 	revoke.Flags().BoolVar(&revokeJSON, "json", false, "print the client as JSON (as client list does)")
 	set := &cobra.Command{
 		Use:   "set NAME",
-		Short: "Change a client's settings (its default bandwidth limit)",
-		Args:  cobra.ExactArgs(1),
+		Short: "Change a client's settings (its default bandwidth limit, encryption)",
+		Long: `Change a client's settings.
+
+--encrypt makes the client's agent encrypt its new backups (age, after
+compression) to its own key, which the server never holds: the server, the
+tapes, copies and buckets keep only ciphertext. Keep a copy of the agent's
+key (kura agent key export on the client): a lost key means lost backups.
+--encrypt=false stops it for new backups; encrypted ones stay encrypted.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if bw == "" {
-				return usageErrorf("nothing to set: give --bwlimit RATE (0 for none)")
+			var u api.ClientUpdate
+			if bw != "" {
+				rate, err := parseRate(bw)
+				if err != nil {
+					return err
+				}
+				u.BWLimit = &rate
 			}
-			rate, err := parseRate(bw)
-			if err != nil {
-				return err
+			if cmd.Flags().Changed("encrypt") {
+				u.Encrypt = &encrypt
+			}
+			if u.BWLimit == nil && u.Encrypt == nil {
+				return usageErrorf("nothing to set: give --bwlimit RATE (0 for none) or --encrypt[=false]")
 			}
 			c, err := g.needServer()
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			cl, err := c.UpdateClient(cmdContext(cmd), args[0], api.ClientUpdate{BWLimit: &rate})
+			cl, err := c.UpdateClient(cmdContext(cmd), args[0], u)
 			if err != nil {
 				return err
 			}
 			if setJSON {
 				return printJSON(cmd.OutOrStdout(), toClientJSON(*cl))
 			}
-			if cl.BWLimit == 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "Client %s: no bandwidth limit.\n", cl.Name)
-			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "Client %s: its jobs send at most %s by default.\n", cl.Name, units.FormatRate(float64(cl.BWLimit)))
+			if u.BWLimit != nil {
+				if cl.BWLimit == 0 {
+					fmt.Fprintf(cmd.OutOrStdout(), "Client %s: no bandwidth limit.\n", cl.Name)
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "Client %s: its jobs send at most %s by default.\n", cl.Name, units.FormatRate(float64(cl.BWLimit)))
+				}
+			}
+			if u.Encrypt != nil {
+				if cl.Encrypt {
+					fmt.Fprintf(cmd.OutOrStdout(), "Client %s: its agent encrypts its new backups to its own key.\n"+
+						"Keep a copy of that key: on the client, kura agent key export > FILE (a lost key means lost backups).\n", cl.Name)
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "Client %s: its new backups are not encrypted (earlier encrypted ones stay so).\n", cl.Name)
+				}
 			}
 			return nil
 		},
 	}
 	set.Flags().BoolVar(&setJSON, "json", false, "print the client as JSON (as client list does)")
 	set.Flags().StringVar(&bw, "bwlimit", "", "default bandwidth limit of the client's jobs (100Mbit, 12.5MB/s; 0 = none)")
+	set.Flags().BoolVar(&encrypt, "encrypt", false, "encrypt the client's new backups on its agent (--encrypt=false: stop)")
 	cmd.AddCommand(list, revoke, set)
 	return cmd
 }

@@ -8,17 +8,18 @@ import (
 
 // noJSON are the verbs that print without a --json form, and why.
 var noJSON = map[string]string{
-	"kura server":       "a daemon: its log is its output",
-	"kura agent run":    "a daemon: its log is its output",
-	"kura agent enroll": "prints the command to run next; the enrollment is in the agent's config.json",
-	"kura login":        "configures this CLI; `kura version --json` and `client list --json` show the server",
-	"kura logout":       "configures this CLI",
-	"kura bench gen":    "writes data sets; their manifest is JSON",
-	"kura bench run":    "writes results.json beside report.md",
-	"kura bench report": "writes report.md again from results.json",
-	"kura vtl rm":       "prints nothing",
-	"kura policy rm":    "prints nothing",
-	"kura selection rm": "prints nothing",
+	"kura server":           "a daemon: its log is its output",
+	"kura agent run":        "a daemon: its log is its output",
+	"kura agent enroll":     "prints the command to run next; the enrollment is in the agent's config.json",
+	"kura agent key export": "prints the key ring itself (an age identity file)",
+	"kura login":            "configures this CLI; `kura version --json` and `client list --json` show the server",
+	"kura logout":           "configures this CLI",
+	"kura bench gen":        "writes data sets; their manifest is JSON",
+	"kura bench run":        "writes results.json beside report.md",
+	"kura bench report":     "writes report.md again from results.json",
+	"kura vtl rm":           "prints nothing",
+	"kura policy rm":        "prints nothing",
+	"kura selection rm":     "prints nothing",
 }
 
 // Every verb that prints takes --json, so that scripts never parse text;

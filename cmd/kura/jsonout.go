@@ -192,13 +192,14 @@ type clientJSON struct {
 	LastSeen        *time.Time `json:"last_seen,omitempty"`
 	Address         string     `json:"address"`
 	BWLimitKBps     float64    `json:"bwlimit_kbps"` // 0 = no limit
+	Encrypt         bool       `json:"encrypt"`      // its agent encrypts its backups
 	CertSerial      string     `json:"cert_serial"`
 	CertFingerprint string     `json:"cert_fingerprint"`
 }
 
 func toClientJSON(c api.Client) clientJSON {
 	return clientJSON{Name: c.Name, Connected: c.Connected, Revoked: timeOrNil(c.Revoked), Enrolled: c.Enrolled,
-		LastSeen: timeOrNil(c.LastSeen), Address: c.Address, BWLimitKBps: units.KBps(float64(c.BWLimit)),
+		LastSeen: timeOrNil(c.LastSeen), Address: c.Address, BWLimitKBps: units.KBps(float64(c.BWLimit)), Encrypt: c.Encrypt,
 		CertSerial: c.CertSerial, CertFingerprint: c.CertFingerprint}
 }
 

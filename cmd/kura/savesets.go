@@ -130,7 +130,9 @@ library in an S3 bucket the pipeline fetches the tape files' chunk objects
 in order with curl (7.75 or later, --aws-sigv4) instead of cat, with the
 credentials of AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and
 AWS_SESSION_TOKEN, if set) in your environment, handed to curl on its
-standard input, never on its command line.`,
+standard input, never on its command line. The saveset of a client that encrypts is decrypted by
+the stock age tool in the pipeline, with the keys in the file KURA_KEYS names
+(the client's "kura agent key export", or the server's recovery key).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID(args[0], "SAVESET")
@@ -183,6 +185,9 @@ func printSaveset(w io.Writer, s *api.SavesetInfo) {
 	fmt.Fprintf(tw, "Files\t%s\n", units.Thousands(s.Files))
 	fmt.Fprintf(tw, "Source\t%s\n", units.FormatSize(s.SourceBytes))
 	fmt.Fprintf(tw, "Media\t%s (ratio %s, codec %s)\n", units.FormatSize(s.MediaBytes), s.RatioText, dash(s.Codec))
+	if s.Encryption != "" {
+		fmt.Fprintf(tw, "Encrypted\t%s, by client %s's agent (its key opens it; the server holds none)\n", s.Encryption, s.Client)
+	}
 	fmt.Fprintf(tw, "Library\t%s\n", s.Library)
 	fmt.Fprintf(tw, "Parts\t%s\n", parts(s.Parts))
 	if s.IndexPart != nil {

@@ -24,6 +24,7 @@ func newServerCmd(g *globals) *cobra.Command {
 		name      string
 		catDSN    string
 		leaderTTL time.Duration
+		recovery  []string
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -65,7 +66,8 @@ the leader.`,
 			if h, err := os.Hostname(); err == nil {
 				hosts = append(hosts, h)
 			}
-			srv, err := server.New(server.Options{Home: dir, Catalog: catDSN, Hosts: hosts, Name: name, Log: cmd.ErrOrStderr(), LeaderTTL: leaderTTL})
+			srv, err := server.New(server.Options{Home: dir, Catalog: catDSN, Hosts: hosts, Name: name, Log: cmd.ErrOrStderr(), LeaderTTL: leaderTTL,
+				RecoveryRecipients: recovery})
 			if err != nil {
 				return err
 			}
@@ -111,5 +113,7 @@ the leader.`,
 	cmd.Flags().StringVar(&name, "name", "", "server name (default: host name)")
 	cmd.Flags().DurationVar(&leaderTTL, "leader-ttl", server.DefaultLeaderTTL, "how long the leader lease lasts: a standby server takes over within it after the leader dies")
 	cmd.Flags().StringVar(&catDSN, "catalog", "", "the catalog: a postgres:// URL (default $KURA_CATALOG, else catalog.db in the home)")
+	cmd.Flags().StringArrayVar(&recovery, "recovery-recipient", nil,
+		"an age public key (age1…) every encrypting client's backups are also encrypted to, so its holder can restore a lost client; repeatable")
 	return cmd
 }

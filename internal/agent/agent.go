@@ -28,6 +28,7 @@ import (
 	"github.com/kura-backup/kura/internal/apiclient"
 	"github.com/kura-backup/kura/internal/pki"
 	"github.com/kura-backup/kura/internal/private"
+	"github.com/kura-backup/kura/internal/seal"
 )
 
 // Files in the agent folder.
@@ -104,6 +105,11 @@ func Enroll(ctx context.Context, home, server, token, name string) (*Config, err
 		if err := writeFile(filepath.Join(dir, f.name), f.data); err != nil {
 			return nil, err
 		}
+	}
+	// The encryption key is made now, so that it can be exported before
+	// the first encrypted backup needs it.
+	if _, _, err := seal.EnsureRing(RingPath(home)); err != nil {
+		return nil, fmt.Errorf("making the encryption key: %w", err)
 	}
 	return cfg, nil
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/producer"
+	"github.com/kura-backup/kura/internal/seal"
 	"github.com/kura-backup/kura/internal/stream"
 )
 
@@ -213,7 +215,22 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 	defer os.Remove(idx.Name())
 	defer idx.Close()
 
-	prod, err := producer.Local{}.Produce(ctx, spec, sink, idx, producer.Hooks{Phase: phase, Warn: sink.warn})
+	var fsink stream.FrameSink = sink
+	var sealed *sealSink
+	var recips []string
+	if b.Encrypt {
+		if recips, err = a.recipients(b); err != nil {
+			return abort(fmt.Errorf("encryption key: %w", err))
+		}
+		if sealed, err = newSealSink(sink, recips, b.Label); err != nil {
+			return abort(err)
+		}
+		fsink = sealed
+	}
+	prod, err := producer.Local{}.Produce(ctx, spec, fsink, idx, producer.Hooks{Phase: phase, Warn: sink.warn})
+	if err == nil && sealed != nil {
+		err = sealed.Close()
+	}
 	close(beatDone)
 	if err == nil {
 		host, _ := os.Hostname()
@@ -230,17 +247,28 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 	if an.err != nil {
 		return an.err
 	}
-	frames, err := mergeFrames(prod.Frames, indexFrames(an.close.Frames))
-	if err != nil {
-		return err
+	// An encrypted stream's frame table holds offsets into the decrypted
+	// stream (the agent's own); a clear one's, the server's tape locations.
+	frames := prod.Frames
+	if sealed == nil {
+		if frames, err = mergeFrames(prod.Frames, indexFrames(an.close.Frames)); err != nil {
+			return err
+		}
 	}
 	if err := prod.FinishIndex(frames, an.close.Meta); err != nil {
 		return err
 	}
-	if _, err := idx.Seek(0, io.SeekStart); err != nil {
+	up := idx
+	if sealed != nil {
+		if up, err = a.sealFile(idx, recips, fmt.Sprintf("job%d-*.idx.age", o.JobID)); err != nil {
+			return fmt.Errorf("encrypting the index: %w", err)
+		}
+		defer os.Remove(up.Name())
+		defer up.Close()
+	} else if _, err := idx.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	rc, err := a.call(ctx, "PUT", jobPath(o.JobID, "/index"), "application/octet-stream", idx, idle, false)
+	rc, err := a.call(ctx, "PUT", jobPath(o.JobID, "/index"), "application/octet-stream", up, idle, false)
 	if err != nil {
 		return fmt.Errorf("sending the index: %w", err)
 	}
@@ -268,7 +296,13 @@ func mergeFrames(mine, server []index.Frame) ([]index.Frame, error) {
 
 // fetchIndex downloads a saveset's index for this job.
 func (a *Agent) fetchIndex(ctx context.Context, job, id int64, idle time.Duration) (*index.Reader, error) {
-	rc, err := a.call(ctx, "GET", jobPath(job, fmt.Sprintf("/savesets/%d/index", id)), "", nil, idle, false)
+	return a.downloadIndex(ctx, jobPath(job, fmt.Sprintf("/savesets/%d/index", id)), id, idle)
+}
+
+// downloadIndex downloads the index of saveset id from path into a
+// temporary file, decrypting an encrypted one with the agent's keys.
+func (a *Agent) downloadIndex(ctx context.Context, path string, id int64, idle time.Duration) (*index.Reader, error) {
+	rc, err := a.call(ctx, "GET", path, "", nil, idle, false)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +313,20 @@ func (a *Agent) fetchIndex(ctx context.Context, job, id int64, idle time.Duratio
 	}
 	defer os.Remove(f.Name()) // the open reader keeps it
 	defer f.Close()
-	if _, err := io.Copy(f, rc); err != nil {
+	br := bufio.NewReaderSize(rc, 64<<10)
+	var src io.Reader = br
+	if head, _ := br.Peek(len(seal.Magic)); seal.IsSealed(head) {
+		// The index of an encrypted saveset: decrypted (every chunk
+		// authenticated) into the temporary file, which is this agent's.
+		ids, err := a.identities()
+		if err != nil {
+			return nil, fmt.Errorf("saveset %d is encrypted: %w", id, err)
+		}
+		if src, err = seal.Decrypt(br, ids); err != nil {
+			return nil, fmt.Errorf("the index of encrypted saveset %d: %w", id, err)
+		}
+	}
+	if _, err := io.Copy(f, src); err != nil {
 		return nil, fmt.Errorf("downloading: %w", err)
 	}
 	return index.OpenFile(f.Name())

@@ -19,16 +19,20 @@ import (
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/restorer"
+	"github.com/kura-backup/kura/internal/seal"
 	"github.com/kura-backup/kura/internal/stream"
 )
 
 // remoteStore reads the savesets of a restore job from the server.
 type remoteStore struct {
-	a    *Agent
-	ctx  context.Context
-	job  int64
-	idle time.Duration // bounds every wait on the server
-	lim  *rate.Limiter // the job's bandwidth limit over all its reads (nil: none)
+	a      *Agent
+	mu     sync.Mutex
+	sealed map[int64][]int64 // the part sizes of the encrypted savesets seen
+	own    bool              // the client's own savesets outside a job (kura agent verify)
+	ctx    context.Context
+	job    int64
+	idle   time.Duration // bounds every wait on the server
+	lim    *rate.Limiter // the job's bandwidth limit over all its reads (nil: none)
 }
 
 var _ restorer.Store = (*remoteStore)(nil)
@@ -43,7 +47,32 @@ func (s *remoteStore) Saveset(id int64) (*restorer.Saveset, error) {
 	if err := json.NewDecoder(rc).Decode(&ss); err != nil {
 		return nil, err
 	}
+	if err := s.note(&ss); err != nil {
+		return nil, err
+	}
 	return restorerSaveset(&ss), nil
+}
+
+// note remembers how a saveset of the restore is encrypted (the order's
+// own and every one whose record is fetched), for Data.
+func (s *remoteStore) note(ss *api.Saveset) error {
+	if ss.Encryption == "" {
+		return nil
+	}
+	if ss.Encryption != seal.Scheme {
+		return fmt.Errorf("saveset %d is encrypted with %q, which this agent does not know", ss.ID, ss.Encryption)
+	}
+	sizes := make([]int64, len(ss.Parts))
+	for i, p := range ss.Parts {
+		sizes[i] = p.Bytes
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sealed == nil {
+		s.sealed = map[int64][]int64{}
+	}
+	s.sealed[ss.ID] = sizes
+	return nil
 }
 
 // restorerSaveset is what the restorer needs of a saveset record.
@@ -62,6 +91,12 @@ func (s *remoteStore) OpenIndex(ss *restorer.Saveset, _ func(msg string)) (*inde
 }
 
 func (s *remoteStore) Data(ss *restorer.Saveset) (stream.FrameSource, error) {
+	s.mu.Lock()
+	sizes, ok := s.sealed[ss.ID]
+	s.mu.Unlock()
+	if ok {
+		return &sealedData{s: s, id: ss.ID, sizes: sizes}, nil
+	}
 	return &remoteData{s: s, id: ss.ID}, nil
 }
 
@@ -73,6 +108,9 @@ type remoteData struct {
 
 func (d *remoteData) OpenAt(loc stream.Location) (io.ReadCloser, error) {
 	p := jobPath(d.s.job, fmt.Sprintf("/savesets/%d/data?part=%d&offset=%d", d.id, loc.Part, loc.Offset))
+	if d.s.own {
+		p = fmt.Sprintf("/agent/savesets/%d/data?part=%d&offset=%d", d.id, loc.Part, loc.Offset)
+	}
 	rc, err := d.s.a.call(d.s.ctx, "GET", p, "", nil, d.s.idle, false)
 	if err != nil {
 		return nil, err
@@ -132,6 +170,9 @@ func (a *Agent) restore(ctx context.Context, o api.Order) error {
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	store := &remoteStore{a: a, ctx: ctx, job: o.JobID, idle: idle}
+	// An unknown scheme fails the restore when the restorer asks for the
+	// saveset's record, which notes it again: the result goes to the server.
+	_ = store.note(&r.Saveset)
 	if r.BWLimit > 0 {
 		store.lim = newLimiter(r.BWLimit)
 	}

@@ -168,12 +168,14 @@ type Client struct {
 	LastSeen        time.Time `json:"last_seen"`
 	Address         string    `json:"address"` // remote address it last connected from
 	BWLimit         int64     `json:"bwlimit"` // default bytes/s for its jobs; 0 = no limit
+	Encrypt         bool      `json:"encrypt"` // its agent encrypts its backups (age)
 	Connected       bool      `json:"connected"`
 }
 
 // ClientUpdate changes a client's settings (PATCH /api/v1/clients/NAME).
 type ClientUpdate struct {
 	BWLimit *int64 `json:"bwlimit,omitempty"` // bytes/s, 0 = none
+	Encrypt *bool  `json:"encrypt,omitempty"` // its new backups encrypted on its agent, or not
 }
 
 // Job kinds a client can submit. The names are the catalog's, so a job
@@ -347,6 +349,7 @@ type Saveset struct {
 	Policy       string    `json:"policy,omitempty"`
 	ExpireReason string    `json:"expire_reason,omitempty"`
 	Copies       []Copy    `json:"copies,omitempty"`
+	Encryption   string    `json:"encryption,omitempty"` // "" or "age": data and index encrypted by the client's agent
 }
 
 // Part is one tape file of a saveset.
@@ -385,6 +388,13 @@ type BackupOrder struct {
 	BWLimit   int64    `json:"bwlimit,omitempty"` // bytes/s
 	Stream    int      `json:"stream,omitempty"`  // 1-based stream of Streams
 	Streams   int      `json:"streams,omitempty"`
+	// Encrypt: the agent encrypts the stream and the index (age, after
+	// compression) to its own key and to Recipients (the server's recovery
+	// recipients), and starts the stream with Label (the saveset label,
+	// inside the encryption).
+	Encrypt    bool     `json:"encrypt,omitempty"`
+	Recipients []string `json:"recipients,omitempty"`
+	Label      []byte   `json:"label,omitempty"`
 }
 
 // RestoreOrder tells an agent what to restore where.

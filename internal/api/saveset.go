@@ -80,6 +80,7 @@ type SavesetInfo struct {
 	Expired      bool          `json:"expired"`
 	ExpireReason string        `json:"expire_reason,omitempty"`
 	Copies       []SavesetCopy `json:"copies"`
+	Encryption   string        `json:"encryption,omitempty"` // "age": data and index encrypted by the client's agent
 }
 
 // RetentionDecision is retention's verdict on a saveset (`kura savesets

@@ -112,6 +112,9 @@ const (
 	// backup and one through an agent, per case (Run.Case), with their
 	// CPU time; and, with --peers tar, restores and tar on the same sets.
 	TestNetwork = "network"
+	// TestEncrypt is issue 17's comparison: interleaved pairs of a backup
+	// through an agent, clear and encrypted (Run.Variant is the side).
+	TestEncrypt = "encrypt"
 	// TestObject is issue 13's comparison: backup and restore to a library
 	// in an S3 bucket next to a folder library, in interleaved pairs
 	// (Run.Library is the side: folder or s3).
@@ -132,10 +135,13 @@ const (
 	// PartObject is issue 13's object store ÷ folder library pairs: not in
 	// the default parts, as it needs a bucket (RunOptions.S3).
 	PartObject = "s3"
+	// PartEncrypt is issue 17's clear ÷ encrypted pairs through an agent:
+	// not in the default parts.
+	PartEncrypt = "encrypt"
 )
 
 // Parts lists every part in the order a suite runs them.
-var Parts = []string{PartLocal, PartRemote, PartDrives, PartLink, PartFiles, PartNetwork, PartObject}
+var Parts = []string{PartLocal, PartRemote, PartDrives, PartLink, PartFiles, PartNetwork, PartObject, PartEncrypt}
 
 // DefaultParts are the parts a run without --parts measures: every part
 // but network.

@@ -186,7 +186,7 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 	if rn.part(PartObject) && o.S3 == "" {
 		return nil, fmt.Errorf("the s3 part needs a bucket: --s3 http[s]://HOST[:PORT]/BUCKET[/PREFIX]")
 	}
-	needSets := rn.part(PartLocal) || rn.part(PartRemote) || rn.part(PartDrives) || rn.part(PartNetwork) || rn.part(PartObject)
+	needSets := rn.part(PartLocal) || rn.part(PartRemote) || rn.part(PartDrives) || rn.part(PartNetwork) || rn.part(PartObject) || rn.part(PartEncrypt)
 	if len(res.Data.Sets) == 0 && needSets {
 		return nil, fmt.Errorf("no data sets to measure in %s", o.Data)
 	}
@@ -227,6 +227,11 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 	if rn.part(PartObject) {
 		rn.steps += rn.objectRuns()
 	}
+	var encCases []NetCase
+	if rn.part(PartEncrypt) {
+		encCases = rn.encCases()
+		rn.steps += rn.encRuns(encCases)
+	}
 	rn.logf("suite %s, %d run(s) per figure, parts %s: %d runs", o.Suite, o.Repeats, strings.Join(o.Parts, ", "), rn.steps)
 
 	if needSets {
@@ -260,6 +265,9 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 	}
 	if rn.part(PartObject) && ctx.Err() == nil {
 		rn.measureObject(ctx)
+	}
+	if rn.part(PartEncrypt) && ctx.Err() == nil {
+		rn.measureEncrypt(ctx, encCases)
 	}
 	runErr := ctx.Err()
 	res.Finished = time.Now().UTC()

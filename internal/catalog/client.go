@@ -24,6 +24,9 @@ type Client struct {
 	LastSeen        time.Time `json:"last_seen"`
 	Address         string    `json:"address"` // remote address it last connected from
 	BWLimit         int64     `json:"bwlimit"` // default bytes/s for its jobs; 0 = no limit
+	// Encrypt: the client's agent encrypts its backups (age, after
+	// compression) with a key the server never holds.
+	Encrypt bool `json:"encrypt"`
 }
 
 // ValidClientName checks a client name: 1 to MaxClientNameLen characters,
@@ -50,7 +53,7 @@ func validFingerprint(s string) bool {
 	return true
 }
 
-const clientColumns = `name, cert_serial, cert_fingerprint, enrolled, revoked, last_seen, address, bwlimit`
+const clientColumns = `name, cert_serial, cert_fingerprint, enrolled, revoked, last_seen, address, bwlimit, encrypt`
 
 func scanClient(row interface{ Scan(...any) error }) (*Client, error) {
 	var (
@@ -58,7 +61,7 @@ func scanClient(row interface{ Scan(...any) error }) (*Client, error) {
 		enrolled, revoked, seen sql.NullInt64
 	)
 	if err := row.Scan(&cl.Name, &cl.CertSerial, &cl.CertFingerprint, &enrolled, &revoked, &seen,
-		&cl.Address, &cl.BWLimit); err != nil {
+		&cl.Address, &cl.BWLimit, &cl.Encrypt); err != nil {
 		return nil, err
 	}
 	cl.Enrolled, cl.Revoked, cl.LastSeen = fromDB(enrolled), fromDB(revoked), fromDB(seen)
@@ -85,7 +88,7 @@ func (c *Catalog) EnrollClient(cl Client) error {
 	}
 	_, err := c.db.Exec(`INSERT INTO clients (`+clientColumns+`) VALUES (`+placeholders(clientColumns)+`)`,
 		cl.Name, cl.CertSerial, strings.ToLower(cl.CertFingerprint), toDB(cl.Enrolled), toDB(cl.Revoked),
-		toDB(cl.LastSeen), cl.Address, cl.BWLimit)
+		toDB(cl.LastSeen), cl.Address, cl.BWLimit, cl.Encrypt)
 	if isDuplicate(err) {
 		return fmt.Errorf("catalog: client %q: %w", cl.Name, ErrExists)
 	}
@@ -204,6 +207,17 @@ func (c *Catalog) SetClientBWLimit(name string, bps int64) error {
 	err := execOne(c.db, "client "+quote(name), `UPDATE clients SET bwlimit = ? WHERE name = ?`, bps, name)
 	if err != nil {
 		return fmt.Errorf("catalog: setting client bandwidth limit: %w", err)
+	}
+	return nil
+}
+
+// SetClientEncrypt turns the encryption of the named client's new backups
+// on or off (savesets already made keep theirs). ErrNotFound if there is no
+// such client.
+func (c *Catalog) SetClientEncrypt(name string, on bool) error {
+	err := execOne(c.db, "client "+quote(name), `UPDATE clients SET encrypt = ? WHERE name = ?`, on, name)
+	if err != nil {
+		return fmt.Errorf("catalog: setting client encryption: %w", err)
 	}
 	return nil
 }

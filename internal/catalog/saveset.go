@@ -63,6 +63,9 @@ type Saveset struct {
 	// Copies are further copies of the saveset on other libraries (kura
 	// copy); a restore reads whichever copy is available.
 	Copies []Copy `json:"copies,omitempty"`
+	// Encryption is how the data and the index on tape are encrypted: ""
+	// (not at all) or "age" (by the client's agent; seal.Scheme).
+	Encryption string `json:"encryption,omitempty"`
 }
 
 // Copy is a second (third …) copy of a saveset's tape files.
@@ -95,7 +98,7 @@ func (s *Saveset) validate() error {
 // savesetColumns are the savesets columns after id, in the order of
 // savesetArgs and scanSaveset.
 const savesetColumns = `job_id, client, selection, level, base_id, status, created, finished, paths, label,
-	files, source_bytes, media_bytes, codec, library, index_bytes, index_entries, expired, policy, expire_reason`
+	files, source_bytes, media_bytes, codec, library, index_bytes, index_entries, expired, policy, expire_reason, encryption`
 
 func savesetArgs(s *Saveset) ([]any, error) {
 	paths, err := encodeList(s.Paths)
@@ -104,7 +107,7 @@ func savesetArgs(s *Saveset) ([]any, error) {
 	}
 	return []any{s.JobID, s.Client, s.Selection, s.Level, s.BaseID, s.Status, toDB(s.Created), toDB(s.Finished),
 		paths, s.Label, s.Files, s.SourceBytes, s.MediaBytes, s.Codec, s.Library, s.IndexBytes, s.IndexEntries,
-		s.Expired, s.Policy, s.ExpireReason}, nil
+		s.Expired, s.Policy, s.ExpireReason, s.Encryption}, nil
 }
 
 // Part kinds in saveset_parts.
@@ -392,7 +395,7 @@ func (c *Catalog) querySavesets(where string, args []any) ([]*Saveset, error) {
 		)
 		err := rows.Scan(&s.ID, &s.JobID, &s.Client, &s.Selection, &s.Level, &s.BaseID, &s.Status,
 			&created, &finished, &paths, &s.Label, &s.Files, &s.SourceBytes, &s.MediaBytes, &s.Codec,
-			&s.Library, &s.IndexBytes, &s.IndexEntries, &s.Expired, &s.Policy, &s.ExpireReason,
+			&s.Library, &s.IndexBytes, &s.IndexEntries, &s.Expired, &s.Policy, &s.ExpireReason, &s.Encryption,
 			&kind, &seq, &barcode, &file, &bytes)
 		if err != nil {
 			return nil, err

@@ -210,4 +210,10 @@ var migrations = [][]string{
 			expires_at INTEGER NOT NULL
 		)`,
 	},
+	// 9: encryption at rest (issue 17): whether a client's agent encrypts
+	// its backups, and how a saveset is encrypted ('' none, 'age').
+	{
+		`ALTER TABLE clients ADD COLUMN encrypt INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE savesets ADD COLUMN encryption TEXT NOT NULL DEFAULT ''`,
+	},
 }

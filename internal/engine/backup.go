@@ -22,6 +22,7 @@ import (
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/restorer"
 	"github.com/kura-backup/kura/internal/rules"
+	"github.com/kura-backup/kura/internal/seal"
 	"github.com/kura-backup/kura/internal/span"
 	"github.com/kura-backup/kura/internal/stream"
 	"github.com/kura-backup/kura/internal/units"
@@ -65,6 +66,12 @@ type BackupOptions struct {
 	// Job is a job record made earlier (a queued job of the server); nil =
 	// a new one.
 	Job *catalog.Job
+	// Sealed: the producer (a client's agent) encrypts the stream and the
+	// index (seal, age). The parts get no label of their own (the label goes
+	// to the producer, which puts it inside the encryption), the frames and
+	// the index cannot be checked here, and the saveset is recorded as
+	// encrypted.
+	Sealed bool
 }
 
 // Result is what a job reports at its end.
@@ -248,6 +255,12 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 	start := job.Started
 	ss := &catalog.Saveset{JobID: job.ID, Client: e.Client, Selection: selKey, Level: level, Status: "running",
 		Created: start, Paths: paths, Label: opts.Label, Codec: opts.Compress.String(), Library: libCfg.Name, Policy: opts.Policy}
+	if opts.Sealed {
+		if opts.Producer == nil {
+			return nil, fmt.Errorf("%w: only a client's agent encrypts a backup", ErrNotSealable)
+		}
+		ss.Encryption = seal.Scheme
+	}
 	if base != nil {
 		ss.BaseID = base.ID
 	}
@@ -340,7 +353,11 @@ func (b *backupRun) run() error {
 	label := stream.Label{Format: "kura-saveset", Version: 1, SavesetID: uint64(b.ss.ID), JobID: uint64(b.job.ID),
 		Client: e.Client, Host: host, Selection: b.ss.Selection, Paths: b.paths, Level: b.ss.Level,
 		Base: uint64(b.ss.BaseID), Created: b.ss.Created, Codec: b.opts.Compress.String(), FrameSize: b.opts.FrameSize, Label: b.opts.Label}
-	tw, err := e.newTapeWriter(b.job, b.lib, drv, b.opts.Pool, label, fmt.Sprintf("saveset %d data", b.ss.ID))
+	partLabel := &label
+	if b.opts.Sealed {
+		partLabel = nil
+	}
+	tw, err := e.newTapeWriter(b.job, b.lib, drv, b.opts.Pool, partLabel, fmt.Sprintf("saveset %d data", b.ss.ID))
 	if err != nil {
 		return err
 	}
@@ -367,6 +384,9 @@ func (b *backupRun) run() error {
 
 	spec := ProduceSpec{JobID: b.job.ID, Paths: b.paths, Excludes: b.excludes, Skip: b.skip,
 		Compress: b.opts.Compress, FrameSize: b.opts.FrameSize, Workers: b.opts.Workers, ReadAhead: b.opts.ReadAhead}
+	if b.opts.Sealed {
+		spec.Sealed, spec.Label = true, stream.LabelFrame(label)
+	}
 	if b.base != nil {
 		spec.BaseID = b.base.ID
 		if b.opts.Producer == nil {
@@ -417,7 +437,14 @@ func (b *backupRun) run() error {
 		return err
 	}
 	b.ss.IndexBytes = size
-	if prod.Untrusted {
+	if b.opts.Sealed {
+		// Nothing of an encrypted index can be checked without the key
+		// but that it is an age file: a clear index is not taken as one.
+		head := make([]byte, len(seal.Magic))
+		if _, err := idxTmp.ReadAt(head, 0); err != nil || !seal.IsSealed(head) {
+			return fmt.Errorf("%w: the index of an encrypted saveset is not an age file", ErrBadIndex)
+		}
+	} else if prod.Untrusted {
 		if err := checkIndex(idxTmp, size, prod.Entries, frames); err != nil {
 			return fmt.Errorf("%w: %w", ErrBadIndex, err)
 		}
@@ -489,7 +516,14 @@ func (b *backupRun) finish(runErr error) (*Result, error) {
 
 	var errText string
 	if runErr == nil && b.opts.Verify {
-		vr, verr := e.verifySaveset(b.ctx, ss, VerifyOptions{Level: VerifyData}, job.ID)
+		level := VerifyData
+		if ss.Encryption != "" {
+			// No key here: the block checksums over the ciphertext are
+			// what can be checked (a data verify runs on the agent).
+			level = VerifyMedia
+			e.logf(job, "verify: saveset %d is encrypted: checking its media (block checksums) here", ss.ID)
+		}
+		vr, verr := e.verifySaveset(b.ctx, ss, VerifyOptions{Level: level}, job.ID)
 		if vr != nil {
 			job.Phases = append(job.Phases, vr.phase)
 			for _, w := range vr.Warnings {

@@ -124,6 +124,25 @@ func (e *Env) Find(pattern string, each func(Match) error) error {
 	return SkippedErr(skipped)
 }
 
+// PathMatcher is how kura find matches an index path: a pattern with * ?
+// or [ is a glob matched against the whole path and the base name;
+// otherwise any path that contains it matches. Leading and trailing
+// slashes of the pattern do not count.
+func PathMatcher(pattern string) func(p string) bool {
+	glob := strings.ContainsAny(pattern, "*?[")
+	pat := strings.Trim(pattern, "/")
+	return func(p string) bool {
+		if glob {
+			ok, _ := path.Match(pat, p)
+			if !ok {
+				ok, _ = path.Match(pat, path.Base(p))
+			}
+			return ok
+		}
+		return strings.Contains(p, pat)
+	}
+}
+
 // FindCursor is where a search read in pages goes on: after the entry at
 // Path of saveset SavesetID.
 type FindCursor struct {
@@ -169,21 +188,20 @@ func (e *Env) find(pattern string, after FindCursor, warn func(string), each fun
 	if err != nil {
 		return nil, err
 	}
-	glob := strings.ContainsAny(pattern, "*?[")
 	var skipped []Skipped
-	pat := strings.Trim(pattern, "/")
-	match := func(p string) bool {
-		if glob {
-			ok, _ := path.Match(pat, p)
-			if !ok {
-				ok, _ = path.Match(pat, path.Base(p))
-			}
-			return ok
-		}
-		return strings.Contains(p, pat)
-	}
+	match := PathMatcher(pattern)
 	for _, ss := range sets {
 		if ss.ID < after.SavesetID {
+			continue
+		}
+		if ss.Encryption != "" {
+			// Its index opens only on its client's agent: the search goes
+			// on without it, and says so.
+			w := warn
+			if w == nil {
+				w = e.notice
+			}
+			w(fmt.Sprintf("saveset %d not searched: encrypted by client %s (its index opens only on an agent holding its key)", ss.ID, ss.Client))
 			continue
 		}
 		resume := ss.ID == after.SavesetID && after.Path != ""
@@ -322,10 +340,14 @@ func (e *Env) Recipe(id int64) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	r := stream.Recipe(files)
 	if len(urls) > 0 {
-		return stream.RecipeS3(urls, region), nil
+		r = stream.RecipeS3(urls, region)
 	}
-	return stream.Recipe(files), nil
+	if ss.Encryption != "" {
+		r = stream.Sealed(r)
+	}
+	return r, nil
 }
 
 // recipeSources returns where stock tools read every part of saveset id,

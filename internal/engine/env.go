@@ -35,6 +35,7 @@ import (
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/private"
+	"github.com/kura-backup/kura/internal/seal"
 	"github.com/kura-backup/kura/internal/stream"
 	"github.com/kura-backup/kura/internal/tape"
 )
@@ -600,6 +601,9 @@ func fsyncDir(dir string) error {
 // index tape file (which is then cached again). A damaged cache is rebuilt
 // from the tape and reported to warn (nil: e.notice).
 func (e *Env) openIndex(ss *catalog.Saveset, warn func(msg string)) (*index.Reader, error) {
+	if err := notSealed(ss); err != nil {
+		return nil, err
+	}
 	p, err := e.indexFile(ss, warn)
 	if err != nil {
 		return nil, err
@@ -627,6 +631,45 @@ func (e *Env) IndexFile(ss *catalog.Saveset) (string, error) {
 	return e.indexFile(ss, nil)
 }
 
+// indexCheck is the check of a saveset's index file: every block of a
+// clear one (checkIndexFile); of an encrypted one, which only its client's
+// key opens, that it is an age file of the size the catalog recorded (its
+// chunks are authenticated where it is decrypted).
+func indexCheck(ss *catalog.Saveset) func(p string) error {
+	if ss.Encryption == "" {
+		return checkIndexFile
+	}
+	return func(p string) error {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		head := make([]byte, len(seal.Magic))
+		if _, err := io.ReadFull(f, head); err != nil || !seal.IsSealed(head) {
+			return fmt.Errorf("%s: %w: not an age file", p, index.ErrCorrupt)
+		}
+		if ss.IndexBytes > 0 && st.Size() != ss.IndexBytes {
+			return fmt.Errorf("%s: %w: %d bytes, the catalog recorded %d", p, index.ErrCorrupt, st.Size(), ss.IndexBytes)
+		}
+		return nil
+	}
+}
+
+// notSealed is nil for a saveset this process can read, and ErrSealed for
+// an encrypted one: its index and data open only on an agent holding its
+// client's key.
+func notSealed(ss *catalog.Saveset) error {
+	if ss.Encryption == "" {
+		return nil
+	}
+	return sayf(ErrSealed, "saveset %d is encrypted by client %s (%s): its index and data open only on an agent holding its key", ss.ID, ss.Client, ss.Encryption)
+}
+
 // checkIndexFile opens the index file at p and checks every block.
 func checkIndexFile(p string) error {
 	r, err := index.OpenFile(p)
@@ -647,7 +690,7 @@ func checkIndexFile(p string) error {
 // quietly (as after a catalog restore on a new machine).
 func (e *Env) indexFile(ss *catalog.Saveset, warn func(msg string)) (string, error) {
 	p := e.indexCachePath(ss)
-	cerr := checkIndexFile(p)
+	cerr := indexCheck(ss)(p)
 	if cerr == nil {
 		return p, nil
 	}
@@ -687,7 +730,7 @@ func (e *Env) cacheIndex(ss *catalog.Saveset, p string) error {
 		return fmt.Errorf("reading the index of saveset %d from tape %s file %d: %w", ss.ID, ss.IndexPart.Barcode, ss.IndexPart.File, err)
 	}
 	defer fr.Close()
-	err = writeFileAtomicChecked(p, fr, checkIndexFile)
+	err = writeFileAtomicChecked(p, fr, indexCheck(ss))
 	if err != nil {
 		return fmt.Errorf("reading the index of saveset %d from tape %s file %d: %w", ss.ID, ss.IndexPart.Barcode, ss.IndexPart.File, err)
 	}

@@ -28,6 +28,13 @@ var (
 	// ErrNoDataPath: the stock-tool recipe needs a tape's data as files on
 	// this machine, and the tape's device has none (tape.DataPather).
 	ErrNoDataPath = errors.New("no data path for stock tools")
+	// ErrSealed: the saveset is encrypted by its client's agent; what needs
+	// its index or its data (restore, data verify, ls, copy) runs on an
+	// agent holding the key, not here.
+	ErrSealed = errors.New("saveset encrypted by its client")
+	// ErrNotSealable: a backup asked to be encrypted where no agent
+	// produces it (only a client's agent holds a key).
+	ErrNotSealable = errors.New("this backup cannot be encrypted")
 )
 
 // said is an error of a sentinel kind in its own words: its message is

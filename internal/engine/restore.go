@@ -327,6 +327,15 @@ func (e *Env) checkChain(ss *catalog.Saveset, includes []string, copies bool) (*
 	if top != nil {
 		plan.ss = top
 	}
+	if ss.Encryption != "" {
+		if err := e.sealedChain(ss, plan, use); err != nil {
+			return nil, err
+		}
+		if len(offline) > 0 {
+			return nil, offlineError(offline)
+		}
+		return plan, nil
+	}
 	// Without a readable record the cached index still names the chain,
 	// so that the error lists every tape to bring back.
 	idx, err := e.openIndex(plan.ss, func(m string) { plan.warnings = append(plan.warnings, m) })
@@ -391,6 +400,29 @@ func (e *Env) checkChain(ss *catalog.Saveset, includes []string, copies bool) (*
 		return nil, offlineError(offline)
 	}
 	return plan, nil
+}
+
+// sealedChain is checkChain's look at the chain of an encrypted saveset,
+// whose index only its client's agent reads: the chain is every base down
+// to the full (what an incremental's unchanged files can refer to), the
+// bytes to write the saveset's source bytes, and the includes are matched
+// by the agent.
+func (e *Env) sealedChain(ss *catalog.Saveset, plan *chainPlan, use func(*catalog.Saveset) (*catalog.Saveset, error)) error {
+	plan.total = ss.SourceBytes
+	for cur := ss; cur.BaseID != 0; {
+		s, err := e.Catalog.Saveset(cur.BaseID)
+		if err != nil {
+			return fmt.Errorf("saveset %d, the base of saveset %d: %w", cur.BaseID, cur.ID, err)
+		}
+		if s.Status != catalog.StatusComplete || s.Expired {
+			return fmt.Errorf("saveset %d, the base of saveset %d, is %s", s.ID, cur.ID, savesetState(s))
+		}
+		if _, err := use(s); err != nil {
+			return err
+		}
+		cur = s
+	}
+	return nil
 }
 
 // joinIncludes lists --include patterns as a user typed them.

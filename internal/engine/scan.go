@@ -18,6 +18,7 @@ import (
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/seal"
 	"github.com/kura-backup/kura/internal/stream"
 	"github.com/kura-backup/kura/internal/tape"
 	"github.com/kura-backup/kura/internal/units"
@@ -59,7 +60,7 @@ func (e *Env) RegisterLibrary(dir string) (library.Changer, error) {
 // ScanFound is what a scan found on one tape file.
 type ScanFound struct {
 	File      int    `json:"file"`
-	Kind      string `json:"kind"` // "data", "index", "catalog", "unknown", "incomplete"
+	Kind      string `json:"kind"` // "data", "index", "catalog", "encrypted", "unknown", "incomplete"
 	SavesetID int64  `json:"saveset_id,omitempty"`
 	Part      int    `json:"part,omitempty"`  // 1-based, as in the tape file's tag
 	Added     bool   `json:"added,omitempty"` // a catalog record was (re)built from it
@@ -226,6 +227,13 @@ func (e *Env) scanFile(t tape.Device, fi tape.FileInfo, f *ScanFound) error {
 			return err
 		}
 		f.Kind, f.SavesetID, f.Part = "data", int64(l.SavesetID), l.Part+1
+		return nil
+	}
+	if bytes.HasPrefix([]byte(seal.Magic), head) {
+		// The data or the index of an encrypted saveset: only its
+		// client's key tells which, and what it holds.
+		f.Kind = "encrypted"
+		f.Note = "an age file: the data or the index of an encrypted saveset (its client's key opens it); no record is rebuilt from it"
 		return nil
 	}
 	if !bytes.HasPrefix(head, []byte("KURAIDX")) {

@@ -37,8 +37,10 @@ type tapeWriter struct {
 
 // newTapeWriter loads the first writable tape of pool into drv and opens the
 // span writer; label is the saveset's label (Part and PrevBarcode are set
-// per part), tag names the data tape files.
-func (e *Env) newTapeWriter(job *catalog.Job, lib library.Changer, drv library.Drive, pool string, label stream.Label, tag string) (*tapeWriter, error) {
+// per part), tag names the data tape files. With label nil the parts start
+// with no header: the data of an encrypted saveset is one age file over its
+// parts, its label inside the encryption.
+func (e *Env) newTapeWriter(job *catalog.Job, lib library.Changer, drv library.Drive, pool string, label *stream.Label, tag string) (*tapeWriter, error) {
 	allow, err := e.poolFilter(pool)
 	if err != nil {
 		return nil, err
@@ -55,7 +57,10 @@ func (e *Env) newTapeWriter(job *catalog.Job, lib library.Changer, drv library.D
 		units.FormatKiB(int64(first.Label().BlockSize)))
 	prev := ""
 	header := func(part int) []byte {
-		l := label
+		if label == nil {
+			return nil
+		}
+		l := *label
 		l.Part, l.PrevBarcode = part, prev
 		prev = w.barcode
 		return stream.LabelFrame(l)

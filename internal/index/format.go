@@ -14,6 +14,9 @@ const Version = 1
 
 const magic = "KURAIDX"
 
+// sealedMagic starts an age file (age-encryption.org/v1): an encrypted index.
+const sealedMagic = "age-encryption.org/"
+
 // Limits. The Writer refuses entries beyond them with ErrTooLarge and the
 // Reader treats larger values read from a file as ErrCorrupt.
 const (
@@ -45,6 +48,9 @@ const (
 var (
 	// ErrNotIndex: the bytes do not start with an index header.
 	ErrNotIndex = errors.New("index: not an index file")
+	// ErrSealed: the index is encrypted (an age file: the saveset of a
+	// client that encrypts). Only an agent holding the client's key reads it.
+	ErrSealed = errors.New("index: encrypted; only an agent holding the client's key reads it")
 	// ErrVersion: an index of a newer format version than this reader knows.
 	ErrVersion = errors.New("index: unsupported format version")
 	// ErrTruncated: the file is shorter than the index it starts (no footer).

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -104,6 +105,9 @@ func Open(r io.ReaderAt, size int64) (*Reader, error) {
 	if len(head) < len(magic)+1 || string(head[:len(magic)]) != magic {
 		if len(head) < len(magic)+1 && string(head) == magic[:min(len(head), len(magic))] {
 			return nil, fmt.Errorf("%w: %d bytes", ErrTruncated, size)
+		}
+		if strings.HasPrefix(string(head), sealedMagic) {
+			return nil, ErrSealed
 		}
 		return nil, ErrNotIndex
 	}

@@ -11,7 +11,7 @@ const module = "github.com/kura-backup/kura/"
 // layer of every package of the module (doc.go draws them).
 var layer = map[string]int{
 	"internal/units": 0, "internal/rules": 0, "internal/private": 0, "internal/compress": 0, "internal/index": 0,
-	"internal/retention": 0, "internal/schedule": 0, "internal/home": 0, "internal/pki": 0, "internal/planner": 0,
+	"internal/retention": 0, "internal/schedule": 0, "internal/home": 0, "internal/pki": 0, "internal/planner": 0, "internal/seal": 0,
 	"internal/monitor": 0, "internal/pgtest": 0,
 
 	"internal/tape": 1, "internal/tape/tapetest": 1, "internal/tape/faultfs": 1, "internal/tape/faultdev": 1,

@@ -49,7 +49,16 @@ type Spec struct {
 	// split backup, whose earlier stream counts the parents they share, so
 	// that the streams total what one stream would.
 	Uncounted []string
+	// Sealed: the stream and the index are to be encrypted (age) by the
+	// producer, the stream starting with Label inside the encryption. Only
+	// an agent does it (it holds the key); Local refuses.
+	Sealed bool
+	Label  []byte
 }
+
+// ErrSealedHere: a producer asked to encrypt that cannot (Local: the
+// machine of the library holds no client's key).
+var ErrSealedHere = errors.New("produce: encryption is done by a client's agent, not here")
 
 // Hooks are where a producer's figures go while it runs.
 type Hooks struct {
@@ -101,6 +110,9 @@ func (Local) Produce(ctx context.Context, spec Spec, sink stream.FrameSink, idx 
 	}
 	if hooks.Warn == nil {
 		hooks.Warn = func(string, string) {}
+	}
+	if spec.Sealed {
+		return nil, ErrSealedHere
 	}
 	if spec.FrameSize == 0 {
 		spec.FrameSize = stream.DefaultFrameSize

@@ -162,6 +162,11 @@ func (s *Server) patchClient(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	if req.Encrypt != nil {
+		if err := s.env.Catalog.SetClientEncrypt(name, *req.Encrypt); err != nil {
+			return err
+		}
+	}
 	c, err := s.env.Catalog.Client(name)
 	if err != nil {
 		return err

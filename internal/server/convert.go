@@ -17,7 +17,7 @@ import (
 func APIClient(c *catalog.Client, connected bool) api.Client {
 	return api.Client{Name: c.Name, CertSerial: c.CertSerial, CertFingerprint: c.CertFingerprint,
 		Enrolled: c.Enrolled, Revoked: c.Revoked, LastSeen: c.LastSeen, Address: c.Address,
-		BWLimit: c.BWLimit, Connected: connected}
+		BWLimit: c.BWLimit, Encrypt: c.Encrypt, Connected: connected}
 }
 
 // APIJob is a job record and its figures on the wire.
@@ -84,7 +84,8 @@ func APISaveset(ss *catalog.Saveset) api.Saveset {
 		BaseID: ss.BaseID, Status: ss.Status, Created: ss.Created, Finished: ss.Finished, Paths: ss.Paths,
 		Label: ss.Label, Files: ss.Files, SourceBytes: ss.SourceBytes, MediaBytes: ss.MediaBytes, Codec: ss.Codec,
 		Library: ss.Library, Parts: apiParts(ss.Parts), IndexPart: api.Part(ss.IndexPart), IndexBytes: ss.IndexBytes,
-		IndexEntries: ss.IndexEntries, Expired: ss.Expired, Policy: ss.Policy, ExpireReason: ss.ExpireReason}
+		IndexEntries: ss.IndexEntries, Expired: ss.Expired, Policy: ss.Policy, ExpireReason: ss.ExpireReason,
+		Encryption: ss.Encryption}
 	if ss.Copies != nil {
 		out.Copies = make([]api.Copy, len(ss.Copies))
 		for i, c := range ss.Copies {

@@ -270,15 +270,17 @@ func (s *Server) runBackup(ctx context.Context, j *catalog.Job, rj *runningJob) 
 	req := rj.req
 	level, _ := compress.ParseLevel(orDefault(req.Compress, "auto"))
 	bw := req.BWLimit
+	cl, err := s.env.Catalog.Client(req.Client)
+	if err != nil {
+		return err
+	}
 	if bw == 0 {
-		if c, err := s.env.Catalog.Client(req.Client); err == nil {
-			bw = c.BWLimit
-		}
+		bw = cl.BWLimit
 	}
 	opts := engine.BackupOptions{Paths: req.Paths, Selection: req.Selection, Library: req.Library, Drive: rj.drive,
 		Level: orDefault(req.Level, engine.LevelFull), Compress: level, Excludes: req.Excludes, Verify: req.Verify,
 		Label: req.Label, FrameSize: req.FrameSize, Host: req.Client, Job: j, Policy: req.Policy, Pool: req.Pool,
-		Producer: &remoteProducer{s: s, rj: rj, bwlimit: bw}}
+		Producer: &remoteProducer{s: s, rj: rj, bwlimit: bw}, Sealed: cl.Encrypt}
 	if req.Streams > 1 {
 		opts.KeySuffix = fmt.Sprintf("#%d/%d", req.Stream, req.Streams)
 		if opts.Label == "" {

@@ -77,6 +77,9 @@ func (p *remoteProducer) Produce(ctx context.Context, spec engine.ProduceSpec, s
 	order := api.Order{JobID: rj.id, Kind: api.KindBackup, Issued: s.opts.Clock.Now(), Backup: &api.BackupOrder{
 		Paths: spec.Paths, Excludes: spec.Excludes, Compress: spec.Compress.String(), FrameSize: spec.FrameSize,
 		BaseID: spec.BaseID, BWLimit: p.bwlimit, Stream: rj.req.Stream, Streams: rj.req.Streams}}
+	if spec.Sealed {
+		order.Backup.Encrypt, order.Backup.Recipients, order.Backup.Label = true, s.opts.RecoveryRecipients, spec.Label
+	}
 	if err := s.hub.send(rj.agent, order); err != nil {
 		return nil, err
 	}
@@ -172,6 +175,11 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request, rj *runningJob,
 		return res
 	}
 	defer chk.Close()
+	if prod.spec.Sealed {
+		// Ciphertext: only the client's key authenticates it (a restore or
+		// a data verify on its agent does); TLS guarded it on the way.
+		chk = nil
+	}
 	fw := newFrameWriter(rj.agent, chk, prod)
 	fail := func(err error) prodResult {
 		res.frames, _ = fw.finish()

@@ -46,6 +46,7 @@ import (
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/pki"
 	"github.com/kura-backup/kura/internal/private"
+	"github.com/kura-backup/kura/internal/seal"
 	"github.com/kura-backup/kura/internal/service"
 )
 
@@ -84,6 +85,11 @@ type Options struct {
 	// LeaderTTL is how long the leader lease lasts (Lead;
 	// DefaultLeaderTTL).
 	LeaderTTL time.Duration
+	// RecoveryRecipients are age X25519 public keys ("age1…") every
+	// encrypting client's savesets are encrypted to as well as to the
+	// client's own key: their holder (an administrator) can restore a lost
+	// client's backups elsewhere. The server holds no private key.
+	RecoveryRecipients []string
 }
 
 func (o Options) withDefaults() Options {
@@ -147,6 +153,11 @@ const (
 // and admin token. FirstStart reports whether the CA and token were made now.
 func New(opts Options) (*Server, error) {
 	opts = opts.withDefaults()
+	for _, r := range opts.RecoveryRecipients {
+		if _, err := seal.ParseRecipient(r); err != nil {
+			return nil, fmt.Errorf("recovery recipient: %w", err)
+		}
+	}
 	env, err := engine.OpenCatalog(opts.Home, opts.Catalog)
 	if err != nil {
 		return nil, err
@@ -344,6 +355,9 @@ func (s *Server) routes() []route {
 		admin("GET", "/prune", s.getPrunePlan),
 		open("POST", "/enroll", s.postEnroll),
 		agent("GET", "/agent/orders", s.agentOrders),
+		agent("GET", "/agent/savesets", s.agentOwnSavesets),
+		agent("GET", "/agent/savesets/{ss}/index", s.agentOwnIndex),
+		agent("GET", "/agent/savesets/{ss}/data", s.agentOwnData),
 		agent("POST", "/agent/jobs/{id}/data", s.agentBackupData),
 		agent("PUT", "/agent/jobs/{id}/index", s.agentBackupIndex),
 		agent("GET", "/agent/jobs/{id}/savesets/{ss}", s.agentSaveset),

@@ -65,7 +65,7 @@ func SavesetInfo(s *catalog.Saveset) api.SavesetInfo {
 		Paths: nonNil(s.Paths), Label: s.Label, Files: s.Files, SourceBytes: s.SourceBytes, MediaBytes: s.MediaBytes,
 		Codec: s.Codec, Library: s.Library, Tapes: []string{}, Parts: parts(s.Parts), IndexPart: indexPart(s.IndexPart),
 		IndexBytes: s.IndexBytes, IndexEntries: s.IndexEntries, Expired: s.Expired, ExpireReason: s.ExpireReason,
-		Copies: []api.SavesetCopy{},
+		Copies: []api.SavesetCopy{}, Encryption: s.Encryption,
 	}
 	out.Ratio, out.RatioText = ratio(s.SourceBytes, s.MediaBytes)
 	seen := map[string]bool{}

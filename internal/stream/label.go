@@ -218,6 +218,17 @@ func Recipe(files []string) string {
 	return "cat " + strings.Join(q, " ") + " | zstd -dc | " + recipeTar
 }
 
+// AgeStage is the stage a recipe gets for an encrypted saveset, before
+// zstd: the stock age tool with the keys of the client (an exported key
+// ring, or the server's recovery key) in the file KURA_KEYS names.
+const AgeStage = `age -d -i "${KURA_KEYS:?set KURA_KEYS to the file of kura agent key export, or the recovery key}"`
+
+// Sealed is a recipe (Recipe, RecipeS3) for an encrypted saveset: the
+// parts, concatenated, are one age file; decrypted, the saveset's stream.
+func Sealed(recipe string) string {
+	return strings.Replace(recipe, " | zstd -dc | ", " | "+AgeStage+" | zstd -dc | ", 1)
+}
+
 // RecipeS3 is Recipe for a saveset whose parts are objects in an
 // S3-compatible store: each URL (the parts' chunk objects, in order)
 // fetched with curl's own AWS signature v4 (curl 7.75 or later) for region,

@@ -151,3 +151,15 @@ func TestRecipeS3KeepsCredentialsOffTheCommandLine(t *testing.T) {
 		}
 	}
 }
+
+// An encrypted saveset's recipe, from files or from a bucket, decrypts with
+// the stock age tool between the parts and zstd.
+func TestSealedRecipe(t *testing.T) {
+	for _, r := range []string{Recipe([]string{"/t/A/000001.data", "/t/B/000001.data"}), RecipeS3([]string{"http://h/b/000001.data.000001"}, "us-east-1")} {
+		got := Sealed(r)
+		i, j := strings.Index(got, "| age -d -i "), strings.Index(got, "| zstd -dc |")
+		if i < 0 || j < 0 || i > j || strings.Count(got, "age -d") != 1 || !strings.Contains(got, "KURA_KEYS") {
+			t.Errorf("Sealed(%q) = %q", r, got)
+		}
+	}
+}

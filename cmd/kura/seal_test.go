@@ -1,0 +1,134 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"filippo.io/age"
+)
+
+// Encryption as an administrator meets it: a server with a recovery
+// recipient, an agent whose key is made at enrollment, `client set
+// --encrypt`, a backup, and the stock-tool recipe (cat, age, zstd, GNU tar)
+// run with the agent's exported keys and with the recovery key.
+func TestEncryptedClientExportAndStockRecipe(t *testing.T) {
+	if _, err := exec.LookPath("age"); err != nil {
+		t.Fatal("the recipe test needs the age command (Debian package age; scripts/test.sh installs it)")
+	}
+	rec, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvK := newKura(t)
+	srv := srvK.start("server", "--listen", "127.0.0.1:0", "--recovery-recipient", rec.Recipient().String())
+	url := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))
+	tokb, err := os.ReadFile(filepath.Join(srvK.home, "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := newKura(t)
+	admin.home = ""
+	admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json")}
+	admin.ok("login", "--server", url, "--token", strings.TrimSpace(string(tokb)))
+
+	tok := strings.TrimSpace(admin.ok("token", "create", "--expires", "10m").stdout)
+	c1 := newKura(t)
+	if r := c1.ok("agent", "enroll", "--server", url, "--token", tok, "--name", "c1"); !strings.Contains(r.stdout, "kura agent key export") {
+		t.Fatalf("enroll does not say to keep a copy of the key:\n%s", r)
+	}
+	c1.start("agent", "run")
+	admin.connected("c1")
+	var cl clientJSON
+	admin.json(0, &cl, "client", "set", "c1", "--encrypt", "--json")
+	if !cl.Encrypt {
+		t.Fatalf("client set --encrypt: %+v", cl)
+	}
+
+	src := filepath.Join(c1.dir, "src")
+	files, _ := sampleTree()
+	writeTree(t, src, files)
+	var fig figures
+	admin.json(0, &fig, "backup", "--client", "c1", "--json", "--compress", "low", src)
+	if fig.Status != "completed" {
+		t.Fatalf("encrypted backup: %+v", fig)
+	}
+
+	if r := admin.ok("saveset", "show", itoa64(fig.SavesetID)); !strings.Contains(r.stdout, "Encrypted") {
+		t.Errorf("saveset show does not say the saveset is encrypted:\n%s", r)
+	}
+	ex := c1.ok("agent", "key", "export")
+	if !strings.Contains(ex.stderr, "A lost key means lost backups") || !strings.Contains(ex.stdout, "AGE-SECRET-KEY-1") {
+		t.Fatalf("agent key export:\n%s", ex)
+	}
+	keys := filepath.Join(t.TempDir(), "c1-keys.txt")
+	recKey := filepath.Join(t.TempDir(), "recovery.txt")
+	for p, b := range map[string]string{keys: ex.stdout, recKey: rec.String() + "\n"} {
+		if err := os.WriteFile(p, []byte(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	recipe := strings.TrimSpace(admin.ok("saveset", "recipe", itoa64(fig.SavesetID)).stdout)
+	if !strings.Contains(recipe, "| age -d -i ") {
+		t.Fatalf("the recipe of an encrypted saveset has no age stage:\n%s", recipe)
+	}
+	run := func(keyFile string) (string, error) {
+		out := t.TempDir()
+		cmd := exec.Command("sh", "-c", recipe)
+		cmd.Dir = out
+		cmd.Env = os.Environ()
+		if keyFile != "" {
+			cmd.Env = append(cmd.Env, "KURA_KEYS="+keyFile)
+		}
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			return string(b), err
+		}
+		sameTree(t, readTree(t, src), readTree(t, restoredAt(out, src)))
+		return string(b), nil
+	}
+	for _, k := range []string{keys, recKey} {
+		if out, err := run(k); err != nil {
+			t.Fatalf("recipe with KURA_KEYS=%s: %v\n%s", k, err, out)
+		}
+	}
+	if out, err := run(""); err == nil || !strings.Contains(out, "KURA_KEYS") {
+		t.Errorf("recipe without KURA_KEYS: %v\n%s", err, out)
+	}
+
+	// The server holds no key: what needs the index or the data says so
+	// and exits 1; the media verify needs no key.
+	for _, args := range [][]string{{"ls", itoa64(fig.SavesetID)}, {"verify", "--level", "data", itoa64(fig.SavesetID)}} {
+		if r := admin.run(args...); r.code != 1 || !strings.Contains(r.stderr, "encrypted by client c1") {
+			t.Errorf("kura %v on an encrypted saveset, on the server:\n%s", args, r)
+		}
+	}
+	// A search goes on over the savesets it can read, and names the others.
+	if r := admin.run("find", "*"); r.code == 1 || !strings.Contains(r.stdout+r.stderr, "saveset 1 not searched: encrypted by client c1") {
+		t.Errorf("kura find over an encrypted saveset:\n%s", r)
+	} else {
+		t.Logf("%s", r)
+	}
+	admin.ok("verify", "--level", "media", itoa64(fig.SavesetID))
+
+	// On the agent holding the key, ls and find read the encrypted index.
+	if r := c1.ok("agent", "ls", itoa64(fig.SavesetID), src); !strings.Contains(r.stdout, "notes.txt") || !strings.Contains(r.stdout, "sub/") {
+		t.Errorf("agent ls:\n%s", r)
+	}
+	if r := c1.ok("agent", "find", "a.txt"); !strings.Contains(r.stdout, "sub/deeper/a.txt") || !strings.HasPrefix(strings.Split(r.stdout, "\n")[1], itoa64(fig.SavesetID)) {
+		t.Errorf("agent find:\n%s", r)
+	}
+
+	// The data verify runs where the key is.
+	if r := c1.ok("agent", "verify", itoa64(fig.SavesetID)); !strings.Contains(r.stdout, "0 problem(s)") {
+		t.Errorf("agent verify:\n%s", r)
+	}
+
+	// And Kura's own restore, on the agent holding the key.
+	dst := filepath.Join(c1.dir, "restored")
+	admin.ok("restore", "--client", "c1", itoa64(fig.SavesetID), "--to", dst)
+	sameTree(t, readTree(t, src), readTree(t, restoredAt(dst, src)))
+}

@@ -1,0 +1,110 @@
+package server
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/stream"
+)
+
+// An agent browses its own client's savesets (kura agent ls, find): the
+// server cannot read an encrypted saveset's index, the agent holding the
+// key can. An agent sees only its own client's complete savesets, outside
+// any job: their records, indexes and data, to list, search and verify
+// them (writing files is a restore: a job).
+
+// agentOwnSavesets lists the calling client's complete savesets.
+func (s *Server) agentOwnSavesets(w http.ResponseWriter, r *http.Request, client string) error {
+	sets, err := s.env.Catalog.Savesets(catalog.SavesetFilter{Clients: []string{client}, Statuses: []string{catalog.StatusComplete}})
+	if err != nil {
+		return err
+	}
+	out := []api.Saveset{}
+	for _, ss := range sets {
+		if !ss.Expired {
+			out = append(out, APISaveset(ss))
+		}
+	}
+	return writeJSON(w, out)
+}
+
+// ownSaveset is the record of one of the calling client's savesets.
+func (s *Server) ownSaveset(r *http.Request, client string) (*catalog.Saveset, error) {
+	id, err := pathID(r, "ss")
+	if err != nil {
+		return nil, err
+	}
+	ss, err := engine.EnvStore{Env: s.env}.Saveset(id)
+	if err != nil {
+		return nil, err
+	}
+	if ss.Client != client {
+		s.log.Warn("refused: agent asked for another client's saveset", "client", client, "saveset", id)
+		return nil, apiErr(api.CodeForbidden, "saveset %d is not client %s's", id, client)
+	}
+	return ss, nil
+}
+
+// agentOwnData streams one of the calling client's savesets' media bytes
+// from a location (?part=P&offset=O) to the end of its data (kura agent
+// verify), each write bounded by the idle timeout.
+func (s *Server) agentOwnData(w http.ResponseWriter, r *http.Request, client string) error {
+	ss, err := s.ownSaveset(r, client)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	part, err1 := strconv.Atoi(orDefault(q.Get("part"), "0"))
+	off, err2 := strconv.ParseInt(orDefault(q.Get("offset"), "0"), 10, 64)
+	if err1 != nil || err2 != nil || part < 0 || off < 0 || part >= len(ss.Parts) {
+		return badRequest("part and offset must be a location inside saveset %d", ss.ID)
+	}
+	src, err := engine.EnvStore{Env: s.env}.Data(ss)
+	if err != nil {
+		return err
+	}
+	rc, err := src.OpenAt(stream.Location{Part: part, Offset: off})
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	out := &idleWriter{w: w, rc: http.NewResponseController(w), idle: s.opts.IdleTimeout}
+	defer out.finish()
+	if _, err := io.Copy(out, rc); err != nil {
+		// Headers are gone: cut the stream so the agent sees it broken.
+		s.log.Warn("sending saveset data to its agent", "client", client, "saveset", ss.ID, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	return nil
+}
+
+// agentOwnIndex sends the index of one of the calling client's savesets.
+func (s *Server) agentOwnIndex(w http.ResponseWriter, r *http.Request, client string) error {
+	ss, err := s.ownSaveset(r, client)
+	if err != nil {
+		return err
+	}
+	p, err := s.env.IndexFile(ss)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
+	http.ServeContent(w, r, "", st.ModTime(), f)
+	return nil
+}
