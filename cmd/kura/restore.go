@@ -12,6 +12,7 @@ import (
 
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/plugin"
 )
 
 func init() { commands = append(commands, newRestoreCmd) }
@@ -43,7 +44,9 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 		Example: `  kura restore 12 --to /tmp/restore
   kura restore --latest --to /tmp/r --include home/me/docs/report.odt
   kura restore --at "2026-11-29 18:00" --selection home --to /srv/old
-  kura restore 12 --in-place --overwrite older`,
+  kura restore 12 --in-place --overwrite older
+  kura restore 14 --to-command 'tar -xf - -C /srv/etc'   # a --from-command backup
+  kura restore 15 --to-db app_copy --jobs 4                # a --plugin postgresql backup`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -63,9 +66,20 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 			if o.SavesetID == 0 && !o.Latest && o.At.IsZero() {
 				return usageErrorf("say which saveset to restore: an ID, --latest or --at TIME")
 			}
+			if o.Into.Jobs == 0 {
+				o.Into.Jobs = 1
+			}
 			switch {
+			case o.Into.IsSet() && (o.To != "" || o.InPlace):
+				return usageErrorf("give --to-command or --to-db, or --to or --in-place, not both")
+			case o.Into.IsSet():
+				if err := o.Into.Validate(); err != nil {
+					return usageErrorf("%v", err)
+				}
+			case cmd.Flags().Changed("jobs"):
+				return usageErrorf("--jobs goes with --to-db")
 			case o.To == "" && !o.InPlace:
-				return usageErrorf("say where to restore: --to DIR, or --in-place to write over the original files (see --overwrite)")
+				return usageErrorf("say where to restore: --to DIR, --in-place to write over the original files (see --overwrite), --to-command CMD or --to-db NAME")
 			case o.To != "" && o.InPlace:
 				return usageErrorf("give --to DIR or --in-place, not both")
 			}
@@ -122,6 +136,9 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 	f.BoolVar(&o.InPlace, "in-place", false, "restore to the original places, over the files there (see --overwrite)")
 	f.StringArrayVar(&o.Includes, "include", nil, "restore only this path (and what is below it) or glob; repeatable")
 	enumVar(f, &o.Overwrite, "overwrite", engine.OverwriteAlways, overwriteWords, "with --in-place or into a folder holding files: always (replace; the default), never (keep), older (replace when older than the backup)")
+	f.StringVar(&o.Into.Command, "to-command", "", "pipe the saveset's file (a --from-command or plug-in backup) into this shell command; its exit status decides")
+	f.StringVar(&o.Into.Database, "to-db", "", "restore a PostgreSQL dump into this new database (createdb, then pg_restore)")
+	intVar(f, &o.Into.Jobs, "jobs", 0, 1, plugin.MaxJobs, "with --to-db: pg_restore jobs (more than 1 writes the dump to a temporary file first)")
 	f.BoolVar(&o.Sync, "sync", false, "wait until the restored files are on disk before reporting success")
 	f.BoolVar(&asJSON, "json", false, "print the figures as JSON")
 	f.BoolVar(&detach, "detach", false, "with a server: queue the job, print its ID and return")

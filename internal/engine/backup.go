@@ -20,6 +20,8 @@ import (
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/plugin"
+	"github.com/kura-backup/kura/internal/producer"
 	"github.com/kura-backup/kura/internal/restorer"
 	"github.com/kura-backup/kura/internal/rules"
 	"github.com/kura-backup/kura/internal/span"
@@ -65,6 +67,11 @@ type BackupOptions struct {
 	// Job is a job record made earlier (a queued job of the server); nil =
 	// a new one.
 	Job *catalog.Job
+	// Sources are commands and plug-ins to store instead of Paths (a
+	// full backup, always); PartSize is the most of one output held in
+	// memory as one entry (0: the producer's default).
+	Sources  []plugin.Source
+	PartSize int
 }
 
 // Result is what a job reports at its end.
@@ -130,6 +137,33 @@ func selectionKey(sel string, paths []string) string {
 	return "paths:" + strings.Join(paths, ",")
 }
 
+// ErrSourceLevel: a command or plug-in backup asked for another level than
+// full (the output of a command has no "unchanged since").
+var ErrSourceLevel = errors.New("command and plug-in backups are full backups")
+
+// checkSources checks the commands and plug-ins of a backup before
+// anything runs: valid, not mixed with paths, a full backup.
+func checkSources(opts BackupOptions) error {
+	if len(opts.Sources) == 0 {
+		return errors.New("nothing to back up")
+	}
+	if len(opts.Paths) > 0 || len(opts.Excludes) > 0 {
+		return fmt.Errorf("%w: back up paths or commands and plug-ins, not both in one backup", ErrBadOption)
+	}
+	if opts.Level != "" && opts.Level != LevelFull {
+		return fmt.Errorf("%w: %w (not %s)", ErrBadOption, ErrSourceLevel, opts.Level)
+	}
+	if opts.PartSize < 0 || opts.PartSize > producer.MaxPartSize {
+		return fmt.Errorf("%w: part size %d (at most %d)", ErrBadOption, opts.PartSize, producer.MaxPartSize)
+	}
+	for _, s := range opts.Sources {
+		if err := s.Validate(); err != nil {
+			return fmt.Errorf("%w: %w", ErrBadOption, err)
+		}
+	}
+	return nil
+}
+
 // checkRemotePaths checks paths that another machine will resolve: they
 // must be absolute and clean.
 func checkRemotePaths(paths []string) error {
@@ -172,6 +206,11 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 	if err := CheckFrameSize(opts.FrameSize); err != nil {
 		return nil, err
 	}
+	if len(opts.Sources) > 0 {
+		if err := checkSources(opts); err != nil {
+			return nil, err
+		}
+	}
 	paths, excludes := opts.Paths, opts.Excludes
 	if opts.Selection != "" {
 		sel, err := e.Catalog.Selection(e.Client, opts.Selection)
@@ -189,13 +228,22 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 			return nil, err
 		}
 	}
-	if opts.Producer == nil {
+	switch {
+	case len(opts.Sources) > 0:
+		// What is stored is named by the sources (never their command text).
+		paths = nil
+		for _, s := range opts.Sources {
+			paths = append(paths, s.String())
+		}
+	case opts.Producer == nil:
 		var err error
 		if paths, err = resolvePaths(paths); err != nil {
 			return nil, err
 		}
-	} else if err := checkRemotePaths(paths); err != nil {
-		return nil, err
+	default:
+		if err := checkRemotePaths(paths); err != nil {
+			return nil, err
+		}
 	}
 	level := opts.Level
 	if level == "" {
@@ -205,6 +253,9 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 		return nil, fmt.Errorf("unknown level %q (full, incr or diff)", level)
 	}
 	selKey := selectionKey(opts.Selection, paths) + opts.KeySuffix
+	if len(opts.Sources) > 0 && opts.Selection == "" {
+		selKey = "sources:" + strings.Join(paths, ",") + opts.KeySuffix
+	}
 
 	res := &Result{Level: level}
 	var base *catalog.Saveset
@@ -366,7 +417,11 @@ func (b *backupRun) run() error {
 	defer idxTmp.Close()
 
 	spec := ProduceSpec{JobID: b.job.ID, Paths: b.paths, Excludes: b.excludes, Skip: b.skip,
-		Compress: b.opts.Compress, FrameSize: b.opts.FrameSize, Workers: b.opts.Workers, ReadAhead: b.opts.ReadAhead}
+		Compress: b.opts.Compress, FrameSize: b.opts.FrameSize, Workers: b.opts.Workers, ReadAhead: b.opts.ReadAhead,
+		Sources: b.opts.Sources, PartSize: b.opts.PartSize}
+	if len(spec.Sources) > 0 {
+		spec.Paths = nil
+	}
 	if b.base != nil {
 		spec.BaseID = b.base.ID
 		if b.opts.Producer == nil {
@@ -609,7 +664,7 @@ var errPrecountBound = errors.New("pre-count bound reached")
 // incremental's size is what changed, which a walk does not know; an
 // agent's files are on the agent). The returned func stops it and waits.
 func (b *backupRun) precount() (stop func()) {
-	if b.ticker.total > 0 || b.ss.Level != LevelFull || b.opts.Producer != nil {
+	if b.ticker.total > 0 || b.ss.Level != LevelFull || b.opts.Producer != nil || len(b.opts.Sources) > 0 {
 		return func() {}
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, precountMaxTime)

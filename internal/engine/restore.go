@@ -12,6 +12,7 @@ import (
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/plugin"
 	"github.com/kura-backup/kura/internal/restorer"
 	"github.com/kura-backup/kura/internal/rules"
 	"github.com/kura-backup/kura/internal/span"
@@ -37,6 +38,9 @@ type RestoreOptions struct {
 	Includes  []string  // paths or globs; empty = everything
 	Overwrite string    // never, older, always (default)
 	Sync      bool      // wait until the restored files are on disk (one syncfs at the end)
+	// Into is a command or database to restore one file into, instead of
+	// To or InPlace (a command or plug-in saveset).
+	Into plugin.Target
 }
 
 // ErrRestoreTarget: a restore says neither where to write (To) nor that it
@@ -49,6 +53,18 @@ var ErrNothingToRestore = restorer.ErrNothingToRestore
 
 // restoreTarget is the folder a restore writes into, or ErrRestoreTarget.
 func restoreTarget(opts RestoreOptions) (string, error) {
+	if opts.Into.IsSet() {
+		if opts.To != "" || opts.InPlace {
+			return "", fmt.Errorf("%w (not --to or --in-place as well as --to-command or --to-db)", ErrRestoreTarget)
+		}
+		if err := opts.Into.Validate(); err != nil {
+			return "", fmt.Errorf("%w: %w", ErrBadOption, err)
+		}
+		if opts.Into.Database != "" {
+			return "database " + opts.Into.Database, nil
+		}
+		return "a command", nil
+	}
 	return restorer.Target(restorer.Options{To: opts.To, InPlace: opts.InPlace})
 }
 
@@ -155,13 +171,31 @@ func (s EnvStore) Data(ss *catalog.Saveset) (stream.FrameSource, error) {
 // store: the restoring half of a restore, without any catalog bookkeeping.
 // total is the expected number of bytes (0: unknown), for progress.
 func (e *Env) RestoreFiles(ctx context.Context, store SavesetStore, ss *catalog.Saveset, opts RestoreOptions, jobID, total int64) (*RestoreOutcome, error) {
-	ro := restorer.Options{To: opts.To, InPlace: opts.InPlace, Includes: opts.Includes, Overwrite: opts.Overwrite, Sync: opts.Sync}
-	o, err := restorer.Run(ctx, newRestorerStore(store, ss), restorerSaveset(ss), ro,
-		restorer.Job{ID: jobID, Clock: e.Clock, Events: e.Events, Total: total})
+	job := restorer.Job{ID: jobID, Clock: e.Clock, Events: e.Events, Total: total}
+	var o *restorer.Outcome
+	var err error
+	if opts.Into.IsSet() {
+		o, err = restorer.Pipe(ctx, newRestorerStore(store, ss), restorerSaveset(ss), PipeOptions(ctx, opts), job)
+	} else {
+		ro := restorer.Options{To: opts.To, InPlace: opts.InPlace, Includes: opts.Includes, Overwrite: opts.Overwrite, Sync: opts.Sync}
+		o, err = restorer.Run(ctx, newRestorerStore(store, ss), restorerSaveset(ss), ro, job)
+	}
 	out := &RestoreOutcome{To: o.To, Phase: catalog.Phase(o.Phase), Files: o.Files, Bytes: o.Bytes,
 		MediaBytes: o.MediaBytes, Warnings: o.Warnings, WarningCount: o.WarningCount, Failed: o.Failed,
 		Skipped: o.Skipped, Tapes: o.Tapes, Sources: o.Sources}
 	return out, err
+}
+
+// PipeOptions are the restorer's options of a restore into a command or a
+// database (opts.Into): a database takes a pg_dump file.
+func PipeOptions(ctx context.Context, opts RestoreOptions) restorer.PipeOptions {
+	po := restorer.PipeOptions{Includes: opts.Includes, Open: func(name string) (restorer.Sink, error) {
+		return opts.Into.Open(ctx, name)
+	}}
+	if opts.Into.Database != "" {
+		po.Want = func(p string) bool { return plugin.DumpDatabase(p) != "" }
+	}
+	return po
 }
 
 // FinishRestore records a restore's outcome in its job, ends the job and

@@ -16,6 +16,7 @@ import (
 	"github.com/kura-backup/kura/internal/compress"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/plugin"
 	"github.com/kura-backup/kura/internal/stream"
 )
 
@@ -49,6 +50,12 @@ type Spec struct {
 	// split backup, whose earlier stream counts the parents they share, so
 	// that the streams total what one stream would.
 	Uncounted []string
+	// Sources are commands and plug-ins whose output the backup stores
+	// instead of files (Paths is then empty); see command.go.
+	Sources []plugin.Source
+	// PartSize is the most of a command's output held in memory and
+	// stored as one entry (0: DefaultPartSize).
+	PartSize int
 }
 
 // Hooks are where a producer's figures go while it runs.
@@ -128,7 +135,11 @@ func (Local) Produce(ctx context.Context, spec Spec, sink stream.FrameSink, idx 
 		base = &baseIndex{it: spec.Base.Iter(), id: spec.BaseID}
 	}
 	idxw := index.NewWriter(idx, nil)
-	if err := p.stream(strm, idxw, base); err != nil {
+	run := func() error { return p.stream(strm, idxw, base) }
+	if len(spec.Sources) > 0 {
+		run = func() error { return p.streamSources(strm, idxw) }
+	}
+	if err := run(); err != nil {
 		strm.Abort()
 		return nil, err
 	}
