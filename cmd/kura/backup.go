@@ -15,6 +15,7 @@ import (
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/plugin"
 	"github.com/kura-backup/kura/internal/stream"
 	"github.com/kura-backup/kura/internal/walk"
 )
@@ -148,7 +149,11 @@ func remoteBackup(cmd *cobra.Command, g *globals, srv *apiclient.Client, o engin
 	}
 	req := api.JobRequest{Kind: api.KindBackup, Client: g.client, Paths: o.Paths, Selection: o.Selection,
 		Excludes: o.Excludes, Level: o.Level, Compress: comp, Library: o.Library, Drive: o.Drive, Verify: o.Verify,
-		Label: o.Label, FrameSize: o.FrameSize, BWLimit: bw, Streams: streams}
+		Label: o.Label, FrameSize: o.FrameSize, BWLimit: bw, Streams: streams,
+		Sources: plugin.ToAPI(o.Sources), PartSize: o.PartSize}
+	if len(o.Sources) > 0 && streams > 1 {
+		return usageErrorf("--streams goes with paths: a command or plug-in is one stream")
+	}
 	return submitAndFollow(cmd, srv, req, detach, asJSON)
 }
 

@@ -106,7 +106,10 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 				}
 				req := api.JobRequest{Kind: api.KindRestore, Client: g.client, BWLimit: bw, Saveset: o.SavesetID, Latest: o.Latest,
 					Selection: o.Selection, At: o.At, To: o.To, InPlace: o.InPlace, ToClient: toClient, Includes: o.Includes,
-					Overwrite: o.Overwrite, Sync: o.Sync}
+					Overwrite: o.Overwrite, Sync: o.Sync, ToCommand: o.Into.Command, ToDB: o.Into.Database}
+				if o.Into.Database != "" {
+					req.Jobs = o.Into.Jobs
+				}
 				return submitAndFollow(cmd, srv, req, detach, asJSON)
 			}
 			switch {

@@ -175,7 +175,7 @@ func (e *Env) RestoreFiles(ctx context.Context, store SavesetStore, ss *catalog.
 	var o *restorer.Outcome
 	var err error
 	if opts.Into.IsSet() {
-		o, err = restorer.Pipe(ctx, newRestorerStore(store, ss), restorerSaveset(ss), PipeOptions(ctx, opts), job)
+		o, err = restorer.Pipe(ctx, newRestorerStore(store, ss), restorerSaveset(ss), restorer.Into(ctx, opts.Into, opts.Includes), job)
 	} else {
 		ro := restorer.Options{To: opts.To, InPlace: opts.InPlace, Includes: opts.Includes, Overwrite: opts.Overwrite, Sync: opts.Sync}
 		o, err = restorer.Run(ctx, newRestorerStore(store, ss), restorerSaveset(ss), ro, job)
@@ -184,18 +184,6 @@ func (e *Env) RestoreFiles(ctx context.Context, store SavesetStore, ss *catalog.
 		MediaBytes: o.MediaBytes, Warnings: o.Warnings, WarningCount: o.WarningCount, Failed: o.Failed,
 		Skipped: o.Skipped, Tapes: o.Tapes, Sources: o.Sources}
 	return out, err
-}
-
-// PipeOptions are the restorer's options of a restore into a command or a
-// database (opts.Into): a database takes a pg_dump file.
-func PipeOptions(ctx context.Context, opts RestoreOptions) restorer.PipeOptions {
-	po := restorer.PipeOptions{Includes: opts.Includes, Open: func(name string) (restorer.Sink, error) {
-		return opts.Into.Open(ctx, name)
-	}}
-	if opts.Into.Database != "" {
-		po.Want = func(p string) bool { return plugin.DumpDatabase(p) != "" }
-	}
-	return po
 }
 
 // FinishRestore records a restore's outcome in its job, ends the job and

@@ -148,3 +148,13 @@ func (r *restoreRun) pipeEntry(sink Sink, e *index.Entry) error {
 	}
 	return nil
 }
+
+// Into are the options of a restore into a command or a database (a
+// database takes a pg_dump file; --include chooses among several).
+func Into(ctx context.Context, t plugin.Target, includes []string) PipeOptions {
+	po := PipeOptions{Includes: includes, Open: func(name string) (Sink, error) { return t.Open(ctx, name) }}
+	if t.Database != "" {
+		po.Want = func(p string) bool { return plugin.DumpDatabase(p) != "" }
+	}
+	return po
+}
