@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	stopS3()
+	stopPostgres()
 	os.Exit(code)
 }
 
