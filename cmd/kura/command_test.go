@@ -111,6 +111,14 @@ func TestBackupFromCommandFailure(t *testing.T) {
 	k.expect(exitUsage, "backup", "--from-command", "true", "--level", "incr")
 	k.expect(exitUsage, "backup", "--from-command", "true", "/etc")
 	k.expect(exitUsage, "restore", itoa64(good.SavesetID), "--to-command", "cat", "--to", k.dir)
+	// Its file has no original place, and no file on disk to compare with.
+	if r := k.expect(exitUsage, "restore", itoa64(good.SavesetID), "--in-place"); !strings.Contains(r.stderr, "not --in-place") {
+		t.Errorf("restore --in-place of a command's saveset:\n%s", r)
+	}
+	if r := k.expect(exitUsage, "verify", itoa64(good.SavesetID), "--level", "source"); !strings.Contains(r.stderr, "verify media or data") {
+		t.Errorf("verify --level source of a command's saveset:\n%s", r)
+	}
+	k.ok("verify", itoa64(good.SavesetID), "--level", "data")
 }
 
 // An output of exactly two parts is two entries (no empty third), and an

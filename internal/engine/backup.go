@@ -164,6 +164,13 @@ func checkSources(opts BackupOptions) error {
 	return nil
 }
 
+// SourcesSaveset reports whether a saveset holds the output of commands
+// or plug-ins (its paths are the sources' names, "command:NAME",
+// "postgresql:DB"), not files of a machine (absolute paths).
+func SourcesSaveset(ss *catalog.Saveset) bool {
+	return len(ss.Paths) > 0 && !strings.HasPrefix(ss.Paths[0], "/")
+}
+
 // checkRemotePaths checks paths that another machine will resolve: they
 // must be absolute and clean.
 func checkRemotePaths(paths []string) error {

@@ -447,6 +447,12 @@ func (e *Env) RestoreWith(ctx context.Context, job *catalog.Job, opts RestoreOpt
 	if err != nil {
 		return nil, err
 	}
+	if opts.InPlace && SourcesSaveset(ss) {
+		// Its files have no original place: a name such as stdout or
+		// postgresql/app.dump would land in "/".
+		return nil, fmt.Errorf("%w: saveset %d holds the output of commands or plug-ins (%s): restore it --to DIR, --to-command or --to-db, not --in-place",
+			ErrBadOption, ss.ID, strings.Join(ss.Paths, ", "))
+	}
 	plan, err := e.checkChain(ss, opts.Includes, true)
 	if err != nil {
 		return nil, err
