@@ -123,6 +123,7 @@ skipped or changed file is listed), 4 the --verify phase found problems.`,
 	intVar(f, &streams, "streams", 1, 1, api.MaxStreams, "with a server: split the client's paths over this many drives")
 	f.StringVar(&bwlimit, "bwlimit", "", "with a server: cap the job's network rate (100Mbit, 12.5MB/s)")
 	src.register(f)
+	src.registerPartSize(f)
 	return cmd
 }
 

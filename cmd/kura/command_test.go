@@ -143,3 +143,26 @@ func TestBackupFromCommandPartEdges(t *testing.T) {
 		t.Errorf("an empty output should restore as an empty file: %v %v", st, err)
 	}
 }
+
+// A selection set can hold a command; a policy runs it like any other,
+// and its incremental runs back up in full (a command's output has no
+// "unchanged since"), saying so.
+func TestSelectionAndPolicyWithCommand(t *testing.T) {
+	t.Parallel()
+	k := newKura(t)
+	k.ok("selection", "create", "ldap", "--from-command", "echo 'dn: o=kura'", "--name", "ldap.ldif")
+	if r := k.ok("selection", "show", "ldap"); !strings.Contains(r.stdout, "command:ldap.ldif: echo 'dn: o=kura'") {
+		t.Errorf("selection show should list the command:\n%s", r)
+	}
+	k.expect(exitUsage, "selection", "create", "mixed", "/etc", "--from-command", "true")
+	k.ok("policy", "create", "nightly", "--selection", "ldap", "--full", "0 1 * * 0", "--incr", "0 1 * * 1-6", "--keep-generations", "2")
+	var f figures
+	k.json(0, &f, "policy", "run", "nightly", "--level", "incr", "--json")
+	if f.Level != "full" || f.Files != 1 || !strings.Contains(f.Note, "full backup") {
+		t.Errorf("an incremental run of a command's selection: level %q, %d files, note %q; want a full backup of 1 file and a note", f.Level, f.Files, f.Note)
+	}
+	k.ok("restore", itoa64(f.SavesetID), "--to-command", "cat > ldap.out")
+	if b, _ := os.ReadFile(filepath.Join(k.dir, "ldap.out")); string(b) != "dn: o=kura\n" {
+		t.Errorf("restored %q", b)
+	}
+}

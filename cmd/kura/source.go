@@ -25,6 +25,10 @@ func (s *sourceFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&s.plugin, "plugin", "", "back up a database with a plug-in: postgresql (pg_dump per database and pg_dumpall --globals-only)")
 	f.StringArrayVar(&s.dbs, "db", nil, "with --plugin: a database to back up; repeatable")
 	f.BoolVar(&s.allDBs, "all-databases", false, "with --plugin: every database that accepts connections")
+}
+
+// registerPartSize adds --part-size (a backup's, not a selection's).
+func (s *sourceFlags) registerPartSize(f *pflag.FlagSet) {
 	s.partSize = sizeVar(f, "part-size", 4096, producer.MaxPartSize, "with --from-command or --plugin: memory per output part, one tar entry each (default 16MiB)")
 }
 
@@ -43,7 +47,7 @@ func (s *sourceFlags) sources(cmd *cobra.Command) ([]plugin.Source, error) {
 	} else if len(s.dbs) > 0 || s.allDBs {
 		return nil, usageErrorf("--db and --all-databases go with --plugin")
 	}
-	if len(out) == 0 && f.Changed("part-size") {
+	if len(out) == 0 && f.Lookup("part-size") != nil && f.Changed("part-size") {
 		return nil, usageErrorf("--part-size goes with --from-command or --plugin")
 	}
 	for _, src := range out {

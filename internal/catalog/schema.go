@@ -193,4 +193,9 @@ var migrations = [][]string{
 		`ALTER TABLE jobs ADD COLUMN error_code TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE jobs ADD COLUMN error_field TEXT NOT NULL DEFAULT ''`,
 	},
+	// 8: the commands and plug-ins of a selection set (issue 16), as a
+	// JSON list ("" for none: a set of paths).
+	{
+		`ALTER TABLE selections ADD COLUMN sources TEXT NOT NULL DEFAULT ''`,
+	},
 }

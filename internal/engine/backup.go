@@ -219,6 +219,7 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 		}
 	}
 	paths, excludes := opts.Paths, opts.Excludes
+	sourcesNote := ""
 	if opts.Selection != "" {
 		sel, err := e.Catalog.Selection(e.Client, opts.Selection)
 		if err != nil {
@@ -229,6 +230,21 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 		}
 		paths = append(slices.Clone(sel.Paths), paths...)
 		excludes = append(slices.Clone(sel.Excludes), excludes...)
+		if len(sel.Sources) > 0 {
+			for _, s := range sel.Sources {
+				opts.Sources = append(opts.Sources, plugin.Source(s))
+			}
+			// A policy's incremental runs of a set of commands back up
+			// in full: a command's output has no "unchanged since".
+			level := opts.Level
+			opts.Level = ""
+			if err := checkSources(opts); err != nil {
+				return nil, fmt.Errorf("selection %q: %w", opts.Selection, err)
+			}
+			if level != "" && level != LevelFull {
+				sourcesNote = fmt.Sprintf("selection %s holds commands or plug-ins: a %s backup runs as a full backup", opts.Selection, level)
+			}
+		}
 	}
 	for _, x := range excludes {
 		if err := walk.ValidatePattern(x); err != nil {
@@ -264,7 +280,7 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 		selKey = "sources:" + strings.Join(paths, ",") + opts.KeySuffix
 	}
 
-	res := &Result{Level: level}
+	res := &Result{Level: level, Note: sourcesNote}
 	var base *catalog.Saveset
 	var err error
 	switch level {
