@@ -69,9 +69,16 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 			if o.Into.Jobs == 0 {
 				o.Into.Jobs = 1
 			}
+			if o.Into.Cluster != "" && g.client == "" {
+				abs, err := filepath.Abs(o.Into.Cluster)
+				if err != nil {
+					return err
+				}
+				o.Into.Cluster = abs
+			}
 			switch {
 			case o.Into.IsSet() && (o.To != "" || o.InPlace):
-				return usageErrorf("give --to-command or --to-db, or --to or --in-place, not both")
+				return usageErrorf("give --to-command, --to-db or --to-cluster, or --to or --in-place, not both")
 			case o.Into.IsSet():
 				if err := o.Into.Validate(); err != nil {
 					return usageErrorf("%v", err)
@@ -106,7 +113,7 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 				}
 				req := api.JobRequest{Kind: api.KindRestore, Client: g.client, BWLimit: bw, Saveset: o.SavesetID, Latest: o.Latest,
 					Selection: o.Selection, At: o.At, To: o.To, InPlace: o.InPlace, ToClient: toClient, Includes: o.Includes,
-					Overwrite: o.Overwrite, Sync: o.Sync, ToCommand: o.Into.Command, ToDB: o.Into.Database}
+					Overwrite: o.Overwrite, Sync: o.Sync, ToCommand: o.Into.Command, ToDB: o.Into.Database, ToCluster: o.Into.Cluster}
 				if o.Into.Database != "" {
 					req.Jobs = o.Into.Jobs
 				}
@@ -141,6 +148,7 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 	enumVar(f, &o.Overwrite, "overwrite", engine.OverwriteAlways, overwriteWords, "with --in-place or into a folder holding files: always (replace; the default), never (keep), older (replace when older than the backup)")
 	f.StringVar(&o.Into.Command, "to-command", "", "pipe the saveset's file (a --from-command or plug-in backup) into this shell command; its exit status decides")
 	f.StringVar(&o.Into.Database, "to-db", "", "restore a PostgreSQL dump into this new database (createdb, then pg_restore)")
+	f.StringVar(&o.Into.Cluster, "to-cluster", "", "extract a PostgreSQL base backup (--plugin postgresql-cluster) into this new, empty folder")
 	intVar(f, &o.Into.Jobs, "jobs", 0, 1, plugin.MaxJobs, "with --to-db: pg_restore jobs (more than 1 writes the dump to a temporary file first)")
 	f.BoolVar(&o.Sync, "sync", false, "wait until the restored files are on disk before reporting success")
 	f.BoolVar(&asJSON, "json", false, "print the figures as JSON")

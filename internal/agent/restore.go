@@ -169,7 +169,7 @@ func (a *Agent) restore(ctx context.Context, o api.Order) error {
 	job := restorer.Job{ID: o.JobID, Events: sink, Total: r.Total}
 	var out *restorer.Outcome
 	var err error
-	if into := (plugin.Target{Command: r.ToCommand, Database: r.ToDB, Jobs: r.Jobs}); into.IsSet() {
+	if into := (plugin.Target{Command: r.ToCommand, Database: r.ToDB, Jobs: r.Jobs, Cluster: r.ToCluster}); into.IsSet() {
 		// The server asks; this machine's administrator decides.
 		if err = a.opts.Allow.Target(into); err == nil {
 			out, err = restorer.Pipe(ctx, store, restorerSaveset(&r.Saveset), restorer.Into(ctx, into, r.Includes), job)

@@ -230,6 +230,7 @@ type JobRequest struct {
 	ToCommand string `json:"to_command,omitempty"`
 	ToDB      string `json:"to_db,omitempty"`
 	Jobs      int    `json:"jobs,omitempty"`
+	ToCluster string `json:"to_cluster,omitempty"` // a new folder on the client for a PostgreSQL base backup
 
 	// verify (saveset; level media or data), copy (saveset; library is
 	// the library copied to), catalog (library), scan and erase
@@ -421,6 +422,7 @@ type RestoreOrder struct {
 	ToCommand string   `json:"to_command,omitempty"` // instead of to: a command on the client
 	ToDB      string   `json:"to_db,omitempty"`      // instead of to: a new PostgreSQL database
 	Jobs      int      `json:"jobs,omitempty"`
+	ToCluster string   `json:"to_cluster,omitempty"` // instead of to: a new folder for a PostgreSQL cluster
 }
 
 // BackupEnd is the last message of a backup data stream.

@@ -135,10 +135,12 @@ func (r *JobRequest) Validate() error {
 		if r.Saveset == 0 && !r.Latest && r.At.IsZero() {
 			return bad("saveset", "say which saveset to restore: an ID, latest or at")
 		}
-		into := r.ToCommand != "" || r.ToDB != ""
+		into := r.ToCommand != "" || r.ToDB != "" || r.ToCluster != ""
 		switch {
-		case r.ToCommand != "" && r.ToDB != "":
-			return bad("to_db", "say one of to_command and to_db, not both")
+		case r.ToCommand != "" && r.ToDB != "", r.ToCluster != "" && (r.ToCommand != "" || r.ToDB != ""):
+			return bad("to_db", "say one of to_command, to_db and to_cluster")
+		case r.ToCluster != "" && clientPath("to_cluster", r.ToCluster) != nil:
+			return clientPath("to_cluster", r.ToCluster)
 		case into && (r.To != "" || r.InPlace):
 			return bad("to", "say one of to, in_place, to_command and to_db")
 		case r.Jobs < 0 || r.Jobs > 64 || r.Jobs > 1 && r.ToDB == "":
@@ -266,6 +268,7 @@ func (r *JobRequest) setFields() []string {
 	add(r.ToCommand != "", "to_command")
 	add(r.ToDB != "", "to_db")
 	add(r.Jobs != 0, "jobs")
+	add(r.ToCluster != "", "to_cluster")
 	add(r.Saveset != 0, "saveset")
 	add(r.Latest, "latest")
 	add(!r.At.IsZero(), "at")

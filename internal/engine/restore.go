@@ -63,6 +63,9 @@ func restoreTarget(opts RestoreOptions) (string, error) {
 		if opts.Into.Database != "" {
 			return "database " + opts.Into.Database, nil
 		}
+		if opts.Into.Cluster != "" {
+			return "cluster folder " + opts.Into.Cluster, nil
+		}
 		return "a command", nil
 	}
 	return restorer.Target(restorer.Options{To: opts.To, InPlace: opts.InPlace})

@@ -38,6 +38,8 @@ func (a Allow) Target(t Target) error {
 		return fmt.Errorf("%w: commands (start the agent with --allow-commands to accept them)", ErrNotAllowed)
 	case t.Database != "" && !slices.Contains(a.Plugins, KindPostgreSQL):
 		return fmt.Errorf("%w: plug-in %s (start the agent with --allow-plugin %s to accept it)", ErrNotAllowed, KindPostgreSQL, KindPostgreSQL)
+	case t.Cluster != "" && !slices.Contains(a.Plugins, KindPostgreSQLCluster):
+		return fmt.Errorf("%w: plug-in %s (start the agent with --allow-plugin %s to accept it)", ErrNotAllowed, KindPostgreSQLCluster, KindPostgreSQLCluster)
 	}
 	return nil
 }

@@ -31,10 +31,13 @@ import (
 const (
 	KindCommand    = "command"    // any shell command's standard output
 	KindPostgreSQL = "postgresql" // logical: pg_dump -Fc per database, pg_dumpall --globals-only
+	// KindPostgreSQLCluster is physical: the whole cluster as pg_basebackup's
+	// tar stream, with the WAL it needs to be consistent.
+	KindPostgreSQLCluster = "postgresql-cluster"
 )
 
 // Plugins are the plug-in names `--plugin` accepts.
-var Plugins = []string{KindPostgreSQL}
+var Plugins = []string{KindPostgreSQL, KindPostgreSQLCluster}
 
 // Errors of this package; each is wrapped with the detail.
 var (
@@ -81,6 +84,8 @@ func (s Source) String() string {
 	switch s.Kind {
 	case KindCommand:
 		return "command:" + s.Name
+	case KindPostgreSQLCluster:
+		return s.Kind
 	case KindPostgreSQL:
 		if s.AllDatabases {
 			return s.Kind + ":*"
@@ -118,6 +123,11 @@ func (s Source) Validate() error {
 			if err := ValidDatabase(d); err != nil {
 				return err
 			}
+		}
+		return nil
+	case KindPostgreSQLCluster:
+		if s.Command != "" || s.Name != "" || len(s.Databases) > 0 || s.AllDatabases {
+			return fmt.Errorf("%w: plug-in %s backs up the whole cluster: it takes no --db, command or name", ErrBadSource, s.Kind)
 		}
 		return nil
 	case "":
@@ -192,6 +202,8 @@ func Expand(ctx context.Context, sources []Source) ([]Step, error) {
 		switch s.Kind {
 		case KindCommand:
 			steps = append(steps, Step{Name: s.Name, Argv: []string{"/bin/sh", "-c", s.Command}, Label: "command for " + s.Name})
+		case KindPostgreSQLCluster:
+			steps = append(steps, clusterStep())
 		case KindPostgreSQL:
 			st, err := postgresSteps(ctx, s)
 			if err != nil {

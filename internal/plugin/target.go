@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 )
 
@@ -20,19 +21,35 @@ type Target struct {
 	// in TempDir (default: $TMPDIR). With 1 the dump is streamed.
 	Jobs    int    `json:"jobs,omitempty"`
 	TempDir string `json:"temp_dir,omitempty"`
+	// Cluster is a new folder to extract a PostgreSQL base backup into.
+	Cluster string `json:"cluster,omitempty"`
 }
 
 // MaxJobs bounds Target.Jobs.
 const MaxJobs = 64
 
 // IsSet reports whether the target says where to write.
-func (t Target) IsSet() bool { return t.Command != "" || t.Database != "" }
+func (t Target) IsSet() bool { return t.Command != "" || t.Database != "" || t.Cluster != "" }
 
 // Validate checks a target before anything runs.
 func (t Target) Validate() error {
+	n := 0
+	for _, set := range []bool{t.Command != "", t.Database != "", t.Cluster != ""} {
+		if set {
+			n++
+		}
+	}
 	switch {
-	case t.Command != "" && t.Database != "":
-		return fmt.Errorf("%w: give --to-command or --to-db, not both", ErrBadSource)
+	case n > 1:
+		return fmt.Errorf("%w: give one of --to-command, --to-db and --to-cluster", ErrBadSource)
+	case t.Cluster != "":
+		if t.Jobs > 1 {
+			return fmt.Errorf("%w: --jobs goes with --to-db", ErrBadSource)
+		}
+		if !filepath.IsAbs(t.Cluster) {
+			return fmt.Errorf("%w: --to-cluster %q: give an absolute folder", ErrBadSource, t.Cluster)
+		}
+		return nil
 	case t.Database != "":
 		if t.Jobs < 0 || t.Jobs > MaxJobs {
 			return fmt.Errorf("%w: --jobs %d (1 to %d)", ErrBadSource, t.Jobs, MaxJobs)
@@ -55,6 +72,9 @@ func (t Target) Open(ctx context.Context, name string) (Sink, error) {
 	}
 	if t.Command != "" {
 		return startSink(ctx, "command restoring "+name, []string{"/bin/sh", "-c", t.Command})
+	}
+	if t.Cluster != "" {
+		return t.openCluster(ctx, name)
 	}
 	if DumpDatabase(name) == "" {
 		return nil, fmt.Errorf("%w: %s is not a PostgreSQL dump (postgresql/NAME.dump); restore it with --to or --to-command", ErrBadSource, name)

@@ -153,8 +153,11 @@ func (r *restoreRun) pipeEntry(sink Sink, e *index.Entry) error {
 // database takes a pg_dump file; --include chooses among several).
 func Into(ctx context.Context, t plugin.Target, includes []string) PipeOptions {
 	po := PipeOptions{Includes: includes, Open: func(name string) (Sink, error) { return t.Open(ctx, name) }}
-	if t.Database != "" {
+	switch {
+	case t.Database != "":
 		po.Want = func(p string) bool { return plugin.DumpDatabase(p) != "" }
+	case t.Cluster != "":
+		po.Want = func(p string) bool { return p == plugin.ClusterBase }
 	}
 	return po
 }
