@@ -25,6 +25,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 		detach   bool
 		toClient string
 		bwlimit  string
+		wal      string
 	)
 	cmd := &cobra.Command{
 		Use:   "restore [SAVESET]",
@@ -69,6 +70,22 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 			if o.Into.Jobs == 0 {
 				o.Into.Jobs = 1
 			}
+			if wal != "" {
+				if o.Into.Cluster == "" {
+					return usageErrorf("--wal goes with --to-cluster")
+				}
+				if err := plugin.ValidCluster(wal); err != nil {
+					return usageErrorf("--wal: %v", err)
+				}
+				// --at is the moment to recover to; without a saveset it
+				// also picks the newest base backup at or before it.
+				o.Into.Recovery.Cluster, o.Into.Recovery.At = wal, o.At
+				if o.SavesetID == 0 && o.Selection == "" {
+					o.Selection = "sources:" + plugin.KindPostgreSQLCluster
+				}
+			} else if cmd.Flags().Changed("wal-restore-command") {
+				return usageErrorf("--wal-restore-command goes with --wal")
+			}
 			if o.Into.Cluster != "" && g.client == "" {
 				abs, err := filepath.Abs(o.Into.Cluster)
 				if err != nil {
@@ -96,6 +113,9 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 			}
 			if srv != nil {
 				defer srv.Close()
+				if wal != "" {
+					return usageErrorf("--wal (point-in-time recovery) works on a local home only for now")
+				}
 				if g.client == "" {
 					return usageErrorf("with a server, say whose saveset to restore: --client NAME (and --to-client to restore onto another machine)")
 				}
@@ -126,6 +146,9 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 				return usageErrorf("--detach and --bwlimit need a server: %v", g.noServer())
 			}
 			return withEnv(g, func(env *engine.Env) error {
+				if wal != "" && o.Into.Recovery.Command == "" {
+					o.Into.Recovery.Command = walRestoreCommand(env.Home, wal)
+				}
 				stop := startProgress(env, !asJSON)
 				ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 				defer cancel()
@@ -149,6 +172,8 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 	f.StringVar(&o.Into.Command, "to-command", "", "pipe the saveset's file (a --from-command or plug-in backup) into this shell command; its exit status decides")
 	f.StringVar(&o.Into.Database, "to-db", "", "restore a PostgreSQL dump into this new database (createdb, then pg_restore)")
 	f.StringVar(&o.Into.Cluster, "to-cluster", "", "extract a PostgreSQL base backup (--plugin postgresql-cluster) into this new, empty folder")
+	f.StringVar(&wal, "wal", "", "with --to-cluster: recover from this WAL archive (kura wal archive --cluster NAME), to --at TIME or to its end")
+	f.StringVar(&o.Into.Recovery.Command, "wal-restore-command", "", "with --wal: the restore_command to write (default: this kura and home, wal get --cluster NAME %f %p)")
 	intVar(f, &o.Into.Jobs, "jobs", 0, 1, plugin.MaxJobs, "with --to-db: pg_restore jobs (more than 1 writes the dump to a temporary file first)")
 	f.BoolVar(&o.Sync, "sync", false, "wait until the restored files are on disk before reporting success")
 	f.BoolVar(&asJSON, "json", false, "print the figures as JSON")

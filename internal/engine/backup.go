@@ -232,7 +232,8 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 		excludes = append(slices.Clone(sel.Excludes), excludes...)
 		if len(sel.Sources) > 0 {
 			for _, s := range sel.Sources {
-				opts.Sources = append(opts.Sources, plugin.Source(s))
+				opts.Sources = append(opts.Sources, plugin.Source{Kind: s.Kind, Command: s.Command, Name: s.Name,
+					Databases: s.Databases, AllDatabases: s.AllDatabases})
 			}
 			// A policy's incremental runs of a set of commands back up
 			// in full: a command's output has no "unchanged since".

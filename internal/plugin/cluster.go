@@ -56,5 +56,23 @@ func (t Target) openCluster(ctx context.Context, name string) (Sink, error) {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, err
 	}
-	return startSink(ctx, "tar extracting the cluster into "+dir, []string{"tar", "--extract", "--file=-", "--directory=" + dir})
+	s, err := startSink(ctx, "tar extracting the cluster into "+dir, []string{"tar", "--extract", "--file=-", "--directory=" + dir})
+	if err != nil || t.Recovery.Cluster == "" {
+		return s, err
+	}
+	return &recoverySink{procSink: s, dir: dir, rec: t.Recovery}, nil
+}
+
+// recoverySink writes the recovery settings once the files are extracted.
+type recoverySink struct {
+	*procSink
+	dir string
+	rec Recovery
+}
+
+func (s *recoverySink) Close() error {
+	if err := s.procSink.Close(); err != nil {
+		return err
+	}
+	return s.rec.write(s.dir)
 }

@@ -34,6 +34,9 @@ const (
 	// KindPostgreSQLCluster is physical: the whole cluster as pg_basebackup's
 	// tar stream, with the WAL it needs to be consistent.
 	KindPostgreSQLCluster = "postgresql-cluster"
+	// KindWAL is one file of a PostgreSQL cluster's WAL archive
+	// (kura wal archive, PostgreSQL's archive_command).
+	KindWAL = "postgresql-wal"
 )
 
 // Plugins are the plug-in names `--plugin` accepts.
@@ -65,6 +68,8 @@ type Source struct {
 	// that accepts connections.
 	Databases    []string `json:"databases,omitempty"`
 	AllDatabases bool     `json:"all_databases,omitempty"`
+	// Path is the file a KindWAL source stores (as WAL name Name).
+	Path string `json:"path,omitempty"`
 }
 
 // DefaultName is the file a command's output is stored as without --name.
@@ -86,6 +91,8 @@ func (s Source) String() string {
 		return "command:" + s.Name
 	case KindPostgreSQLCluster:
 		return s.Kind
+	case KindWAL:
+		return s.Kind + ":" + s.Name
 	case KindPostgreSQL:
 		if s.AllDatabases {
 			return s.Kind + ":*"
@@ -125,6 +132,11 @@ func (s Source) Validate() error {
 			}
 		}
 		return nil
+	case KindWAL:
+		if s.Path == "" || strings.ContainsRune(s.Path, 0) {
+			return fmt.Errorf("%w: a WAL file needs its path", ErrBadSource)
+		}
+		return ValidWALName(s.Name)
 	case KindPostgreSQLCluster:
 		if s.Command != "" || s.Name != "" || len(s.Databases) > 0 || s.AllDatabases {
 			return fmt.Errorf("%w: plug-in %s backs up the whole cluster: it takes no --db, command or name", ErrBadSource, s.Kind)
@@ -204,6 +216,8 @@ func Expand(ctx context.Context, sources []Source) ([]Step, error) {
 			steps = append(steps, Step{Name: s.Name, Argv: []string{"/bin/sh", "-c", s.Command}, Label: "command for " + s.Name})
 		case KindPostgreSQLCluster:
 			steps = append(steps, clusterStep())
+		case KindWAL:
+			steps = append(steps, Step{Name: WALDir + "/" + s.Name, Argv: []string{"cat", "--", s.Path}, Label: "archiving WAL file " + s.Name})
 		case KindPostgreSQL:
 			st, err := postgresSteps(ctx, s)
 			if err != nil {

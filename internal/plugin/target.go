@@ -21,8 +21,11 @@ type Target struct {
 	// in TempDir (default: $TMPDIR). With 1 the dump is streamed.
 	Jobs    int    `json:"jobs,omitempty"`
 	TempDir string `json:"temp_dir,omitempty"`
-	// Cluster is a new folder to extract a PostgreSQL base backup into.
-	Cluster string `json:"cluster,omitempty"`
+	// Cluster is a new folder to extract a PostgreSQL base backup into;
+	// Recovery, when its Cluster is set, makes it recover from Kura's WAL
+	// archive.
+	Cluster  string   `json:"cluster,omitempty"`
+	Recovery Recovery `json:"-"`
 }
 
 // MaxJobs bounds Target.Jobs.
@@ -48,6 +51,9 @@ func (t Target) Validate() error {
 		}
 		if !filepath.IsAbs(t.Cluster) {
 			return fmt.Errorf("%w: --to-cluster %q: give an absolute folder", ErrBadSource, t.Cluster)
+		}
+		if t.Recovery.Cluster != "" {
+			return ValidCluster(t.Recovery.Cluster)
 		}
 		return nil
 	case t.Database != "":
