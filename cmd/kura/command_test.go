@@ -88,11 +88,19 @@ func TestBackupFromCommandFailure(t *testing.T) {
 	if !strings.Contains(r.stderr, "exit status 3") || !strings.Contains(r.stderr, "disk on fire") {
 		t.Errorf("the error should give the exit status and the command's stderr:\n%s", r)
 	}
+	// Killed in the middle of its output (a database server stopped mid-dump).
+	r = k.expect(exitFailure, "backup", "--from-command", "head -c 3000000 /dev/urandom; kill -9 $$", "--part-size", "1MiB")
+	if !strings.Contains(r.stderr, "killed by") {
+		t.Errorf("a command killed mid-output should fail saying so:\n%s", r)
+	}
 	var sets []struct {
 		ID     int64  `json:"id"`
 		Status string `json:"status"`
 	}
 	k.json(0, &sets, "savesets", "--json")
+	if len(sets) != 3 {
+		t.Errorf("%d savesets, want 3 (one complete, two failed)", len(sets))
+	}
 	for _, s := range sets {
 		if s.ID != good.SavesetID && s.Status == "complete" {
 			t.Errorf("saveset %d of the failed command is complete", s.ID)
