@@ -36,12 +36,20 @@ func (a Allow) Target(t Target) error {
 		return nil
 	case t.Command != "":
 		return fmt.Errorf("%w: commands (start the agent with --allow-commands to accept them)", ErrNotAllowed)
-	case t.Database != "" && !slices.Contains(a.Plugins, KindPostgreSQL):
-		return fmt.Errorf("%w: plug-in %s (start the agent with --allow-plugin %s to accept it)", ErrNotAllowed, KindPostgreSQL, KindPostgreSQL)
+	case t.Database != "" && !slices.Contains(a.Plugins, KindPostgreSQL) && !slices.Contains(a.Plugins, KindMariaDB):
+		return fmt.Errorf("%w: database plug-ins (start the agent with --allow-plugin postgresql or mariadb to accept them)", ErrNotAllowed)
 	case t.Cluster != "" && !slices.Contains(a.Plugins, KindPostgreSQLCluster):
 		return fmt.Errorf("%w: plug-in %s (start the agent with --allow-plugin %s to accept it)", ErrNotAllowed, KindPostgreSQLCluster, KindPostgreSQLCluster)
 	}
 	return nil
+}
+
+// Plugin checks one plug-in by name (for Target.Allowed).
+func (a Allow) Plugin(kind string) error {
+	if a.Commands || slices.Contains(a.Plugins, kind) {
+		return nil
+	}
+	return fmt.Errorf("%w: plug-in %s (start the agent with --allow-plugin %s to accept it)", ErrNotAllowed, kind, kind)
 }
 
 // FromAPI converts the wire form of sources.

@@ -37,10 +37,12 @@ const (
 	// KindWAL is one file of a PostgreSQL cluster's WAL archive
 	// (kura wal archive, PostgreSQL's archive_command).
 	KindWAL = "postgresql-wal"
+	// KindMariaDB is logical: mariadb-dump per database.
+	KindMariaDB = "mariadb"
 )
 
 // Plugins are the plug-in names `--plugin` accepts.
-var Plugins = []string{KindPostgreSQL, KindPostgreSQLCluster}
+var Plugins = []string{KindPostgreSQL, KindPostgreSQLCluster, KindMariaDB}
 
 // Errors of this package; each is wrapped with the detail.
 var (
@@ -93,7 +95,7 @@ func (s Source) String() string {
 		return s.Kind
 	case KindWAL:
 		return s.Kind + ":" + s.Name
-	case KindPostgreSQL:
+	case KindPostgreSQL, KindMariaDB:
 		if s.AllDatabases {
 			return s.Kind + ":*"
 		}
@@ -116,7 +118,7 @@ func (s Source) Validate() error {
 			return fmt.Errorf("%w: a command takes no databases", ErrBadSource)
 		}
 		return ValidName(s.Name)
-	case KindPostgreSQL:
+	case KindPostgreSQL, KindMariaDB:
 		if s.Command != "" || s.Name != "" {
 			return fmt.Errorf("%w: plug-in %s takes databases, not a command or name", ErrBadSource, s.Kind)
 		}
@@ -165,7 +167,7 @@ func ValidName(name string) error {
 // command line and a file name: no '/', NUL, newline or '=' (a tool
 // would read a name with '=' as connection settings), no leading '-'.
 func ValidDatabase(d string) error {
-	if d == "" || d == "." || d == ".." || strings.ContainsAny(d, "/\x00\n\r=") || strings.HasPrefix(d, "-") ||
+	if d == "" || d == "." || d == ".." || strings.ContainsAny(d, "/\x00\n\r=`\\") || strings.HasPrefix(d, "-") ||
 		strings.Contains(d, "://") || len(d) > 63 {
 		return fmt.Errorf("%w: database name %q", ErrBadSource, d)
 	}
@@ -218,6 +220,12 @@ func Expand(ctx context.Context, sources []Source) ([]Step, error) {
 			steps = append(steps, clusterStep())
 		case KindWAL:
 			steps = append(steps, Step{Name: WALDir + "/" + s.Name, Argv: []string{"cat", "--", s.Path}, Label: "archiving WAL file " + s.Name})
+		case KindMariaDB:
+			st, err := mariadbSteps(ctx, s)
+			if err != nil {
+				return nil, err
+			}
+			steps = append(steps, st...)
 		case KindPostgreSQL:
 			st, err := postgresSteps(ctx, s)
 			if err != nil {

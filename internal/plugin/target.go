@@ -26,6 +26,16 @@ type Target struct {
 	// archive.
 	Cluster  string   `json:"cluster,omitempty"`
 	Recovery Recovery `json:"-"`
+	// Allowed, when set, says whether the plug-in a restore into a
+	// database needs may run (an agent's Allow); nil allows all.
+	Allowed func(kind string) error `json:"-"`
+}
+
+func (t Target) allowed(kind string) error {
+	if t.Allowed == nil {
+		return nil
+	}
+	return t.Allowed(kind)
 }
 
 // MaxJobs bounds Target.Jobs.
@@ -82,8 +92,17 @@ func (t Target) Open(ctx context.Context, name string) (Sink, error) {
 	if t.Cluster != "" {
 		return t.openCluster(ctx, name)
 	}
+	if MariaDBDatabase(name) != "" {
+		if err := t.allowed(KindMariaDB); err != nil {
+			return nil, err
+		}
+		return t.openMariaDB(ctx, name)
+	}
 	if DumpDatabase(name) == "" {
-		return nil, fmt.Errorf("%w: %s is not a PostgreSQL dump (postgresql/NAME.dump); restore it with --to or --to-command", ErrBadSource, name)
+		return nil, fmt.Errorf("%w: %s is not a database dump (postgresql/NAME.dump, mariadb/NAME.sql); restore it with --to or --to-command", ErrBadSource, name)
+	}
+	if err := t.allowed(KindPostgreSQL); err != nil {
+		return nil, err
 	}
 	for _, tool := range []string{"createdb", "pg_restore"} {
 		if _, err := exec.LookPath(tool); err != nil {

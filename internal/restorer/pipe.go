@@ -155,7 +155,7 @@ func Into(ctx context.Context, t plugin.Target, includes []string) PipeOptions {
 	po := PipeOptions{Includes: includes, Open: func(name string) (Sink, error) { return t.Open(ctx, name) }}
 	switch {
 	case t.Database != "":
-		po.Want = func(p string) bool { return plugin.DumpDatabase(p) != "" }
+		po.Want = func(p string) bool { return plugin.DumpDatabase(p) != "" || plugin.MariaDBDatabase(p) != "" }
 	case t.Cluster != "":
 		po.Want = func(p string) bool { return p == plugin.ClusterBase }
 	}
