@@ -171,7 +171,7 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 	enumVar(f, &o.Overwrite, "overwrite", engine.OverwriteAlways, overwriteWords, "with --in-place or into a folder holding files: always (replace; the default), never (keep), older (replace when older than the backup)")
 	f.StringVar(&o.Into.Command, "to-command", "", "pipe the saveset's file (a --from-command or plug-in backup) into this shell command; its exit status decides")
 	f.StringVar(&o.Into.Database, "to-db", "", "restore a database dump into this new database (PostgreSQL: createdb, pg_restore; MariaDB: mariadb-admin create, mariadb)")
-	f.StringVar(&o.Into.Cluster, "to-cluster", "", "extract a PostgreSQL base backup (--plugin postgresql-cluster) into this new, empty folder")
+	f.StringVar(&o.Into.Cluster, "to-cluster", "", "extract a physical backup into this new, empty folder (postgresql-cluster: pg_basebackup's tar; mariadb-physical: unpacked and prepared)")
 	f.StringVar(&wal, "wal", "", "with --to-cluster: recover from this WAL archive (kura wal archive --cluster NAME), to --at TIME or to its end")
 	f.StringVar(&o.Into.Recovery.Command, "wal-restore-command", "", "with --wal: the restore_command to write (default: this kura and home, wal get --cluster NAME %f %p)")
 	intVar(f, &o.Into.Jobs, "jobs", 0, 1, plugin.MaxJobs, "with --to-db: pg_restore jobs (more than 1 writes the dump to a temporary file first)")

@@ -22,7 +22,7 @@ type sourceFlags struct {
 func (s *sourceFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&s.command, "from-command", "", "store this shell command's standard output as one file (its exit status decides success)")
 	f.StringVar(&s.name, "name", plugin.DefaultName, "with --from-command: the file name the output is stored as")
-	f.StringVar(&s.plugin, "plugin", "", "back up a database with a plug-in: postgresql (pg_dump per database and pg_dumpall --globals-only), postgresql-cluster (pg_basebackup), mariadb (mariadb-dump per database)")
+	f.StringVar(&s.plugin, "plugin", "", "back up a database with a plug-in: postgresql (pg_dump per database and pg_dumpall --globals-only), postgresql-cluster (pg_basebackup), mariadb (mariadb-dump per database), mariadb-physical (mariadb-backup)")
 	f.StringArrayVar(&s.dbs, "db", nil, "with --plugin: a database to back up; repeatable")
 	f.BoolVar(&s.allDBs, "all-databases", false, "with --plugin: every database that accepts connections")
 }

@@ -25,7 +25,8 @@ const Package = "mariadb-server"
 
 // Server is a running server.
 type Server struct {
-	Dir    string // data in Dir/data, socket, log and my.cnf in Dir
+	Dir    string // socket, log and my.cnf in Dir; data in Dir/data unless Data says
+	Data   string
 	Socket string
 	cmd    *exec.Cmd
 	done   chan struct{}
@@ -47,8 +48,8 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Dir: dir, Socket: filepath.Join(dir, "mysqld.sock"), done: make(chan struct{})}
-	if err := s.start(); err != nil {
+	s := &Server{Dir: dir, Data: filepath.Join(dir, "data"), Socket: filepath.Join(dir, "mysqld.sock"), done: make(chan struct{})}
+	if err := s.start(true); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -62,12 +63,29 @@ func sbin(name string) string {
 	return "/usr/sbin/" + name
 }
 
-func (s *Server) start() error {
-	data := filepath.Join(s.Dir, "data")
+// StartData starts a server on an existing data folder (a restored
+// backup); Stop removes its own folder, not the data.
+func StartData(data string) (*Server, error) {
+	dir, err := os.MkdirTemp("", "kura-mariadb-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Dir: dir, Data: data, Socket: filepath.Join(dir, "mysqld.sock"), done: make(chan struct{})}
+	if err := s.start(false); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) start(install bool) error {
+	data := s.Data
 	user := "--user=" + currentUser()
-	if out, err := exec.Command(sbin("mariadb-install-db"), "--no-defaults", "--datadir="+data, user,
-		"--auth-root-authentication-method=normal", "--skip-test-db").CombinedOutput(); err != nil {
-		return fmt.Errorf("mariadb-install-db: %v: %s", err, out)
+	if install {
+		if out, err := exec.Command(sbin("mariadb-install-db"), "--no-defaults", "--datadir="+data, user,
+			"--auth-root-authentication-method=normal", "--skip-test-db").CombinedOutput(); err != nil {
+			return fmt.Errorf("mariadb-install-db: %v: %s", err, out)
+		}
 	}
 	cnf := fmt.Sprintf("[client]\nsocket=%s\nuser=root\n", s.Socket)
 	if err := os.WriteFile(filepath.Join(s.Dir, "my.cnf"), []byte(cnf), 0o600); err != nil {

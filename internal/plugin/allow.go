@@ -38,8 +38,8 @@ func (a Allow) Target(t Target) error {
 		return fmt.Errorf("%w: commands (start the agent with --allow-commands to accept them)", ErrNotAllowed)
 	case t.Database != "" && !slices.Contains(a.Plugins, KindPostgreSQL) && !slices.Contains(a.Plugins, KindMariaDB):
 		return fmt.Errorf("%w: database plug-ins (start the agent with --allow-plugin postgresql or mariadb to accept them)", ErrNotAllowed)
-	case t.Cluster != "" && !slices.Contains(a.Plugins, KindPostgreSQLCluster):
-		return fmt.Errorf("%w: plug-in %s (start the agent with --allow-plugin %s to accept it)", ErrNotAllowed, KindPostgreSQLCluster, KindPostgreSQLCluster)
+	case t.Cluster != "" && !slices.Contains(a.Plugins, KindPostgreSQLCluster) && !slices.Contains(a.Plugins, KindMariaDBPhysical):
+		return fmt.Errorf("%w: physical plug-ins (start the agent with --allow-plugin postgresql-cluster or mariadb-physical to accept them)", ErrNotAllowed)
 	}
 	return nil
 }

@@ -35,8 +35,19 @@ var ErrNotEmpty = errors.New("the folder is not empty")
 // openCluster starts extracting a base backup into dir, which must not
 // exist or be empty; it is made mode 0700, as PostgreSQL wants it.
 func (t Target) openCluster(ctx context.Context, name string) (Sink, error) {
-	if name != ClusterBase {
-		return nil, fmt.Errorf("%w: %s is not a PostgreSQL base backup (%s); restore it with --to or --to-command", ErrBadSource, name, ClusterBase)
+	kind := KindPostgreSQLCluster
+	switch name {
+	case ClusterBase:
+	case MariaDBPhysical:
+		kind = KindMariaDBPhysical
+		if t.Recovery.Cluster != "" {
+			return nil, fmt.Errorf("%w: --wal goes with a PostgreSQL base backup", ErrBadSource)
+		}
+	default:
+		return nil, fmt.Errorf("%w: %s is not a physical backup (%s, %s); restore it with --to or --to-command", ErrBadSource, name, ClusterBase, MariaDBPhysical)
+	}
+	if err := t.allowed(kind); err != nil {
+		return nil, err
 	}
 	dir := t.Cluster
 	if !filepath.IsAbs(dir) {
@@ -55,6 +66,9 @@ func (t Target) openCluster(ctx context.Context, name string) (Sink, error) {
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, err
+	}
+	if kind == KindMariaDBPhysical {
+		return t.openMariaDBPhysical(ctx, dir)
 	}
 	s, err := startSink(ctx, "tar extracting the cluster into "+dir, []string{"tar", "--extract", "--file=-", "--directory=" + dir})
 	if err != nil || t.Recovery.Cluster == "" {

@@ -39,10 +39,12 @@ const (
 	KindWAL = "postgresql-wal"
 	// KindMariaDB is logical: mariadb-dump per database.
 	KindMariaDB = "mariadb"
+	// KindMariaDBPhysical is physical: mariadb-backup's xbstream.
+	KindMariaDBPhysical = "mariadb-physical"
 )
 
 // Plugins are the plug-in names `--plugin` accepts.
-var Plugins = []string{KindPostgreSQL, KindPostgreSQLCluster, KindMariaDB}
+var Plugins = []string{KindPostgreSQL, KindPostgreSQLCluster, KindMariaDB, KindMariaDBPhysical}
 
 // Errors of this package; each is wrapped with the detail.
 var (
@@ -91,7 +93,7 @@ func (s Source) String() string {
 	switch s.Kind {
 	case KindCommand:
 		return "command:" + s.Name
-	case KindPostgreSQLCluster:
+	case KindPostgreSQLCluster, KindMariaDBPhysical:
 		return s.Kind
 	case KindWAL:
 		return s.Kind + ":" + s.Name
@@ -139,7 +141,7 @@ func (s Source) Validate() error {
 			return fmt.Errorf("%w: a WAL file needs its path", ErrBadSource)
 		}
 		return ValidWALName(s.Name)
-	case KindPostgreSQLCluster:
+	case KindPostgreSQLCluster, KindMariaDBPhysical:
 		if s.Command != "" || s.Name != "" || len(s.Databases) > 0 || s.AllDatabases {
 			return fmt.Errorf("%w: plug-in %s backs up the whole cluster: it takes no --db, command or name", ErrBadSource, s.Kind)
 		}
@@ -218,6 +220,8 @@ func Expand(ctx context.Context, sources []Source) ([]Step, error) {
 			steps = append(steps, Step{Name: s.Name, Argv: []string{"/bin/sh", "-c", s.Command}, Label: "command for " + s.Name})
 		case KindPostgreSQLCluster:
 			steps = append(steps, clusterStep())
+		case KindMariaDBPhysical:
+			steps = append(steps, mariadbPhysicalStep())
 		case KindWAL:
 			steps = append(steps, Step{Name: WALDir + "/" + s.Name, Argv: []string{"cat", "--", s.Path}, Label: "archiving WAL file " + s.Name})
 		case KindMariaDB:

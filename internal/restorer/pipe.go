@@ -157,7 +157,7 @@ func Into(ctx context.Context, t plugin.Target, includes []string) PipeOptions {
 	case t.Database != "":
 		po.Want = func(p string) bool { return plugin.DumpDatabase(p) != "" || plugin.MariaDBDatabase(p) != "" }
 	case t.Cluster != "":
-		po.Want = func(p string) bool { return p == plugin.ClusterBase }
+		po.Want = func(p string) bool { return p == plugin.ClusterBase || p == plugin.MariaDBPhysical }
 	}
 	return po
 }
