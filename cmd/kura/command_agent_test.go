@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,8 +10,9 @@ import (
 )
 
 // startServerAgents starts a server, logs an admin in, and enrolls and
-// runs one agent per name with its own `agent run` flags.
-func startServerAgents(t *testing.T, agents map[string][]string) (*kura, map[string]*kura) {
+// runs one agent per name with its own `agent run` flags and the
+// environment env.
+func startServerAgents(t *testing.T, agents map[string][]string, env ...string) (*kura, map[string]*kura) {
 	t.Helper()
 	srvK := newKura(t)
 	srv := srvK.start("server", "--listen", "127.0.0.1:0")
@@ -28,6 +30,7 @@ func startServerAgents(t *testing.T, agents map[string][]string) (*kura, map[str
 	for name, flags := range agents {
 		tok := strings.TrimSpace(admin.ok("token", "create", "--expires", "10m").stdout)
 		k := newKura(t)
+		k.env = env
 		k.ok("agent", "enroll", "--server", url, "--token", tok, "--name", name)
 		k.start(append([]string{"agent", "run"}, flags...)...)
 		out[name] = k
@@ -79,4 +82,29 @@ func TestFromCommandThroughAgent(t *testing.T) {
 	}
 	// The earlier saveset is still restorable.
 	admin.ok("restore", "--client", "open", id, "--to-command", "cmp - src.bin")
+}
+
+// The PostgreSQL plug-in through an agent allowed to run it: pg_dump on
+// the client, and a restore into a new database there; an agent allowed
+// only postgresql refuses a command.
+func TestPostgreSQLThroughAgent(t *testing.T) {
+	s := postgres(t)
+	db, err := s.CreateDatabase(context.Background(), "remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgTool(t, s, "psql", "--no-psqlrc", "-d", db, "-c", "CREATE TABLE t AS SELECT g AS v FROM generate_series(1, 250) g")
+	admin, _ := startServerAgents(t, map[string][]string{"db1": {"--allow-plugin", "postgresql"}}, s.Env()...)
+	var fig figures
+	admin.json(0, &fig, "backup", "--client", "db1", "--json", "--plugin", "postgresql", "--db", db)
+	if fig.Status != "completed" || fig.Files != 2 {
+		t.Fatalf("backup through the agent: %+v", fig)
+	}
+	admin.ok("restore", "--client", "db1", itoa64(fig.SavesetID), "--to-db", db+"_back", "--jobs", "2")
+	if out := pgTool(t, s, "psql", "--no-psqlrc", "-At", "-d", db+"_back", "-c", "SELECT count(*), sum(v) FROM t"); strings.TrimSpace(out) != "250|31375" {
+		t.Errorf("the database restored through the agent: %q, want 250|31375", out)
+	}
+	if r := admin.expect(exitFailure, "backup", "--client", "db1", "--from-command", "id"); !strings.Contains(r.stderr, "--allow-commands") {
+		t.Errorf("an agent allowed only a plug-in should refuse a command:\n%s", r)
+	}
 }
