@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian machine with Go:
-#   installs what the tests need (GNU tar, zstd, age, PostgreSQL, and the versitygw
+#   installs what the tests need (GNU tar, zstd, age, PostgreSQL, MariaDB, and the versitygw
 #   S3 server the object-storage tape tests run against), checks formatting and vet,
 #   then runs every test with the race detector.
 set -euo pipefail
@@ -13,6 +13,8 @@ command -v tar >/dev/null 2>&1 || need+=(tar)
 command -v age >/dev/null 2>&1 || need+=(age)
 # PostgreSQL: internal/pgtest starts a throwaway cluster with initdb/pg_ctl.
 [ -n "${KURA_POSTGRES_BIN:-}" ] || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
+# MariaDB: internal/mariadbtest starts a throwaway server (the mariadb plug-in's tests).
+command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server mariadb-backup)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kura-backup/kura/internal/agent"
 	"github.com/kura-backup/kura/internal/home"
+	"github.com/kura-backup/kura/internal/plugin"
 	"github.com/kura-backup/kura/internal/seal"
 )
 
@@ -44,6 +46,7 @@ Enroll once with a one-time token from "kura token create", then run it
 (a systemd unit is in docs/systemd/).`,
 	}
 	var server, token, name string
+	var allow plugin.Allow
 	enroll := &cobra.Command{
 		Use:   "enroll",
 		Short: "Enroll this machine with a server, using a one-time token",
@@ -84,7 +87,12 @@ Enroll once with a one-time token from "kura token create", then run it
 			if err != nil {
 				return err
 			}
-			a, err := agent.Open(agent.Options{Home: h, Log: cmd.ErrOrStderr()})
+			for _, p := range allow.Plugins {
+				if !slices.Contains(plugin.Plugins, p) {
+					return usageErrorf("--allow-plugin %s: unknown plug-in (%s)", p, strings.Join(plugin.Plugins, ", "))
+				}
+			}
+			a, err := agent.Open(agent.Options{Home: h, Log: cmd.ErrOrStderr(), Allow: allow})
 			if err != nil {
 				return err
 			}
@@ -94,6 +102,8 @@ Enroll once with a one-time token from "kura token create", then run it
 			return a.Run(ctx)
 		},
 	}
+	run.Flags().BoolVar(&allow.Commands, "allow-commands", false, "let the server run any shell command here (backup --from-command, restore --to-command) and every plug-in")
+	run.Flags().StringArrayVar(&allow.Plugins, "allow-plugin", nil, "let the server run this plug-in's tools here (postgresql); repeatable")
 	cmd.AddCommand(enroll, run, newAgentKeyCmd(g), newAgentLsCmd(g), newAgentFindCmd(g), newAgentVerifyCmd(g))
 	return cmd
 }

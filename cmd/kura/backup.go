@@ -15,6 +15,7 @@ import (
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/plugin"
 	"github.com/kura-backup/kura/internal/stream"
 	"github.com/kura-backup/kura/internal/walk"
 )
@@ -35,6 +36,7 @@ func newBackupCmd(g *globals) *cobra.Command {
 		detach    bool
 		streams   int
 		bwlimit   string
+		src       sourceFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "backup [PATH...]",
@@ -52,7 +54,9 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings (each
 skipped or changed file is listed), 4 the --verify phase found problems.`,
 		Example: `  kura backup ~/Documents
   kura backup --level incr --compress auto /srv/data
-  kura selection create home /home --exclude '*.tmp' && kura backup --selection home --verify`,
+  kura selection create home /home --exclude '*.tmp' && kura backup --selection home --verify
+  kura backup --from-command 'tar -cf - /etc' --name etc.tar
+  kura backup --plugin postgresql --db app        # pg_dump -Fc app + pg_dumpall --globals-only`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
 			if o.Compress, err = compress.ParseLevel(comp); err != nil {
@@ -63,8 +67,12 @@ skipped or changed file is listed), 4 the --verify phase found problems.`,
 			if err := engine.CheckLabel(o.Label); err != nil {
 				return usageErrorf("%w", err)
 			}
-			if len(args) == 0 && o.Selection == "" {
-				return usageErrorf("give one or more paths to back up, or --selection NAME")
+			if o.Sources, err = src.sources(cmd); err != nil {
+				return err
+			}
+			o.PartSize = int(src.partSize.v)
+			if len(args) == 0 && o.Selection == "" && len(o.Sources) == 0 {
+				return usageErrorf("give one or more paths to back up, --selection NAME, --from-command CMD or --plugin NAME")
 			}
 			for _, x := range o.Excludes {
 				if err := walk.ValidatePattern(x); err != nil {
@@ -114,6 +122,8 @@ skipped or changed file is listed), 4 the --verify phase found problems.`,
 	f.BoolVar(&detach, "detach", false, "with a server: queue the job, print its ID and return")
 	intVar(f, &streams, "streams", 1, 1, api.MaxStreams, "with a server: split the client's paths over this many drives")
 	f.StringVar(&bwlimit, "bwlimit", "", "with a server: cap the job's network rate (100Mbit, 12.5MB/s)")
+	src.register(f)
+	src.registerPartSize(f)
 	return cmd
 }
 
@@ -140,7 +150,11 @@ func remoteBackup(cmd *cobra.Command, g *globals, srv *apiclient.Client, o engin
 	}
 	req := api.JobRequest{Kind: api.KindBackup, Client: g.client, Paths: o.Paths, Selection: o.Selection,
 		Excludes: o.Excludes, Level: o.Level, Compress: comp, Library: o.Library, Drive: o.Drive, Verify: o.Verify,
-		Label: o.Label, FrameSize: o.FrameSize, BWLimit: bw, Streams: streams}
+		Label: o.Label, FrameSize: o.FrameSize, BWLimit: bw, Streams: streams,
+		Sources: plugin.ToAPI(o.Sources), PartSize: o.PartSize}
+	if len(o.Sources) > 0 && streams > 1 {
+		return usageErrorf("--streams goes with paths: a command or plug-in is one stream")
+	}
 	return submitAndFollow(cmd, srv, req, detach, asJSON)
 }
 

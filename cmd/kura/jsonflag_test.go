@@ -20,6 +20,8 @@ var noJSON = map[string]string{
 	"kura vtl rm":           "prints nothing",
 	"kura policy rm":        "prints nothing",
 	"kura selection rm":     "prints nothing",
+	"kura wal archive":      "PostgreSQL's archive_command: prints nothing; the exit status is the answer",
+	"kura wal get":          "PostgreSQL's restore_command: prints nothing; the exit status is the answer",
 }
 
 // Every verb that prints takes --json, so that scripts never parse text;

@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	stopS3()
 	stopPG()
+	stopMariaDB()
 	os.Exit(code)
 }
 

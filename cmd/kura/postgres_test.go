@@ -35,11 +35,7 @@ const pgPassword = "pg-SECRET-5ca1ab1e"
 // empty database, with pgPassword in it.
 func pgCatalog(t *testing.T) string {
 	t.Helper()
-	pgsrv.once.Do(func() { pgsrv.srv, pgsrv.err = pgtest.Start("fsync=off") })
-	if pgsrv.err != nil {
-		t.Fatalf("start PostgreSQL: %v", pgsrv.err)
-	}
-	db, err := pgsrv.srv.CreateDatabase(context.Background(), "kura")
+	db, err := postgres(t).CreateDatabase(context.Background(), "kura")
 	if err != nil {
 		t.Fatal(err)
 	}

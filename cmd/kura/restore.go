@@ -12,6 +12,7 @@ import (
 
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/plugin"
 )
 
 func init() { commands = append(commands, newRestoreCmd) }
@@ -24,6 +25,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 		detach   bool
 		toClient string
 		bwlimit  string
+		wal      string
 	)
 	cmd := &cobra.Command{
 		Use:   "restore [SAVESET]",
@@ -43,7 +45,9 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 		Example: `  kura restore 12 --to /tmp/restore
   kura restore --latest --to /tmp/r --include home/me/docs/report.odt
   kura restore --at "2026-11-29 18:00" --selection home --to /srv/old
-  kura restore 12 --in-place --overwrite older`,
+  kura restore 12 --in-place --overwrite older
+  kura restore 14 --to-command 'tar -xf - -C /srv/etc'   # a --from-command backup
+  kura restore 15 --to-db app_copy --jobs 4                # a --plugin postgresql backup`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -63,9 +67,43 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 			if o.SavesetID == 0 && !o.Latest && o.At.IsZero() {
 				return usageErrorf("say which saveset to restore: an ID, --latest or --at TIME")
 			}
+			if o.Into.Jobs == 0 {
+				o.Into.Jobs = 1
+			}
+			if wal != "" {
+				if o.Into.Cluster == "" {
+					return usageErrorf("--wal goes with --to-cluster")
+				}
+				if err := plugin.ValidCluster(wal); err != nil {
+					return usageErrorf("--wal: %v", err)
+				}
+				// --at is the moment to recover to; without a saveset it
+				// also picks the newest base backup at or before it.
+				o.Into.Recovery.Cluster, o.Into.Recovery.At = wal, o.At
+				if o.SavesetID == 0 && o.Selection == "" {
+					o.Selection = "sources:" + plugin.KindPostgreSQLCluster
+				}
+			} else if cmd.Flags().Changed("wal-restore-command") {
+				return usageErrorf("--wal-restore-command goes with --wal")
+			}
+			if o.Into.Cluster != "" && g.client == "" {
+				abs, err := filepath.Abs(o.Into.Cluster)
+				if err != nil {
+					return err
+				}
+				o.Into.Cluster = abs
+			}
 			switch {
+			case o.Into.IsSet() && (o.To != "" || o.InPlace):
+				return usageErrorf("give --to-command, --to-db or --to-cluster, or --to or --in-place, not both")
+			case o.Into.IsSet():
+				if err := o.Into.Validate(); err != nil {
+					return usageErrorf("%v", err)
+				}
+			case cmd.Flags().Changed("jobs"):
+				return usageErrorf("--jobs goes with --to-db")
 			case o.To == "" && !o.InPlace:
-				return usageErrorf("say where to restore: --to DIR, or --in-place to write over the original files (see --overwrite)")
+				return usageErrorf("say where to restore: --to DIR, --in-place to write over the original files (see --overwrite), --to-command CMD or --to-db NAME")
 			case o.To != "" && o.InPlace:
 				return usageErrorf("give --to DIR or --in-place, not both")
 			}
@@ -75,6 +113,9 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 			}
 			if srv != nil {
 				defer srv.Close()
+				if wal != "" {
+					return usageErrorf("--wal (point-in-time recovery) works on a local home only for now")
+				}
 				if g.client == "" {
 					return usageErrorf("with a server, say whose saveset to restore: --client NAME (and --to-client to restore onto another machine)")
 				}
@@ -92,7 +133,10 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 				}
 				req := api.JobRequest{Kind: api.KindRestore, Client: g.client, BWLimit: bw, Saveset: o.SavesetID, Latest: o.Latest,
 					Selection: o.Selection, At: o.At, To: o.To, InPlace: o.InPlace, ToClient: toClient, Includes: o.Includes,
-					Overwrite: o.Overwrite, Sync: o.Sync}
+					Overwrite: o.Overwrite, Sync: o.Sync, ToCommand: o.Into.Command, ToDB: o.Into.Database, ToCluster: o.Into.Cluster}
+				if o.Into.Database != "" {
+					req.Jobs = o.Into.Jobs
+				}
 				return submitAndFollow(cmd, srv, req, detach, asJSON)
 			}
 			switch {
@@ -102,6 +146,9 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 				return usageErrorf("--detach and --bwlimit need a server: %v", g.noServer())
 			}
 			return withEnv(g, func(env *engine.Env) error {
+				if wal != "" && o.Into.Recovery.Command == "" {
+					o.Into.Recovery.Command = walRestoreCommand(env.Home, wal)
+				}
 				stop := startProgress(env, !asJSON)
 				ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 				defer cancel()
@@ -122,6 +169,12 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 	f.BoolVar(&o.InPlace, "in-place", false, "restore to the original places, over the files there (see --overwrite)")
 	f.StringArrayVar(&o.Includes, "include", nil, "restore only this path (and what is below it) or glob; repeatable")
 	enumVar(f, &o.Overwrite, "overwrite", engine.OverwriteAlways, overwriteWords, "with --in-place or into a folder holding files: always (replace; the default), never (keep), older (replace when older than the backup)")
+	f.StringVar(&o.Into.Command, "to-command", "", "pipe the saveset's file (a --from-command or plug-in backup) into this shell command; its exit status decides")
+	f.StringVar(&o.Into.Database, "to-db", "", "restore a database dump into this new database (PostgreSQL: createdb, pg_restore; MariaDB: mariadb-admin create, mariadb)")
+	f.StringVar(&o.Into.Cluster, "to-cluster", "", "extract a physical backup into this new, empty folder (postgresql-cluster: pg_basebackup's tar; mariadb-physical: unpacked and prepared)")
+	f.StringVar(&wal, "wal", "", "with --to-cluster: recover from this WAL archive (kura wal archive --cluster NAME), to --at TIME or to its end")
+	f.StringVar(&o.Into.Recovery.Command, "wal-restore-command", "", "with --wal: the restore_command to write (default: this kura and home, wal get --cluster NAME %f %p)")
+	intVar(f, &o.Into.Jobs, "jobs", 0, 1, plugin.MaxJobs, "with --to-db: pg_restore jobs (more than 1 writes the dump to a temporary file first)")
 	f.BoolVar(&o.Sync, "sync", false, "wait until the restored files are on disk before reporting success")
 	f.BoolVar(&asJSON, "json", false, "print the figures as JSON")
 	f.BoolVar(&detach, "detach", false, "with a server: queue the job, print its ID and return")

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/plugin"
 	"github.com/kura-backup/kura/internal/walk"
 )
 
@@ -21,12 +22,26 @@ func newSelectionCmd(g *globals) *cobra.Command {
 	var (
 		excludes   []string
 		createJSON bool
+		src        sourceFlags
 	)
 	create := &cobra.Command{
-		Use:   "create NAME PATH...",
-		Short: "Save a named selection of paths to back up",
-		Args:  cobra.MinimumNArgs(2),
+		Use:   "create NAME [PATH...]",
+		Short: "Save a named selection of paths, or of commands and plug-ins, to back up",
+		Example: `  kura selection create home /home --exclude '*.tmp'
+  kura selection create appdb --plugin postgresql --db app     # policies back it up with pg_dump
+  kura selection create ldap --from-command 'slapcat' --name ldap.ldif`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			sources, err := src.sources(cmd)
+			if err != nil {
+				return err
+			}
+			switch {
+			case len(sources) > 0 && (len(args) > 1 || len(excludes) > 0):
+				return usageErrorf("a selection holds paths or --from-command/--plugin, not both")
+			case len(sources) == 0 && len(args) < 2:
+				return usageErrorf("give the paths of the selection, or --from-command CMD or --plugin NAME")
+			}
 			for _, x := range excludes {
 				if err := walk.ValidatePattern(x); err != nil {
 					return usageErrorf("--exclude: %v", err)
@@ -41,20 +56,22 @@ func newSelectionCmd(g *globals) *cobra.Command {
 				paths = append(paths, abs)
 			}
 			return withService(cmd, g, func(svc api.Service) error {
-				s, err := svc.CreateSelection(cmdContext(cmd), api.SelectionCreate{Name: args[0], Client: g.client, Paths: paths, Excludes: excludes})
+				s, err := svc.CreateSelection(cmdContext(cmd), api.SelectionCreate{Name: args[0], Client: g.client, Paths: paths, Excludes: excludes,
+					Sources: plugin.ToAPI(sources)})
 				if err != nil {
 					return err
 				}
 				if createJSON {
 					return printJSON(cmd.OutOrStdout(), s)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Selection %s: %s\n", args[0], strings.Join(paths, " "))
+				fmt.Fprintf(cmd.OutOrStdout(), "Selection %s: %s\n", args[0], strings.Join(selectionWhat(*s), " "))
 				return nil
 			})
 		},
 	}
 	create.Flags().BoolVar(&createJSON, "json", false, "print the selection as JSON (as selection show does)")
 	create.Flags().StringArrayVar(&excludes, "exclude", nil, "skip paths matching this glob; repeatable")
+	src.register(create.Flags())
 
 	var asJSON bool
 	list := &cobra.Command{
@@ -73,7 +90,7 @@ func newSelectionCmd(g *globals) *cobra.Command {
 				tw := table(cmd.OutOrStdout())
 				fmt.Fprintln(tw, "NAME\tPATHS\tEXCLUDES")
 				for _, s := range sels {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, strings.Join(s.Paths, " "), strings.Join(s.Excludes, " "))
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, strings.Join(selectionWhat(s), " "), strings.Join(s.Excludes, " "))
 				}
 				return tw.Flush()
 			})
@@ -100,6 +117,13 @@ func newSelectionCmd(g *globals) *cobra.Command {
 				for _, p := range s.Paths {
 					fmt.Fprintf(out, "  + %s\n", p)
 				}
+				for _, x := range s.Sources {
+					fmt.Fprintf(out, "  + %s", plugin.FromAPI([]api.Source{x})[0])
+					if x.Command != "" {
+						fmt.Fprintf(out, ": %s", x.Command)
+					}
+					fmt.Fprintln(out)
+				}
 				for _, x := range s.Excludes {
 					fmt.Fprintf(out, "  - %s\n", x)
 				}
@@ -121,4 +145,14 @@ func newSelectionCmd(g *globals) *cobra.Command {
 	}
 	cmd.AddCommand(create, list, show, rm)
 	return cmd
+}
+
+// selectionWhat is what a selection backs up, in a word each: its paths,
+// or its sources (command:NAME, postgresql:DB).
+func selectionWhat(s api.Selection) []string {
+	out := append([]string{}, s.Paths...)
+	for _, x := range plugin.FromAPI(s.Sources) {
+		out = append(out, x.String())
+	}
+	return out
 }

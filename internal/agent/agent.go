@@ -27,6 +27,7 @@ import (
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/apiclient"
 	"github.com/kura-backup/kura/internal/pki"
+	"github.com/kura-backup/kura/internal/plugin"
 	"github.com/kura-backup/kura/internal/private"
 	"github.com/kura-backup/kura/internal/seal"
 )
@@ -142,6 +143,9 @@ type Options struct {
 	MinBackoff, MaxBackoff time.Duration
 	// ProgressEvery is how often a restore reports its figures (1 s).
 	ProgressEvery time.Duration
+	// Allow says which commands and plug-ins the server may have this
+	// agent run (none by default).
+	Allow plugin.Allow
 }
 
 // ErrNotEnrolled: Open found no agent configuration: the machine was

@@ -16,6 +16,7 @@ import (
 	"github.com/kura-backup/kura/internal/compress"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/plugin"
 	"github.com/kura-backup/kura/internal/producer"
 	"github.com/kura-backup/kura/internal/seal"
 	"github.com/kura-backup/kura/internal/stream"
@@ -199,7 +200,14 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 		uncounted = sharedParents(split, b.Stream)
 	}
 	spec := producer.Spec{JobID: o.JobID, Paths: paths, Excludes: b.Excludes, Compress: level,
-		FrameSize: b.FrameSize, BaseID: b.BaseID, Uncounted: uncounted}
+		FrameSize: b.FrameSize, BaseID: b.BaseID, Uncounted: uncounted,
+		Sources: plugin.FromAPI(b.Sources), PartSize: b.PartSize}
+	for _, s := range spec.Sources {
+		// The server asks; this machine's administrator decides.
+		if err := a.opts.Allow.Source(s); err != nil {
+			return abort(err)
+		}
+	}
 	if b.BaseID != 0 {
 		r, err := a.fetchIndex(ctx, o.JobID, b.BaseID, idle)
 		if err != nil {

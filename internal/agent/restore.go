@@ -18,6 +18,7 @@ import (
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/plugin"
 	"github.com/kura-backup/kura/internal/restorer"
 	"github.com/kura-backup/kura/internal/seal"
 	"github.com/kura-backup/kura/internal/stream"
@@ -206,8 +207,19 @@ func (a *Agent) restore(ctx context.Context, o api.Order) error {
 			}
 		}
 	}()
-	out, err := restorer.Run(ctx, store, restorerSaveset(&r.Saveset), restorer.Options{To: r.To, InPlace: r.InPlace,
-		Includes: r.Includes, Overwrite: r.Overwrite, Sync: r.Sync}, restorer.Job{ID: o.JobID, Events: sink, Total: r.Total})
+	job := restorer.Job{ID: o.JobID, Events: sink, Total: r.Total}
+	var out *restorer.Outcome
+	var err error
+	if into := (plugin.Target{Command: r.ToCommand, Database: r.ToDB, Jobs: r.Jobs, Cluster: r.ToCluster}); into.IsSet() {
+		// The server asks; this machine's administrator decides.
+		into.Allowed = a.opts.Allow.Plugin
+		if err = a.opts.Allow.Target(into); err == nil {
+			out, err = restorer.Pipe(ctx, store, restorerSaveset(&r.Saveset), restorer.Into(ctx, into, r.Includes), job)
+		}
+	} else {
+		out, err = restorer.Run(ctx, store, restorerSaveset(&r.Saveset), restorer.Options{To: r.To, InPlace: r.InPlace,
+			Includes: r.Includes, Overwrite: r.Overwrite, Sync: r.Sync}, job)
+	}
 	close(done)
 	wg.Wait()
 	res := api.RestoreResult{}

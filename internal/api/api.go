@@ -213,6 +213,11 @@ type JobRequest struct {
 	Stream    int      `json:"stream,omitempty"`  // which stream this job is (1-based; set by the server)
 	Policy    string   `json:"policy,omitempty"`  // the policy this backup runs for (set by the scheduler or policy run)
 	Pool      string   `json:"pool,omitempty"`    // its tape pool
+	// Sources are commands and plug-ins the agent runs, storing their
+	// output instead of files (instead of paths; the agent must allow
+	// them: kura agent run --allow-commands / --allow-plugin).
+	Sources  []Source `json:"sources,omitempty"`
+	PartSize int      `json:"part_size,omitempty"` // bytes of a command's output per stored part; 0 = 16 MiB
 
 	// restore
 	Saveset   int64     `json:"saveset,omitempty"`
@@ -224,6 +229,13 @@ type JobRequest struct {
 	Includes  []string  `json:"includes,omitempty"`
 	Overwrite string    `json:"overwrite,omitempty"`
 	Sync      bool      `json:"sync,omitempty"`
+	// Instead of to or in_place: pipe the saveset's one file into a
+	// command on the client, or restore a PostgreSQL dump into a new
+	// database there (jobs: pg_restore jobs).
+	ToCommand string `json:"to_command,omitempty"`
+	ToDB      string `json:"to_db,omitempty"`
+	Jobs      int    `json:"jobs,omitempty"`
+	ToCluster string `json:"to_cluster,omitempty"` // a new folder on the client for a PostgreSQL base backup
 
 	// verify (saveset; level media or data), copy (saveset; library is
 	// the library copied to), catalog (library), scan and erase
@@ -395,6 +407,19 @@ type BackupOrder struct {
 	Encrypt    bool     `json:"encrypt,omitempty"`
 	Recipients []string `json:"recipients,omitempty"`
 	Label      []byte   `json:"label,omitempty"`
+	Sources    []Source `json:"sources,omitempty"` // instead of paths: commands and plug-ins
+	PartSize   int      `json:"part_size,omitempty"`
+}
+
+// Source is a command or plug-in a backup stores the output of (JSON as
+// plugin.Source): kind "command" with command and name, or a plug-in
+// ("postgresql") with databases or all_databases.
+type Source struct {
+	Kind         string   `json:"kind"`
+	Command      string   `json:"command,omitempty"`
+	Name         string   `json:"name,omitempty"`
+	Databases    []string `json:"databases,omitempty"`
+	AllDatabases bool     `json:"all_databases,omitempty"`
 }
 
 // RestoreOrder tells an agent what to restore where.
@@ -407,6 +432,10 @@ type RestoreOrder struct {
 	Sync      bool     `json:"sync,omitempty"`
 	Total     int64    `json:"total"`
 	BWLimit   int64    `json:"bwlimit,omitempty"`
+	ToCommand string   `json:"to_command,omitempty"` // instead of to: a command on the client
+	ToDB      string   `json:"to_db,omitempty"`      // instead of to: a new PostgreSQL database
+	Jobs      int      `json:"jobs,omitempty"`
+	ToCluster string   `json:"to_cluster,omitempty"` // instead of to: a new folder for a PostgreSQL cluster
 }
 
 // BackupEnd is the last message of a backup data stream.

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/kura-backup/kura/internal/rules"
@@ -27,6 +28,7 @@ type Selection struct {
 	Client   string    `json:"client"`
 	Paths    []string  `json:"paths"`
 	Excludes []string  `json:"excludes"`
+	Sources  []Source  `json:"sources,omitempty"` // commands and plug-ins, instead of paths
 	Created  time.Time `json:"created"`
 }
 
@@ -36,6 +38,7 @@ type SelectionCreate struct {
 	Client   string   `json:"client,omitempty"`
 	Paths    []string `json:"paths"` // absolute, on the client
 	Excludes []string `json:"excludes,omitempty"`
+	Sources  []Source `json:"sources,omitempty"` // instead of paths: commands and plug-ins
 }
 
 // Validate checks a selection to save.
@@ -48,8 +51,19 @@ func (r *SelectionCreate) Validate() error {
 			return bad("client", "%v", err)
 		}
 	}
+	if len(r.Sources) > 0 {
+		if len(r.Paths) > 0 || len(r.Excludes) > 0 {
+			return bad("sources", "a selection holds paths or sources, not both")
+		}
+		for _, s := range r.Sources {
+			if s.Kind == "" || strings.IndexByte(s.Command, 0) >= 0 || strings.IndexByte(s.Name, 0) >= 0 {
+				return bad("sources", "each source needs a kind, and no NUL bytes")
+			}
+		}
+		return nil
+	}
 	if len(r.Paths) == 0 {
-		return bad("paths", "a selection needs at least one path")
+		return bad("paths", "a selection needs at least one path, or sources")
 	}
 	for _, p := range r.Paths {
 		if err := clientPath("paths", p); err != nil {

@@ -74,8 +74,27 @@ func (r *JobRequest) Validate() error {
 	}
 	switch r.Kind {
 	case KindBackup:
-		if len(r.Paths) == 0 && r.Selection == "" {
-			return bad("paths", "a backup needs paths or a selection")
+		if len(r.Paths) == 0 && r.Selection == "" && len(r.Sources) == 0 {
+			return bad("paths", "a backup needs paths, a selection or sources")
+		}
+		if len(r.Sources) > 0 {
+			if len(r.Paths) > 0 || len(r.Excludes) > 0 {
+				return bad("sources", "back up paths or sources, not both in one backup")
+			}
+			if r.Streams > 1 {
+				return bad("streams", "a backup of sources is one stream")
+			}
+			if r.Level != "" && r.Level != rules.LevelFull {
+				return bad("level", "a backup of sources is a full backup")
+			}
+			for _, s := range r.Sources {
+				if s.Kind == "" || strings.IndexByte(s.Command, 0) >= 0 || strings.IndexByte(s.Name, 0) >= 0 {
+					return bad("sources", "each source needs a kind, and no NUL bytes")
+				}
+			}
+		}
+		if r.PartSize < 0 || r.PartSize > 1<<30 {
+			return bad("part_size", "must be between 0 and 1 GiB")
 		}
 		for _, p := range r.Paths {
 			if err := clientPath("paths", p); err != nil {
@@ -116,9 +135,19 @@ func (r *JobRequest) Validate() error {
 		if r.Saveset == 0 && !r.Latest && r.At.IsZero() {
 			return bad("saveset", "say which saveset to restore: an ID, latest or at")
 		}
+		into := r.ToCommand != "" || r.ToDB != "" || r.ToCluster != ""
 		switch {
+		case r.ToCommand != "" && r.ToDB != "", r.ToCluster != "" && (r.ToCommand != "" || r.ToDB != ""):
+			return bad("to_db", "say one of to_command, to_db and to_cluster")
+		case r.ToCluster != "" && clientPath("to_cluster", r.ToCluster) != nil:
+			return clientPath("to_cluster", r.ToCluster)
+		case into && (r.To != "" || r.InPlace):
+			return bad("to", "say one of to, in_place, to_command and to_db")
+		case r.Jobs < 0 || r.Jobs > 64 || r.Jobs > 1 && r.ToDB == "":
+			return bad("jobs", "pg_restore jobs (1 to 64) of a restore to_db")
+		case into:
 		case r.To == "" && !r.InPlace:
-			return bad("to", "say where to restore: to (a folder on the client), or in_place to write over the original places")
+			return bad("to", "say where to restore: to (a folder on the client), in_place to write over the original places, to_command or to_db")
 		case r.To != "" && r.InPlace:
 			return bad("in_place", "say one of to and in_place, not both")
 		}
@@ -234,6 +263,12 @@ func (r *JobRequest) setFields() []string {
 	add(r.Stream != 0, "stream")
 	add(r.Policy != "", "policy")
 	add(r.Pool != "", "pool")
+	add(len(r.Sources) > 0, "sources")
+	add(r.PartSize != 0, "part_size")
+	add(r.ToCommand != "", "to_command")
+	add(r.ToDB != "", "to_db")
+	add(r.Jobs != 0, "jobs")
+	add(r.ToCluster != "", "to_cluster")
 	add(r.Saveset != 0, "saveset")
 	add(r.Latest, "latest")
 	add(!r.At.IsZero(), "at")

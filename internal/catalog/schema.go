@@ -216,4 +216,9 @@ var migrations = [][]string{
 		`ALTER TABLE clients ADD COLUMN encrypt INTEGER NOT NULL DEFAULT 0`,
 		`ALTER TABLE savesets ADD COLUMN encryption TEXT NOT NULL DEFAULT ''`,
 	},
+	// 10: the commands and plug-ins of a selection set (issue 16), as a
+	// JSON list ("" for none: a set of paths).
+	{
+		`ALTER TABLE selections ADD COLUMN sources TEXT NOT NULL DEFAULT ''`,
+	},
 }

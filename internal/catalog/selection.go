@@ -8,13 +8,24 @@ import (
 )
 
 // Selection is a named backup selection set of one client: the paths to back
-// up and the patterns to leave out.
+// up and the patterns to leave out, or the commands and plug-ins whose
+// output to store.
 type Selection struct {
 	Name     string
 	Client   string // "" is the local machine
 	Paths    []string
 	Excludes []string
+	Sources  []Source
 	Created  time.Time // set to now by CreateSelection when zero
+}
+
+// Source is a command or plug-in of a selection set (plugin.Source).
+type Source struct {
+	Kind         string   `json:"kind"`
+	Command      string   `json:"command,omitempty"`
+	Name         string   `json:"name,omitempty"`
+	Databases    []string `json:"databases,omitempty"`
+	AllDatabases bool     `json:"all_databases,omitempty"`
 }
 
 // CreateSelection records a selection set. ErrExists if the client already
@@ -34,8 +45,14 @@ func (c *Catalog) CreateSelection(s Selection) error {
 	if err != nil {
 		return fmt.Errorf("catalog: selection %q: %w", s.Name, err)
 	}
-	_, err = c.db.Exec(`INSERT INTO selections (client, name, paths, excludes, created) VALUES (?, ?, ?, ?, ?)`,
-		s.Client, s.Name, paths, excludes, toDB(s.Created))
+	sources := ""
+	if len(s.Sources) > 0 {
+		if sources, err = encodeList(s.Sources); err != nil {
+			return fmt.Errorf("catalog: selection %q: %w", s.Name, err)
+		}
+	}
+	_, err = c.db.Exec(`INSERT INTO selections (client, name, paths, excludes, sources, created) VALUES (?, ?, ?, ?, ?, ?)`,
+		s.Client, s.Name, paths, excludes, sources, toDB(s.Created))
 	if isDuplicate(err) {
 		return fmt.Errorf("catalog: selection %q of client %q: %w", s.Name, s.Client, ErrExists)
 	}
@@ -45,13 +62,13 @@ func (c *Catalog) CreateSelection(s Selection) error {
 	return nil
 }
 
-const selectionColumns = `client, name, paths, excludes, created`
+const selectionColumns = `client, name, paths, excludes, sources, created`
 
 func scanSelection(row interface{ Scan(...any) error }) (Selection, error) {
 	var s Selection
-	var paths, excludes string
+	var paths, excludes, sources string
 	var created sql.NullInt64
-	if err := row.Scan(&s.Client, &s.Name, &paths, &excludes, &created); err != nil {
+	if err := row.Scan(&s.Client, &s.Name, &paths, &excludes, &sources, &created); err != nil {
 		return Selection{}, err
 	}
 	var err error
@@ -59,6 +76,9 @@ func scanSelection(row interface{ Scan(...any) error }) (Selection, error) {
 		return Selection{}, err
 	}
 	if s.Excludes, err = decodeList[string](excludes, "excludes"); err != nil {
+		return Selection{}, err
+	}
+	if s.Sources, err = decodeList[Source](sources, "sources"); err != nil {
 		return Selection{}, err
 	}
 	s.Created = fromDB(created)

@@ -20,6 +20,8 @@ import (
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/plugin"
+	"github.com/kura-backup/kura/internal/producer"
 	"github.com/kura-backup/kura/internal/restorer"
 	"github.com/kura-backup/kura/internal/rules"
 	"github.com/kura-backup/kura/internal/seal"
@@ -72,6 +74,11 @@ type BackupOptions struct {
 	// the index cannot be checked here, and the saveset is recorded as
 	// encrypted.
 	Sealed bool
+	// Sources are commands and plug-ins to store instead of Paths (a
+	// full backup, always); PartSize is the most of one output held in
+	// memory as one entry (0: the producer's default).
+	Sources  []plugin.Source
+	PartSize int
 }
 
 // Result is what a job reports at its end.
@@ -137,6 +144,40 @@ func selectionKey(sel string, paths []string) string {
 	return "paths:" + strings.Join(paths, ",")
 }
 
+// ErrSourceLevel: a command or plug-in backup asked for another level than
+// full (the output of a command has no "unchanged since").
+var ErrSourceLevel = errors.New("command and plug-in backups are full backups")
+
+// checkSources checks the commands and plug-ins of a backup before
+// anything runs: valid, not mixed with paths, a full backup.
+func checkSources(opts BackupOptions) error {
+	if len(opts.Sources) == 0 {
+		return errors.New("nothing to back up")
+	}
+	if len(opts.Paths) > 0 || len(opts.Excludes) > 0 {
+		return fmt.Errorf("%w: back up paths or commands and plug-ins, not both in one backup", ErrBadOption)
+	}
+	if opts.Level != "" && opts.Level != LevelFull {
+		return fmt.Errorf("%w: %w (not %s)", ErrBadOption, ErrSourceLevel, opts.Level)
+	}
+	if opts.PartSize < 0 || opts.PartSize > producer.MaxPartSize {
+		return fmt.Errorf("%w: part size %d (at most %d)", ErrBadOption, opts.PartSize, producer.MaxPartSize)
+	}
+	for _, s := range opts.Sources {
+		if err := s.Validate(); err != nil {
+			return fmt.Errorf("%w: %w", ErrBadOption, err)
+		}
+	}
+	return nil
+}
+
+// SourcesSaveset reports whether a saveset holds the output of commands
+// or plug-ins (its paths are the sources' names, "command:NAME",
+// "postgresql:DB"), not files of a machine (absolute paths).
+func SourcesSaveset(ss *catalog.Saveset) bool {
+	return len(ss.Paths) > 0 && !strings.HasPrefix(ss.Paths[0], "/")
+}
+
 // checkRemotePaths checks paths that another machine will resolve: they
 // must be absolute and clean.
 func checkRemotePaths(paths []string) error {
@@ -179,7 +220,13 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 	if err := CheckFrameSize(opts.FrameSize); err != nil {
 		return nil, err
 	}
+	if len(opts.Sources) > 0 {
+		if err := checkSources(opts); err != nil {
+			return nil, err
+		}
+	}
 	paths, excludes := opts.Paths, opts.Excludes
+	sourcesNote := ""
 	if opts.Selection != "" {
 		sel, err := e.Catalog.Selection(e.Client, opts.Selection)
 		if err != nil {
@@ -190,19 +237,44 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 		}
 		paths = append(slices.Clone(sel.Paths), paths...)
 		excludes = append(slices.Clone(sel.Excludes), excludes...)
+		if len(sel.Sources) > 0 {
+			for _, s := range sel.Sources {
+				opts.Sources = append(opts.Sources, plugin.Source{Kind: s.Kind, Command: s.Command, Name: s.Name,
+					Databases: s.Databases, AllDatabases: s.AllDatabases})
+			}
+			// A policy's incremental runs of a set of commands back up
+			// in full: a command's output has no "unchanged since".
+			level := opts.Level
+			opts.Level = ""
+			if err := checkSources(opts); err != nil {
+				return nil, fmt.Errorf("selection %q: %w", opts.Selection, err)
+			}
+			if level != "" && level != LevelFull {
+				sourcesNote = fmt.Sprintf("selection %s holds commands or plug-ins: a %s backup runs as a full backup", opts.Selection, level)
+			}
+		}
 	}
 	for _, x := range excludes {
 		if err := walk.ValidatePattern(x); err != nil {
 			return nil, err
 		}
 	}
-	if opts.Producer == nil {
+	switch {
+	case len(opts.Sources) > 0:
+		// What is stored is named by the sources (never their command text).
+		paths = nil
+		for _, s := range opts.Sources {
+			paths = append(paths, s.String())
+		}
+	case opts.Producer == nil:
 		var err error
 		if paths, err = resolvePaths(paths); err != nil {
 			return nil, err
 		}
-	} else if err := checkRemotePaths(paths); err != nil {
-		return nil, err
+	default:
+		if err := checkRemotePaths(paths); err != nil {
+			return nil, err
+		}
 	}
 	level := opts.Level
 	if level == "" {
@@ -212,8 +284,11 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 		return nil, fmt.Errorf("unknown level %q (full, incr or diff)", level)
 	}
 	selKey := selectionKey(opts.Selection, paths) + opts.KeySuffix
+	if len(opts.Sources) > 0 && opts.Selection == "" {
+		selKey = "sources:" + strings.Join(paths, ",") + opts.KeySuffix
+	}
 
-	res := &Result{Level: level}
+	res := &Result{Level: level, Note: sourcesNote}
 	var base *catalog.Saveset
 	var err error
 	switch level {
@@ -383,7 +458,11 @@ func (b *backupRun) run() error {
 	defer idxTmp.Close()
 
 	spec := ProduceSpec{JobID: b.job.ID, Paths: b.paths, Excludes: b.excludes, Skip: b.skip,
-		Compress: b.opts.Compress, FrameSize: b.opts.FrameSize, Workers: b.opts.Workers, ReadAhead: b.opts.ReadAhead}
+		Compress: b.opts.Compress, FrameSize: b.opts.FrameSize, Workers: b.opts.Workers, ReadAhead: b.opts.ReadAhead,
+		Sources: b.opts.Sources, PartSize: b.opts.PartSize}
+	if len(spec.Sources) > 0 {
+		spec.Paths = nil
+	}
 	if b.opts.Sealed {
 		spec.Sealed, spec.Label = true, stream.LabelFrame(label)
 	}
@@ -643,7 +722,7 @@ var errPrecountBound = errors.New("pre-count bound reached")
 // incremental's size is what changed, which a walk does not know; an
 // agent's files are on the agent). The returned func stops it and waits.
 func (b *backupRun) precount() (stop func()) {
-	if b.ticker.total > 0 || b.ss.Level != LevelFull || b.opts.Producer != nil {
+	if b.ticker.total > 0 || b.ss.Level != LevelFull || b.opts.Producer != nil || len(b.opts.Sources) > 0 {
 		return func() {}
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, precountMaxTime)

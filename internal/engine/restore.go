@@ -12,6 +12,7 @@ import (
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/plugin"
 	"github.com/kura-backup/kura/internal/restorer"
 	"github.com/kura-backup/kura/internal/rules"
 	"github.com/kura-backup/kura/internal/span"
@@ -37,6 +38,9 @@ type RestoreOptions struct {
 	Includes  []string  // paths or globs; empty = everything
 	Overwrite string    // never, older, always (default)
 	Sync      bool      // wait until the restored files are on disk (one syncfs at the end)
+	// Into is a command or database to restore one file into, instead of
+	// To or InPlace (a command or plug-in saveset).
+	Into plugin.Target
 }
 
 // ErrRestoreTarget: a restore says neither where to write (To) nor that it
@@ -49,6 +53,21 @@ var ErrNothingToRestore = restorer.ErrNothingToRestore
 
 // restoreTarget is the folder a restore writes into, or ErrRestoreTarget.
 func restoreTarget(opts RestoreOptions) (string, error) {
+	if opts.Into.IsSet() {
+		if opts.To != "" || opts.InPlace {
+			return "", fmt.Errorf("%w (not --to or --in-place as well as --to-command or --to-db)", ErrRestoreTarget)
+		}
+		if err := opts.Into.Validate(); err != nil {
+			return "", fmt.Errorf("%w: %w", ErrBadOption, err)
+		}
+		if opts.Into.Database != "" {
+			return "database " + opts.Into.Database, nil
+		}
+		if opts.Into.Cluster != "" {
+			return "cluster folder " + opts.Into.Cluster, nil
+		}
+		return "a command", nil
+	}
 	return restorer.Target(restorer.Options{To: opts.To, InPlace: opts.InPlace})
 }
 
@@ -155,9 +174,15 @@ func (s EnvStore) Data(ss *catalog.Saveset) (stream.FrameSource, error) {
 // store: the restoring half of a restore, without any catalog bookkeeping.
 // total is the expected number of bytes (0: unknown), for progress.
 func (e *Env) RestoreFiles(ctx context.Context, store SavesetStore, ss *catalog.Saveset, opts RestoreOptions, jobID, total int64) (*RestoreOutcome, error) {
-	ro := restorer.Options{To: opts.To, InPlace: opts.InPlace, Includes: opts.Includes, Overwrite: opts.Overwrite, Sync: opts.Sync}
-	o, err := restorer.Run(ctx, newRestorerStore(store, ss), restorerSaveset(ss), ro,
-		restorer.Job{ID: jobID, Clock: e.Clock, Events: e.Events, Total: total})
+	job := restorer.Job{ID: jobID, Clock: e.Clock, Events: e.Events, Total: total}
+	var o *restorer.Outcome
+	var err error
+	if opts.Into.IsSet() {
+		o, err = restorer.Pipe(ctx, newRestorerStore(store, ss), restorerSaveset(ss), restorer.Into(ctx, opts.Into, opts.Includes), job)
+	} else {
+		ro := restorer.Options{To: opts.To, InPlace: opts.InPlace, Includes: opts.Includes, Overwrite: opts.Overwrite, Sync: opts.Sync}
+		o, err = restorer.Run(ctx, newRestorerStore(store, ss), restorerSaveset(ss), ro, job)
+	}
 	out := &RestoreOutcome{To: o.To, Phase: catalog.Phase(o.Phase), Files: o.Files, Bytes: o.Bytes,
 		MediaBytes: o.MediaBytes, Warnings: o.Warnings, WarningCount: o.WarningCount, Failed: o.Failed,
 		Skipped: o.Skipped, Tapes: o.Tapes, Sources: o.Sources}
@@ -456,6 +481,12 @@ func (e *Env) RestoreWith(ctx context.Context, job *catalog.Job, opts RestoreOpt
 	ss, err := e.ChooseSaveset(opts)
 	if err != nil {
 		return nil, err
+	}
+	if opts.InPlace && SourcesSaveset(ss) {
+		// Its files have no original place: a name such as stdout or
+		// postgresql/app.dump would land in "/".
+		return nil, fmt.Errorf("%w: saveset %d holds the output of commands or plug-ins (%s): restore it --to DIR, --to-command or --to-db, not --in-place",
+			ErrBadOption, ss.ID, strings.Join(ss.Paths, ", "))
 	}
 	plan, err := e.checkChain(ss, opts.Includes, true)
 	if err != nil {

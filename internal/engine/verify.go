@@ -74,6 +74,9 @@ func (e *Env) Verify(ctx context.Context, id int64, opts VerifyOptions) (*Verify
 	if err != nil {
 		return nil, err
 	}
+	if opts.Level == VerifySource && SourcesSaveset(ss) {
+		return nil, fmt.Errorf("%w: saveset %d holds the output of commands or plug-ins (%s), not files on disk: verify media or data", ErrBadOption, ss.ID, strings.Join(ss.Paths, ", "))
+	}
 	return e.verifyJob(ctx, ss, opts, fmt.Sprintf("saveset %d (%s of %s)", ss.ID, ss.Level, ss.Created.Local().Format("2006-01-02 15:04:05")))
 }
 

@@ -98,7 +98,7 @@
 //	15 xattrs   if bit 9: uv count (≥ 1), then per pair in increasing key
 //	            order uv key length, key, uv value length, value
 //	16 flags    1 byte if bit 7 (else 0): FlagUnchanged, FlagChanged,
-//	            FlagSparse (Entry); unknown bits are kept and ignored
+//	            FlagSparse, FlagPart (Entry); unknown bits are kept and ignored
 //
 // # Ordering and crash safety
 //

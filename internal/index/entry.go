@@ -44,6 +44,11 @@ const (
 	// FlagSparse: the file has holes and is stored sparse (its data
 	// extents only, pax GNU sparse format 1.0); Size is its logical size.
 	FlagSparse uint8 = 1 << 2
+	// FlagPart: the file entry continues the content of the file entry
+	// before it in the index (the output of a command, stored in parts of
+	// a known size; its path is that entry's path + ".kura-part-NNNNNN").
+	// A restore appends it to that file.
+	FlagPart uint8 = 1 << 3
 )
 
 // Entry is one path of a saveset's index. Paths are slash-separated, relative

@@ -16,6 +16,7 @@ import (
 	"github.com/kura-backup/kura/internal/compress"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/plugin"
 	"github.com/kura-backup/kura/internal/stream"
 )
 
@@ -54,6 +55,12 @@ type Spec struct {
 	// an agent does it (it holds the key); Local refuses.
 	Sealed bool
 	Label  []byte
+	// Sources are commands and plug-ins whose output the backup stores
+	// instead of files (Paths is then empty); see command.go.
+	Sources []plugin.Source
+	// PartSize is the most of a command's output held in memory and
+	// stored as one entry (0: DefaultPartSize).
+	PartSize int
 }
 
 // ErrSealedHere: a producer asked to encrypt that cannot (Local: the
@@ -140,7 +147,11 @@ func (Local) Produce(ctx context.Context, spec Spec, sink stream.FrameSink, idx 
 		base = &baseIndex{it: spec.Base.Iter(), id: spec.BaseID}
 	}
 	idxw := index.NewWriter(idx, nil)
-	if err := p.stream(strm, idxw, base); err != nil {
+	run := func() error { return p.stream(strm, idxw, base) }
+	if len(spec.Sources) > 0 {
+		run = func() error { return p.streamSources(strm, idxw) }
+	}
+	if err := run(); err != nil {
 		strm.Abort()
 		return nil, err
 	}

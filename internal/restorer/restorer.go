@@ -264,6 +264,8 @@ type restoreRun struct {
 	cur     *dirHandle // the cursor's directory, set by setDir
 	copyBuf []byte
 
+	head head // the file entry restored last, which parts append to
+
 	mu    sync.Mutex // warnings and counters, shared with the file writers
 	files atomic.Int64
 	w     *fileWriters
@@ -408,6 +410,23 @@ func (r *restoreRun) run() error {
 		}
 		r.invalid(it)
 		e := *it.Entry()
+		if e.Type == index.TypeFile && e.Flags&index.FlagPart != 0 {
+			// A part of a command's output: appended to the file before
+			// it, when that file was restored (included or not).
+			if err := r.appendPart(&e); err != nil {
+				var de *damageError
+				switch {
+				case errors.Is(err, errFatal):
+					return err
+				case errors.As(err, &de):
+					r.notRestored(e.Path, de.err)
+				default:
+					r.warn(e.Path, err.Error())
+				}
+			}
+			continue
+		}
+		r.head = head{}
 		if !included(e.Path, r.opts.Includes) {
 			continue
 		}
@@ -517,11 +536,13 @@ func (r *restoreRun) restoreEntry(e *index.Entry) error {
 		err = r.create(base, e)
 	}
 	if errors.Is(err, errQueued) {
+		r.setHead(e, true)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	r.setHead(e, false)
 	r.counted()
 	if e.Type != index.TypeFile {
 		return r.applyMeta(base, e, false)

@@ -15,6 +15,7 @@ import (
 	"github.com/kura-backup/kura/internal/compress"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/monitor"
+	"github.com/kura-backup/kura/internal/plugin"
 	"github.com/kura-backup/kura/internal/service"
 	"github.com/kura-backup/kura/internal/units"
 )
@@ -280,7 +281,8 @@ func (s *Server) runBackup(ctx context.Context, j *catalog.Job, rj *runningJob) 
 	opts := engine.BackupOptions{Paths: req.Paths, Selection: req.Selection, Library: req.Library, Drive: rj.drive,
 		Level: orDefault(req.Level, engine.LevelFull), Compress: level, Excludes: req.Excludes, Verify: req.Verify,
 		Label: req.Label, FrameSize: req.FrameSize, Host: req.Client, Job: j, Policy: req.Policy, Pool: req.Pool,
-		Producer: &remoteProducer{s: s, rj: rj, bwlimit: bw}, Sealed: cl.Encrypt}
+		Producer: &remoteProducer{s: s, rj: rj, bwlimit: bw}, Sources: plugin.FromAPI(req.Sources), PartSize: req.PartSize,
+		Sealed: cl.Encrypt}
 	if req.Streams > 1 {
 		opts.KeySuffix = fmt.Sprintf("#%d/%d", req.Stream, req.Streams)
 		if opts.Label == "" {
@@ -320,7 +322,8 @@ func (s *Server) copyStep(policy string, id int64) {
 func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob) error {
 	req := rj.req
 	opts := engine.RestoreOptions{SavesetID: req.Saveset, Latest: req.Latest, Selection: req.Selection, At: req.At,
-		To: req.To, InPlace: req.InPlace, Includes: req.Includes, Overwrite: req.Overwrite, Sync: req.Sync}
+		To: req.To, InPlace: req.InPlace, Includes: req.Includes, Overwrite: req.Overwrite, Sync: req.Sync,
+		Into: plugin.Target{Command: req.ToCommand, Database: req.ToDB, Jobs: req.Jobs, Cluster: req.ToCluster}}
 	env := s.jobEnv(req.Client)
 	_, err := env.RestoreWith(ctx, j, opts, func(ss *catalog.Saveset, _, total int64) (*engine.RestoreOutcome, error) {
 		allowed := map[int64]bool{}
@@ -361,7 +364,7 @@ func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob)
 		}
 		order := api.Order{JobID: j.ID, Kind: api.KindRestore, Issued: s.opts.Clock.Now(),
 			Restore: &api.RestoreOrder{Saveset: APISaveset(ss), To: req.To, InPlace: req.InPlace, Includes: req.Includes, Overwrite: req.Overwrite, Sync: req.Sync,
-				Total: total, BWLimit: bw}}
+				Total: total, BWLimit: bw, ToCommand: req.ToCommand, ToDB: req.ToDB, Jobs: req.Jobs, ToCluster: req.ToCluster}}
 		if err := s.hub.send(rj.agent, order); err != nil {
 			return nil, err
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/index"
+	"github.com/kura-backup/kura/internal/plugin"
 	"github.com/kura-backup/kura/internal/stream"
 	"github.com/kura-backup/kura/internal/units"
 )
@@ -76,7 +77,8 @@ func (p *remoteProducer) Produce(ctx context.Context, spec engine.ProduceSpec, s
 	rj.mu.Unlock()
 	order := api.Order{JobID: rj.id, Kind: api.KindBackup, Issued: s.opts.Clock.Now(), Backup: &api.BackupOrder{
 		Paths: spec.Paths, Excludes: spec.Excludes, Compress: spec.Compress.String(), FrameSize: spec.FrameSize,
-		BaseID: spec.BaseID, BWLimit: p.bwlimit, Stream: rj.req.Stream, Streams: rj.req.Streams}}
+		BaseID: spec.BaseID, BWLimit: p.bwlimit, Stream: rj.req.Stream, Streams: rj.req.Streams,
+		Sources: plugin.ToAPI(spec.Sources), PartSize: spec.PartSize}}
 	if spec.Sealed {
 		order.Backup.Encrypt, order.Backup.Recipients, order.Backup.Label = true, s.opts.RecoveryRecipients, spec.Label
 	}

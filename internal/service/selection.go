@@ -9,11 +9,16 @@ import (
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/plugin"
 )
 
 // Selection converts a saved selection.
 func Selection(s catalog.Selection) api.Selection {
-	return api.Selection{Name: s.Name, Client: s.Client, Paths: nonNil(s.Paths), Excludes: nonNil(s.Excludes), Created: s.Created}
+	out := api.Selection{Name: s.Name, Client: s.Client, Paths: nonNil(s.Paths), Excludes: nonNil(s.Excludes), Created: s.Created}
+	for _, x := range s.Sources {
+		out.Sources = append(out.Sources, api.Source(x))
+	}
+	return out
 }
 
 // selectionErr names the selection in err; one that is not there is a
@@ -51,6 +56,12 @@ func (l *Local) CreateSelection(ctx context.Context, req api.SelectionCreate) (*
 		return nil, Err(err)
 	}
 	s := catalog.Selection{Name: req.Name, Client: req.Client, Paths: req.Paths, Excludes: req.Excludes, Created: time.Now()}
+	for _, x := range req.Sources {
+		if err := plugin.FromAPI([]api.Source{x})[0].Validate(); err != nil {
+			return nil, Err(fmt.Errorf("%w: %w", engine.ErrBadOption, err))
+		}
+		s.Sources = append(s.Sources, catalog.Source(x))
+	}
 	if err := l.env.Catalog.CreateSelection(s); err != nil {
 		return nil, selectionErr(req.Name, err)
 	}
