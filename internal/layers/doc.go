@@ -11,7 +11,7 @@
 //	3  jobs, agent  job (leases, phases, figures)   agent (producer/restorer over apiclient)
 //	2  records,     catalog  library  producer  restorer  apiclient
 //	   movers
-//	1  formats,     tape (+tapetest, faultfs, faultdev, memtape, sttape, mtx, s3tape(+versitygw, for tests))  span  stream  walk  catalogbackup  plugin
+//	1  formats,     tape (+tapetest, faultfs, faultdev, memtape, sttape, mtx(+mtxtest), s3tape(+versitygw, for tests))  span  stream  walk  catalogbackup  plugin
 //	   wire         api (wire types + api.Service; imports only rules, compress)
 //	0  foundations  units rules private compress index retention schedule home pki planner monitor seal  pgtest mariadbtest (for tests)
 //

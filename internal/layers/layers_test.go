@@ -15,7 +15,7 @@ var layer = map[string]int{
 	"internal/monitor": 0, "internal/pgtest": 0, "internal/mariadbtest": 0,
 
 	"internal/tape": 1, "internal/tape/tapetest": 1, "internal/tape/faultfs": 1, "internal/tape/faultdev": 1,
-	"internal/tape/memtape": 1, "internal/tape/sttape": 1, "internal/tape/mtx": 1, "internal/tape/s3tape": 1, "internal/tape/s3tape/versitygw": 1, "internal/span": 1,
+	"internal/tape/memtape": 1, "internal/tape/sttape": 1, "internal/tape/mtx": 1, "internal/tape/mtx/mtxtest": 1, "internal/tape/s3tape": 1, "internal/tape/s3tape/versitygw": 1, "internal/span": 1,
 	"internal/stream": 1, "internal/walk": 1, "internal/catalogbackup": 1, "internal/api": 1, "internal/plugin": 1,
 
 	"internal/catalog": 2, "internal/library": 2, "internal/producer": 2, "internal/restorer": 2,
