@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian machine with Go:
-#   installs what the tests need (GNU tar, zstd, and the versitygw S3 server
-#   the object-storage tape tests run against), checks formatting and vet,
+#   installs what the tests need (GNU tar, zstd, Chromium for the web console's
+#   browser tests, and the versitygw S3 server the object-storage tape tests run against), checks formatting and vet,
 #   then runs every test with the race detector.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 need=()
 command -v zstd >/dev/null 2>&1 || need+=(zstd)
 command -v tar >/dev/null 2>&1 || need+=(tar)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
