@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,9 +17,11 @@ func init() { commands = append(commands, newServerCmd) }
 
 func newServerCmd(g *globals) *cobra.Command {
 	var (
-		listen string
-		hosts  []string
-		name   string
+		listen        string
+		consoleListen string
+		consoleIdle   time.Duration
+		hosts         []string
+		name          string
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -29,7 +32,7 @@ Agents dial in to it; admins use the same kura binary with "kura login".
 
 On first start it creates its own certificate authority and an admin token
 (admin.token in the home) and prints how to log in and enroll agents.`,
-		Example: `  kura server --home /var/lib/kura --listen :8420 --host backup.example.com`,
+		Example: `  kura server --home /var/lib/kura --listen :8420 --host backup.example.com --console-listen :8421`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			home := g.home
@@ -67,12 +70,31 @@ On first start it creates its own certificate authority and an admin token
 			fmt.Fprintf(out, "Log in (as an admin):\n  kura login --server %s --token \"$(cat %s)\"\n", url, srv.AdminTokenPath())
 			fmt.Fprintf(out, "Enroll an agent: make a one-time token here or after login,\n  kura token create --expires 1h\n")
 			fmt.Fprintf(out, "and on the client machine run\n  kura agent enroll --server %s --token TOKEN --name NAME && kura agent run\n", url)
+			fmt.Fprintf(out, "Metrics: GET %s/metrics with the bearer token in %s\n", url, srv.MetricsTokenPath())
 			ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if consoleListen != "" {
+				cln, err := net.Listen("tcp", consoleListen)
+				if err != nil {
+					return fmt.Errorf("--console-listen: %w", err)
+				}
+				fmt.Fprintf(out, "Web console on https://%s (sign in with the admin token, or add users with kura user add)\n", cln.Addr())
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					if err := srv.ServeConsole(ctx, cln, consoleIdle); err != nil {
+						fmt.Fprintln(cmd.ErrOrStderr(), "console:", err)
+						stop()
+					}
+				}()
+				defer func() { stop(); <-done }() // before srv.Close
+			}
 			return srv.Serve(ctx, ln)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", ":8420", "address to listen on (HOST:PORT)")
+	cmd.Flags().StringVar(&consoleListen, "console-listen", "", "serve the web console on this address too (HOST:PORT, HTTPS with the server's certificate); off when empty")
+	cmd.Flags().DurationVar(&consoleIdle, "console-idle", 30*time.Minute, "sign a console session out after this long without a request")
 	cmd.Flags().StringArrayVar(&hosts, "host", nil, "a name or address clients use to reach this server, for its certificate; repeatable")
 	cmd.Flags().StringVar(&name, "name", "", "server name (default: host name)")
 	return cmd

@@ -88,6 +88,9 @@ func (u *Users) save(us []User) error {
 	if err != nil {
 		return err
 	}
+	if err := private.MkdirAll(filepath.Dir(u.path)); err != nil {
+		return err
+	}
 	tmp := u.path + ".tmp"
 	if err := private.WriteFile(tmp, append(b, '\n')); err != nil {
 		return err
