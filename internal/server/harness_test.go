@@ -32,7 +32,9 @@ func TestMain(m *testing.M) {
 	if home := os.Getenv(childHomeEnv); home != "" {
 		os.Exit(serveChild(home))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	closeBrowser() // the one Chromium of this package's browser tests
+	os.Exit(code)
 }
 
 // serveChild runs a server on home until the process is killed. Its first
