@@ -382,3 +382,19 @@ func TestUsersFile(t *testing.T) {
 		t.Error("a wrong password was accepted")
 	}
 }
+
+// A job's events reach the browser as server-sent events, the end last.
+func TestJobEventStream(t *testing.T) {
+	f := newFixture(t)
+	ck, _ := f.signIn("", adminToken)
+	resp := f.do("GET", "/jobs/5/events", ck, nil)
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		t.Fatalf("GET /jobs/5/events: %d %s", resp.StatusCode, ct)
+	}
+	if b := body(t, resp); !strings.HasPrefix(b, `data: {"kind":"job_ended"`) || !strings.Contains(b, `"message":"succeeded"`) {
+		t.Errorf("the stream %q; want the job_ended event", b)
+	}
+	if resp := f.do("GET", "/jobs/5/events", "", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the stream without a session: %d; want 401", resp.StatusCode)
+	}
+}

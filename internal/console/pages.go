@@ -259,19 +259,28 @@ func (c *Console) jobEvents(w http.ResponseWriter, r *http.Request, _ *session) 
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	_ = rc.Flush()
-	for ev := range evs {
-		b, err := json.Marshal(ev)
-		if err != nil {
-			return nil
-		}
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return nil
-		}
-		if rc.Flush() != nil {
-			return nil
+	keep := time.NewTicker(15 * time.Second)
+	defer keep.Stop()
+	for {
+		select {
+		case ev, ok := <-evs:
+			if !ok {
+				return nil
+			}
+			b, err := json.Marshal(ev)
+			if err != nil {
+				return nil
+			}
+			if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil || rc.Flush() != nil {
+				return nil
+			}
+		case <-keep.C:
+			// Keep proxies from closing a quiet stream (a queued job).
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+				return nil
+			}
 		}
 	}
-	return nil
 }
 
 // cancel cancels a job (admins; CSRF-checked) and goes back to its monitor.

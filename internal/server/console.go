@@ -11,7 +11,6 @@ import (
 
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/console"
-	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/pki"
 	"github.com/kura-backup/kura/internal/service"
 )
@@ -41,58 +40,19 @@ func (b consoleBackend) Cancel(ctx context.Context, id int64, why string) error 
 	return b.s.Cancel(id, why)
 }
 
-// Events follows a job on the bus as jobEvents does for the API.
+// Events follows a job on the server's event bus, as the API's event
+// stream does.
 func (b consoleBackend) Events(ctx context.Context, id int64) (<-chan api.Event, error) {
-	s := b.s
-	ch, unsub := s.bus.subscribe(id)
-	job, err := s.env.Catalog.Job(id)
+	evs, err := b.s.follow(ctx, id)
 	if err != nil {
-		unsub()
 		return nil, err
 	}
-	out := make(chan api.Event, 16)
+	out := make(chan api.Event)
 	go func() {
 		defer close(out)
-		defer unsub()
-		send := func(ev monitor.Event) bool {
+		for ev := range evs {
 			select {
 			case out <- APIEvent(ev):
-				return true
-			case <-ctx.Done():
-				return false
-			}
-		}
-		end := func() {
-			if j, err := s.env.Catalog.Job(id); err == nil {
-				f := s.figures(j)
-				send(monitor.Event{Kind: monitor.JobEnded, Time: j.Finished, JobID: id, Message: j.State, Figures: &f})
-			}
-		}
-		if jobDone(job.State) {
-			end()
-			return
-		}
-		if job.State != "running" && !send(monitor.Event{Kind: monitor.Queued, Time: s.opts.Clock.Now(), JobID: id, Message: job.Reason}) {
-			return
-		}
-		check := time.NewTicker(5 * time.Second)
-		defer check.Stop()
-		for {
-			select {
-			case ev := <-ch:
-				if ev.Kind == monitor.JobEnded {
-					end()
-					return
-				}
-				if !send(ev) {
-					return
-				}
-			case <-check.C:
-				// A job that ended without an event (failed before it started).
-				if j, err := s.env.Catalog.Job(id); err == nil && jobDone(j.State) {
-					end()
-					return
-				}
 			case <-ctx.Done():
 				return
 			}

@@ -100,8 +100,7 @@ function jobMonitor(root) {
       break;
     }
     case "queued":
-      set("state", root.dataset.state);
-      set("chart-note", "Waiting: " + (ev.message || ""));
+      if (ev.message) set("chart-note", "Waiting: " + ev.message);
       break;
     case "phase_started":
       set("chart-note", "Phase " + ev.phase + " started.");
