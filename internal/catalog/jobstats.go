@@ -103,3 +103,25 @@ func (c *Catalog) LastSuccessfulBackups() (map[string]time.Time, error) {
 	}
 	return out, rows.Err()
 }
+
+// LastPolicyBackups maps each policy to the end of its newest complete
+// saveset (a backup that ended succeeded or with warnings), expired ones
+// included: the saveset's existence is the success, not its keeping.
+func (c *Catalog) LastPolicyBackups() (map[string]time.Time, error) {
+	rows, err := c.db.Query(`SELECT policy, MAX(finished) FROM savesets
+		WHERE policy != '' AND status = ? AND finished IS NOT NULL GROUP BY policy`, StatusComplete)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: last policy backups: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]time.Time{}
+	for rows.Next() {
+		var policy string
+		var at int64
+		if err := rows.Scan(&policy, &at); err != nil {
+			return nil, fmt.Errorf("catalog: last policy backups: %w", err)
+		}
+		out[policy] = time.Unix(0, at).UTC()
+	}
+	return out, rows.Err()
+}

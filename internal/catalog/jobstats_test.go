@@ -63,4 +63,17 @@ func TestJobStats(t *testing.T) {
 	if len(last) != 2 || !last["a"].Equal(t0.Add(50*time.Second)) || !last["b"].Equal(t0.Add(500*time.Second)) {
 		t.Errorf("last successes %v; want a at +50s and b (warnings) at +500s, c (failed) left out", last)
 	}
+
+	for i, st := range []string{StatusComplete, StatusComplete, StatusFailed} {
+		ss := &Saveset{JobID: 1, Client: "a", Selection: "home", Level: "full", Status: st, Policy: "nightly",
+			Created: t0, Finished: t0.Add(time.Duration(i+1) * time.Hour)}
+		must(t, c.CreateSaveset(ss))
+	}
+	must(t, c.CreateSaveset(&Saveset{JobID: 1, Client: "a", Selection: "adhoc", Level: "full", Status: StatusComplete,
+		Created: t0, Finished: t0.Add(5 * time.Hour)}))
+	pol, err := c.LastPolicyBackups()
+	must(t, err)
+	if len(pol) != 1 || !pol["nightly"].Equal(t0.Add(2*time.Hour)) {
+		t.Errorf("last policy backups %v; want nightly at +2h (the failed saveset and the ad-hoc one left out)", pol)
+	}
 }

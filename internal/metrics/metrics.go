@@ -77,6 +77,7 @@ var (
 	descAgents   = desc("kura_agents_connected", "Agents connected to the server now.")
 	descClients  = desc("kura_clients_enrolled", "Enrolled clients that are not revoked.")
 	descLast     = desc("kura_client_last_success_timestamp_seconds", "When the client's newest backup that ended succeeded or with warnings finished (Unix time). A client that never had one has no series.", "client")
+	descPolicy   = desc("kura_policy_last_success_timestamp_seconds", "When the policy's newest complete saveset finished (Unix time).", "policy")
 	descCatalog  = desc("kura_catalog_size_bytes", "Size of the catalog database and its write-ahead log.")
 	descErrors   = desc("kura_scrape_errors", "Parts of this scrape that could not be read (1 each); the server log says why.", "part")
 )
@@ -84,7 +85,7 @@ var (
 // Describe sends every family's description.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBuild, descJobs, descRunning, descQueue, descFiles, descSource, descMedia,
-		descDuration, descDrives, descTapes, descAgents, descClients, descLast, descCatalog, descErrors} {
+		descDuration, descDrives, descTapes, descAgents, descClients, descLast, descPolicy, descCatalog, descErrors} {
 		ch <- d
 	}
 }
@@ -201,6 +202,13 @@ func (c *Collector) lastSuccess(gauge sendFunc) error {
 			client = LocalClient
 		}
 		gauge(descLast, float64(at.UnixNano())/1e9, client)
+	}
+	pols, err := c.src.Catalog.LastPolicyBackups()
+	if err != nil {
+		return err
+	}
+	for policy, at := range pols {
+		gauge(descPolicy, float64(at.UnixNano())/1e9, policy)
 	}
 	return nil
 }

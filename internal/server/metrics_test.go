@@ -90,6 +90,7 @@ func TestMetricsAfterBackups(t *testing.T) {
 	before := time.Now()
 	j1 := r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}})
 	j2 := r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Level: "incr"})
+	j3 := r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Policy: "nightly"})
 	failed := r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{t.TempDir() + "/missing"}})[0])
 	if failed.State != "failed" {
 		t.Fatalf("a backup of a missing folder: %s; want failed", failed.State)
@@ -133,14 +134,14 @@ func TestMetricsAfterBackups(t *testing.T) {
 			t.Errorf("%s%v = %v; want %v", name, labels, got, want)
 		}
 	}
-	want("kura_jobs_total", 2, "kind", "backup", "result", "succeeded")
+	want("kura_jobs_total", 3, "kind", "backup", "result", "succeeded")
 	want("kura_jobs_total", 1, "kind", "backup", "result", "failed")
 	want("kura_jobs_running", 0, "kind", "backup")
 	want("kura_job_queue_length", 0, "state", "queued")
-	want("kura_job_files_total", float64(j1.Files+j2.Files+failed.Files), "kind", "backup")
-	want("kura_job_source_bytes_total", float64(j1.SourceBytes+j2.SourceBytes+failed.SourceBytes), "kind", "backup")
-	want("kura_job_media_bytes_total", float64(j1.MediaBytes+j2.MediaBytes+failed.MediaBytes), "kind", "backup")
-	want("kura_job_duration_seconds", 3, "kind", "backup")
+	want("kura_job_files_total", float64(j1.Files+j2.Files+j3.Files+failed.Files), "kind", "backup")
+	want("kura_job_source_bytes_total", float64(j1.SourceBytes+j2.SourceBytes+j3.SourceBytes+failed.SourceBytes), "kind", "backup")
+	want("kura_job_media_bytes_total", float64(j1.MediaBytes+j2.MediaBytes+j3.MediaBytes+failed.MediaBytes), "kind", "backup")
+	want("kura_job_duration_seconds", 4, "kind", "backup")
 	want("kura_drives", 0, "library", "default", "state", "busy")
 	want("kura_drives", 2, "library", "default", "state", "free")
 	want("kura_agents_connected", 1)
@@ -150,13 +151,64 @@ func TestMetricsAfterBackups(t *testing.T) {
 		t.Errorf("appendable scratch tapes of the default library: %v; want 1 (the one both backups wrote)", n)
 	}
 	last, ok := value(mfs, "kura_client_last_success_timestamp_seconds", "client", "c1")
-	if end := float64(j2.Finished.UnixNano()) / 1e9; !ok || last != end || last < float64(before.Unix()) {
-		t.Errorf("c1's last success: %v (%v); want %v, the end of the incremental", last, ok, end)
+	if end := float64(j3.Finished.UnixNano()) / 1e9; !ok || last != end || last < float64(before.Unix()) {
+		t.Errorf("c1's last success: %v (%v); want %v, the end of its last backup", last, ok, end)
+	}
+	ss, err := r.admin.Saveset(t.Context(), j3.SavesetID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := value(mfs, "kura_policy_last_success_timestamp_seconds", "policy", "nightly"); !ok || at != float64(ss.Finished.UnixNano())/1e9 {
+		t.Errorf("nightly's last success: %v (%v); want %v, the end of its saveset", at, ok, ss.Finished)
 	}
 	if n, _ := value(mfs, "kura_catalog_size_bytes"); n <= 0 {
 		t.Errorf("catalog size %v; want more than 0", n)
 	}
 	if _, ok := mfs["kura_scrape_errors"]; ok {
 		t.Errorf("a scrape had errors: %v", mfs["kura_scrape_errors"])
+	}
+}
+
+// While a backup runs and another waits for its drive, the scrape says
+// so: one running, one in the queue, the drive busy.
+func TestMetricsWhileRunning(t *testing.T) {
+	t.Parallel()
+	r := startServer(t, t.TempDir(), "")
+	r.runAgent("c1")
+	src := t.TempDir()
+	randomFiles(t, src, 8, 512<<10, 5)
+	// 4 MiB at 128 KiB/s: half a minute, unless canceled.
+	slow := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none", BWLimit: 128 << 10, Drive: 1})[0]
+	r.waitProgress(slow)
+	next := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Drive: 1})[0]
+	r.pollJob(next, 10*time.Second, "waits for the drive", func(j *api.Job) bool { return j.State == "waiting" || j.Reason != "queued" })
+	tok, err := os.ReadFile(r.srv.MetricsTokenPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body := r.scrape(string(tok))
+	if code != http.StatusOK {
+		t.Fatalf("scrape: %d %s", code, body)
+	}
+	mfs := families(t, body)
+	if n, _ := value(mfs, "kura_jobs_running", "kind", "backup"); n != 1 {
+		t.Errorf("running backups: %v; want 1", n)
+	}
+	queued, _ := value(mfs, "kura_job_queue_length", "state", "queued")
+	waiting, _ := value(mfs, "kura_job_queue_length", "state", "waiting")
+	if queued+waiting != 1 {
+		t.Errorf("queue length: %v queued + %v waiting; want 1 in all", queued, waiting)
+	}
+	if n, _ := value(mfs, "kura_drives", "library", "default", "state", "busy"); n != 1 {
+		t.Errorf("busy drives: %v; want 1", n)
+	}
+	if n, _ := value(mfs, "kura_drives", "library", "default", "state", "free"); n != 1 {
+		t.Errorf("free drives: %v; want 1", n)
+	}
+	for _, id := range []int64{next, slow} {
+		if _, err := r.admin.Cancel(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+		r.wait(id)
 	}
 }
