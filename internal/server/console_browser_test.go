@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -43,7 +44,7 @@ func startBrowser() {
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), chromedp.ExecPath(path),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(browser.dir),
+		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(browser.dir), chromedp.WindowSize(1280, 900),
 		// The console's certificate comes from the test server's own CA.
 		chromedp.IgnoreCertErrors)
 	bctx, bcancel := chromedp.NewContext(actx)
@@ -109,6 +110,19 @@ func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action
 	}
 }
 
+// screenshot saves the page as NAME.png in the test's artifact folder
+// (kept with go test -artifacts; docs/console-*.png are copies).
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(t.ArtifactDir(), name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func eval[T any](t *testing.T, ctx context.Context, js string, opts ...chromedp.EvaluateOption) T {
 	t.Helper()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js, opts...))
@@ -145,7 +159,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	if resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS("#signin"))); err != nil || resp.Status != 401 {
 		t.Fatalf("a wrong password: %v %v; want 401", resp, err)
 	}
-	do(t, ctx, "the refusal", chromedp.WaitVisible(chromedp.CSS("#login-error")),
+	do(t, ctx, "the refusal", chromedp.WaitVisible(chromedp.CSS("#login-error")))
+	screenshot(t, ctx, "console-signin")
+	do(t, ctx, "retype",
 		chromedp.SetValue(chromedp.CSS("#name"), "alice"), chromedp.SendKeys(chromedp.CSS("#password"), "alice's long password"))
 	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS("#signin"))); err != nil {
 		t.Fatalf("sign in: %v", err)
@@ -161,6 +177,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	do(t, ctx, "the dashboard's live rate",
 		chromedp.Poll[chromedp.Void](fmt.Sprintf(`(() => { const c = document.querySelector('%s [data-field="rate"]'); return c && /^[0-9,]+$/.test(c.textContent); })()`, row),
 			chromedp.WithPollingTimeout(30*time.Second)))
+	screenshot(t, ctx, "console-dashboard")
 
 	do(t, ctx, "the job monitor", chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", url, id)), chromedp.WaitVisible(chromedp.CSS("#chart")))
 	points := func() int {
@@ -180,6 +197,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	if peak := eval[string](t, ctx, `document.getElementById("peak").textContent`); peak == "0" || peak == "" {
 		t.Errorf("Peak KB/s %q while the job runs", peak)
 	}
+
+	screenshot(t, ctx, "console-job")
 
 	// A change without the CSRF token: refused, and the job runs on.
 	status := eval[int](t, ctx, fmt.Sprintf(`fetch("/jobs/%d/cancel", {method: "POST"}).then(r => r.status)`, id), chromedp.EvalAwaitPromise)
