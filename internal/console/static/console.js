@@ -76,6 +76,27 @@ class Chart {
   }
 }
 
+// showPhases fills the phases table from a job's figures (phase_ended,
+// job_ended events).
+function showPhases(phases) {
+  const body = document.querySelector("#phases tbody");
+  if (!body || phases.length === 0) return;
+  while (body.firstChild) body.removeChild(body.firstChild);
+  for (const p of phases) {
+    const tr = document.createElement("tr");
+    const cells = [p.name, (p.elapsed_seconds || 0).toFixed(1) + "s", String(p.files || 0), fmtSize(p.source_bytes || 0),
+      fmtSize(p.media_bytes || 0), p.compression_ratio || "–", Math.round(p.avg_kbps || 0).toLocaleString("en"),
+      Math.round(p.peak_kbps || 0).toLocaleString("en")];
+    cells.forEach((text, i) => {
+      const td = document.createElement("td");
+      td.textContent = text;
+      if (i >= 2) td.className = "num";
+      tr.appendChild(td);
+    });
+    body.appendChild(tr);
+  }
+}
+
 function jobMonitor(root) {
   const id = root.dataset.job;
   const started = Date.parse(root.dataset.started);
@@ -105,19 +126,31 @@ function jobMonitor(root) {
     case "phase_started":
       set("chart-note", "Phase " + ev.phase + " started.");
       break;
+    case "phase_ended":
+      if (ev.figures) showPhases(ev.figures.phases || []);
+      break;
     case "warning": {
       const w = document.getElementById("warnings");
       if (w) w.textContent = String(Number(w.textContent) + 1);
       break;
     }
     case "job_ended": {
+      const f = ev.figures;
+      if (f) {
+        set("files", String(f.files || 0));
+        set("bytes", fmtSize(f.source_bytes || 0));
+        set("avg", Math.round(f.avg_kbps || 0).toLocaleString("en"));
+        set("peak", Math.round(f.peak_kbps || 0).toLocaleString("en"));
+        set("warnings", String(f.warnings || 0));
+        showPhases(f.phases || []);
+      }
       root.dataset.state = ev.message;
       set("state", ev.message);
       const st = document.getElementById("state");
       if (st) st.className = "state-" + ev.message;
-      const f = document.getElementById("cancel-form");
-      if (f) f.remove();
-      set("chart-note", "The job has ended (" + ev.message + ").");
+      const form = document.getElementById("cancel-form");
+      if (form) form.remove();
+      set("chart-note", "The job has ended (" + ev.message + "); reload the page for its log.");
       break;
     }
     }
