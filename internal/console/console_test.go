@@ -25,6 +25,7 @@ type fakeBackend struct {
 	canceled    []int64
 	jobs        []api.Job
 	clients     []api.Client
+	feed        chan api.Event // nil: a job's events are its end
 }
 
 func (f *fakeBackend) Jobs(ctx context.Context, flt api.JobFilter) ([]api.Job, error) {
@@ -55,11 +56,36 @@ func (f *fakeBackend) Cancel(ctx context.Context, id int64, why string) error {
 	return nil
 }
 
+// Events sends job_ended at once, or, with feed set, what the test sends
+// on feed until job_ended (a send returns when a follower has it).
 func (f *fakeBackend) Events(ctx context.Context, id int64) (<-chan api.Event, error) {
-	ch := make(chan api.Event, 1)
-	ch <- api.Event{Kind: api.EventJobEnded, JobID: id, Message: "succeeded"}
-	close(ch)
-	return ch, nil
+	out := make(chan api.Event)
+	go func() {
+		defer close(out)
+		if f.feed == nil {
+			select {
+			case out <- api.Event{Kind: api.EventJobEnded, JobID: id, Message: "succeeded"}:
+			case <-ctx.Done():
+			}
+			return
+		}
+		for {
+			select {
+			case ev := <-f.feed:
+				select {
+				case out <- ev:
+				case <-ctx.Done():
+					return
+				}
+				if ev.Kind == api.EventJobEnded {
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
 }
 
 func (f *fakeBackend) Drives(ctx context.Context, lib string) ([]api.Drive, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/kura-backup/kura/internal/agent"
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/apiclient"
+	"github.com/kura-backup/kura/internal/console/browsertest"
 	"github.com/kura-backup/kura/internal/pki"
 	"github.com/kura-backup/kura/internal/server"
 )
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 		os.Exit(serveChild(home))
 	}
 	code := m.Run()
-	closeBrowser() // the one Chromium of this package's browser tests
+	browsertest.Close() // the one Chromium of this package's browser tests
 	os.Exit(code)
 }
 
