@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -117,6 +119,67 @@ func safeNext(next string) string {
 	return next
 }
 
+// Sign-in throttling: after MaxFailedSignIns wrong answers from one
+// address within FailWindow, that address may not try again until the
+// oldest of them is FailWindow old. With the slow password hash this
+// keeps guessing to a few tries an hour.
+const (
+	MaxFailedSignIns = 5
+	FailWindow       = 15 * time.Minute
+)
+
+// failures are the recent failed sign-ins by remote address.
+type failures struct {
+	mu sync.Mutex
+	m  map[string][]time.Time
+}
+
+func newFailures() *failures { return &failures{m: map[string][]time.Time{}} }
+
+// recent is addr's failures within the window at now, and how long until
+// the oldest leaves it.
+func (f *failures) recent(addr string, now time.Time) (int, time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for a, ts := range f.m { // sweep, so the map does not grow forever
+		i := 0
+		for i < len(ts) && now.Sub(ts[i]) >= FailWindow {
+			i++
+		}
+		if i == len(ts) {
+			delete(f.m, a)
+		} else {
+			f.m[a] = ts[i:]
+		}
+	}
+	ts := f.m[addr]
+	if len(ts) == 0 {
+		return 0, 0
+	}
+	return len(ts), FailWindow - now.Sub(ts[0])
+}
+
+func (f *failures) add(addr string, now time.Time) {
+	f.mu.Lock()
+	f.m[addr] = append(f.m[addr], now)
+	f.mu.Unlock()
+}
+
+func (f *failures) clear(addr string) {
+	f.mu.Lock()
+	delete(f.m, addr)
+	f.mu.Unlock()
+}
+
+// remoteHost is the address part of a request's remote address.
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request, _ *session) error {
 	return c.render(w, "login", nil, map[string]any{"Next": safeNext(r.URL.Query().Get("next"))})
 }
@@ -128,6 +191,13 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request, _ *session) erro
 	name := strings.TrimSpace(r.PostFormValue("name"))
 	secret := r.PostFormValue("password")
 	next := safeNext(r.PostFormValue("next"))
+	addr, now := remoteHost(r), c.opts.Now()
+	if n, wait := c.fails.recent(addr, now); n >= MaxFailedSignIns {
+		c.opts.Log.Warn("console: sign-in refused: too many failures", "user", name, "remote", r.RemoteAddr)
+		w.WriteHeader(http.StatusTooManyRequests)
+		return c.render(w, "login", nil, map[string]any{"Next": next, "Name": name,
+			"Error": fmt.Sprintf("Too many failed sign-ins from your address; try again in %d minutes.", int(wait.Minutes())+1)})
+	}
 	var role string
 	ok := false
 	if name == "" {
@@ -136,12 +206,14 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request, _ *session) erro
 		ok, role = true, rl
 	}
 	if !ok {
+		c.fails.add(addr, now)
 		c.opts.Log.Warn("console: sign-in refused", "user", name, "remote", r.RemoteAddr)
 		w.WriteHeader(http.StatusUnauthorized)
 		return c.render(w, "login", nil, map[string]any{"Next": next, "Name": name,
 			"Error": "Wrong name or password (or admin token)."})
 	}
-	s := c.sessions.start(name, role, c.opts.Now())
+	c.fails.clear(addr)
+	s := c.sessions.start(name, role, now)
 	c.opts.Log.Info("console: signed in", "user", s.who(), "role", role, "remote", r.RemoteAddr)
 	http.SetCookie(w, sessionCookie(s.id, 0))
 	http.Redirect(w, r, next, http.StatusSeeOther)

@@ -17,7 +17,9 @@
 //     after Options.Idle without a request, and when its user is removed.
 //   - Every request that is not GET or HEAD carries the session's CSRF
 //     token (form field csrf, or header X-CSRF-Token) or gets 403; so does
-//     every change an operator asks for.
+//     every change an operator asks for, and a request whose Origin is
+//     another site. Five failed sign-ins from one address within 15
+//     minutes make it wait (429).
 //   - Content-Security-Policy allows only the console's own scripts and
 //     styles: no inline script runs, so a job's log or a file name shown
 //     on a page cannot become code.
@@ -36,6 +38,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -78,6 +81,7 @@ type Options struct {
 type Console struct {
 	opts     Options
 	sessions *sessions
+	fails    *failures
 	pages    map[string]*template.Template
 	static   http.Handler
 	mux      *http.ServeMux
@@ -103,7 +107,7 @@ func New(opts Options) (*Console, error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	c := &Console{opts: opts, sessions: newSessions(), pages: map[string]*template.Template{}}
+	c := &Console{opts: opts, sessions: newSessions(), fails: newFailures(), pages: map[string]*template.Template{}}
 	base, err := template.New("base").Funcs(funcs).ParseFS(assets, "templates/base.html")
 	if err != nil {
 		return nil, err
@@ -179,7 +183,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin") // not no-referrer: with it a form's Origin is "null"
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Strict-Transport-Security", "max-age=31536000")
 	c.mux.ServeHTTP(w, r)
@@ -200,6 +204,11 @@ func refuse(status int, format string, args ...any) error {
 // wrap checks the session, the CSRF token and the role before a handler.
 func (c *Console) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {
+			c.opts.Log.Warn("console: refused a cross-origin request", "path", r.URL.Path, "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
+			c.fail(w, r, nil, refuse(http.StatusForbidden, "a request from another site (%s) is refused", r.Header.Get("Origin")))
+			return
+		}
 		var s *session
 		if rt.access != open {
 			s = c.sessions.get(r, c.opts.Now(), c.opts.Idle)
@@ -236,6 +245,18 @@ func (c *Console) wrap(rt route) http.Handler {
 			c.fail(w, r, s, err)
 		}
 	})
+}
+
+// sameOrigin reports whether a request's Origin, when the browser sent
+// one, is this console: a second line of defence beside the CSRF token and
+// SameSite, and the only one for the sign-in form (no session yet).
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true // not a browser, or an old one: the CSRF token decides
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Scheme == "https" && u.Host == r.Host
 }
 
 // fail answers an error as a page.

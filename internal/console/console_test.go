@@ -424,3 +424,62 @@ func TestJobEventStream(t *testing.T) {
 		t.Errorf("the stream without a session: %d; want 401", resp.StatusCode)
 	}
 }
+
+// A change whose Origin is another site is refused, sign-in included; the
+// console's own origin passes.
+func TestCrossOriginRefused(t *testing.T) {
+	f := newFixture(t)
+	for _, origin := range []string{"https://evil.example", "null", "http://console.test"} {
+		resp := f.do("POST", "/login", "", url.Values{"password": {adminToken}}, "Origin", origin)
+		if resp.StatusCode != http.StatusForbidden || sessionOf(resp) != nil {
+			t.Errorf("sign-in from %s: %d; want 403 and no session", origin, resp.StatusCode)
+		}
+	}
+	ck, csrf := f.signIn("", adminToken)
+	if resp := f.do("POST", "/jobs/5/cancel", ck, url.Values{"csrf": {csrf}}, "Origin", "https://evil.example"); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a cancel from another site, CSRF token and all: %d; want 403", resp.StatusCode)
+	}
+	if got := f.b.cancels(); len(got) != 0 {
+		t.Errorf("a cross-origin cancel reached the server: %v", got)
+	}
+	resp := f.do("POST", "/login", "", url.Values{"password": {adminToken}}, "Origin", "https://console.test")
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("sign-in from the console's own origin: %d; want 303", resp.StatusCode)
+	}
+}
+
+// After MaxFailedSignIns wrong answers from one address, that address
+// waits out FailWindow, even with the right password; another address
+// does not wait, and a success clears the count.
+func TestSignInThrottled(t *testing.T) {
+	f := newFixture(t)
+	wrong := url.Values{"password": {"kura1-admin-guess"}}
+	for range MaxFailedSignIns {
+		if resp := f.do("POST", "/login", "", wrong); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("a wrong token: %d; want 401", resp.StatusCode)
+		}
+		f.clk.add(time.Minute)
+	}
+	resp := f.do("POST", "/login", "", url.Values{"password": {adminToken}})
+	if resp.StatusCode != http.StatusTooManyRequests || sessionOf(resp) != nil || !strings.Contains(body(t, resp), "try again in 11 minutes") {
+		t.Errorf("the right token after %d failures: %d; want 429 and to wait 11 minutes", MaxFailedSignIns, resp.StatusCode)
+	}
+	req := httptest.NewRequest("POST", "https://console.test/login", strings.NewReader("password="+url.QueryEscape(adminToken)))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.RemoteAddr = "192.0.2.9:4444"
+	w := httptest.NewRecorder()
+	f.c.ServeHTTP(w, req)
+	if w.Code != http.StatusSeeOther {
+		t.Errorf("the right token from another address: %d; want 303", w.Code)
+	}
+	f.clk.add(11 * time.Minute) // the first failure is 16 minutes old
+	if resp := f.do("POST", "/login", "", url.Values{"password": {adminToken}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the right token once the oldest failure left the window: %d; want 303", resp.StatusCode)
+	}
+	for range MaxFailedSignIns - 1 { // the success cleared the count
+		f.do("POST", "/login", "", wrong)
+	}
+	if resp := f.do("POST", "/login", "", url.Values{"password": {adminToken}}); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("after a success and %d failures: %d; want 303", MaxFailedSignIns-1, resp.StatusCode)
+	}
+}
