@@ -31,7 +31,11 @@ libraries and their drives in its home, and runs queued jobs one per drive.
 Agents dial in to it; admins use the same kura binary with "kura login".
 
 On first start it creates its own certificate authority and an admin token
-(admin.token in the home) and prints how to log in and enroll agents.`,
+(admin.token in the home) and prints how to log in and enroll agents.
+
+--console-listen serves the web console on a port of its own (sign in with
+the admin token or a user of "kura user add"). GET /metrics on the API port
+is the Prometheus scrape, for the token in metrics.token.`,
 		Example: `  kura server --home /var/lib/kura --listen :8420 --host backup.example.com --console-listen :8421`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -2,9 +2,16 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -69,5 +76,64 @@ func TestUserCommands(t *testing.T) {
 	k.ok("user", "remove", "olga")
 	if list := k.ok("user", "list"); strings.Contains(list.stdout, "olga") {
 		t.Errorf("olga listed after remove:\n%s", list.stdout)
+	}
+}
+
+// kura server --console-listen serves the console on its own port with
+// the server's certificate: a user added with kura user add signs in; the
+// API port answers /metrics for the metrics token it prints.
+func TestServerConsoleAndMetrics(t *testing.T) {
+	k := newKura(t)
+	if _, errs, code := k.userAdd("long enough password", "alice"); code != 0 {
+		t.Fatalf("user add: %d %s", code, errs)
+	}
+	srv := k.start("server", "--listen", "127.0.0.1:0", "--console-listen", "127.0.0.1:0")
+	api := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))
+	tokenFile := strings.TrimSpace(strings.SplitN(srv.line(t, "Metrics: GET"), "bearer token in", 2)[1])
+	consoleURL := strings.Fields(strings.TrimPrefix(srv.line(t, "Web console on"), "Web console on"))[0]
+
+	caPEM, err := os.ReadFile(filepath.Join(k.home, "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	defer c.CloseIdleConnections()
+
+	resp, err := c.PostForm(consoleURL+"/login", url.Values{"name": {"alice"}, "password": {"long enough password"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d", resp.StatusCode)
+	}
+	resp, err = c.Get(consoleURL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "<h1>Dashboard</h1>") || !strings.Contains(string(b), "alice (admin)") {
+		t.Errorf("the dashboard: %d\n%s", resp.StatusCode, b)
+	}
+
+	tok, err := os.ReadFile(tokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", api+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "kura_build_info{") {
+		t.Errorf("/metrics: %d\n%s", resp.StatusCode, b)
 	}
 }
