@@ -35,6 +35,9 @@ func (f *fakeBackend) Jobs(ctx context.Context, flt api.JobFilter) ([]api.Job, e
 			out = append(out, j)
 		}
 	}
+	if flt.Limit > 0 && len(out) > flt.Limit {
+		out = out[:flt.Limit]
+	}
 	return out, nil
 }
 
@@ -481,5 +484,33 @@ func TestSignInThrottled(t *testing.T) {
 	}
 	if resp := f.do("POST", "/login", "", url.Values{"password": {adminToken}}); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("after a success and %d failures: %d; want 303", MaxFailedSignIns-1, resp.StatusCode)
+	}
+}
+
+// The dashboard's day counts the jobs that ended in the last 24 hours, by
+// result, and says "500+" rather than read without bound.
+func TestDashboardDay(t *testing.T) {
+	f := newFixture(t)
+	now := f.clk.now()
+	add := func(n int, state string, ago time.Duration) {
+		for range n {
+			f.b.jobs = append(f.b.jobs, api.Job{ID: int64(len(f.b.jobs) + 10), Kind: "backup", State: state, Finished: now.Add(-ago)})
+		}
+	}
+	add(2, "succeeded", 2*time.Hour)
+	add(3, "succeeded", 30*time.Hour) // yesterday's
+	add(1, "failed", time.Hour)
+	add(dayScan+1, "warnings", 3*time.Hour)
+	ck, _ := f.signIn("", adminToken)
+	b := body(t, f.do("GET", "/", ck, nil))
+	for _, want := range []string{
+		`<tr class="result-succeeded"><td>succeeded</td><td class="num"><a href="/jobs?state=succeeded">2</a></td></tr>`,
+		`<tr class="result-failed"><td>failed</td><td class="num"><a href="/jobs?state=failed">1</a></td></tr>`,
+		`<tr class="result-warnings"><td>warnings</td><td class="num"><a href="/jobs?state=warnings">500+</a></td></tr>`,
+		`<tr><td>canceled</td><td class="num">0</td></tr>`,
+	} {
+		if !strings.Contains(b, want) {
+			t.Errorf("the dashboard has no %s", want)
+		}
 	}
 }

@@ -82,28 +82,28 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *session) 
 	if err != nil {
 		return err
 	}
-	// The last 24 hours by result: jobs come newest first, so stop at the
-	// first one that ended before the window.
-	recent, err := b.Jobs(ctx, api.JobFilter{Limit: api.MaxJobLimit})
-	if err != nil {
-		return err
-	}
-	byResult := map[string]int{}
-	for _, j := range recent {
-		if j.Finished.IsZero() || !jobEnded(j.State) {
-			continue
-		}
-		if now.Sub(j.Finished) <= 24*time.Hour {
-			byResult[j.State]++
-		}
-	}
+	// The last 24 hours by result: per result, the newest dayScan jobs
+	// (newest first), counted while they ended within the day; a result
+	// with more than that in a day shows "dayScan+", and the page's cost
+	// stays bounded however many jobs the catalog holds.
 	type count struct {
 		Name string
 		N    int
+		More bool
 	}
 	var results []count
 	for _, st := range []string{"succeeded", "warnings", "failed", "canceled", "interrupted"} {
-		results = append(results, count{st, byResult[st]})
+		js, err := b.Jobs(ctx, api.JobFilter{State: st, Limit: dayScan})
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, j := range js {
+			if !j.Finished.IsZero() && now.Sub(j.Finished) <= 24*time.Hour {
+				n++
+			}
+		}
+		results = append(results, count{st, n, n == dayScan})
 	}
 
 	drives, err := b.Drives(ctx, "")
@@ -194,6 +194,9 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, s *session) 
 		"Running": running, "Queued": len(queued) + len(waiting), "Results": results, "Drives": dl,
 		"Tapes": tgs, "Clients": rows, "Next": next, "StaleAfter": ageText(c.opts.StaleAfter)})
 }
+
+// dayScan bounds the jobs of one result the dashboard reads for its day.
+const dayScan = 500
 
 // ageText is an age as the dashboard shows it: "3 h 20 min", "2 d 4 h".
 func ageText(d time.Duration) string {
