@@ -27,6 +27,12 @@ type session struct {
 	seen time.Time
 }
 
+// withRole is this request's view of the session with the user's role
+// now (the live session is shared by concurrent requests: never written).
+func (s *session) withRole(role string) *session {
+	return &session{id: s.id, user: s.user, role: role, csrf: s.csrf}
+}
+
 func (s *session) who() string {
 	if s.user == "" {
 		return "admin (token)"

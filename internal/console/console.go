@@ -219,7 +219,7 @@ func (c *Console) wrap(rt route) http.Handler {
 					c.sessions.end(s.id)
 					s = nil
 				} else {
-					s.role = role
+					s = s.withRole(role)
 				}
 			}
 			if s == nil {

@@ -514,3 +514,26 @@ func TestDashboardDay(t *testing.T) {
 		}
 	}
 }
+
+// Concurrent requests of one session (a page and its event streams) share
+// it safely (run with -race).
+func TestConcurrentRequestsOfASession(t *testing.T) {
+	f := newFixture(t)
+	if err := f.users.Add("alice", "correct horse battery", RoleAdmin); err != nil {
+		t.Fatal(err)
+	}
+	ck, _ := f.signIn("alice", "correct horse battery")
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, p := range []string{"/jobs/5", "/jobs/5/events", "/jobs"} {
+				if resp := f.do("GET", p, ck, nil); resp.StatusCode != http.StatusOK {
+					t.Errorf("GET %s: %d", p, resp.StatusCode)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
