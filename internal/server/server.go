@@ -295,7 +295,9 @@ func (s *Server) Handler() http.Handler {
 			mux.Handle(pattern, s.plain(rt.open))
 		}
 	}
-	mux.Handle("GET /metrics", s.metrics)
+	if s.metrics != nil { // nil only in a Server that New did not make (tests of the routes)
+		mux.Handle("GET /metrics", s.metrics)
+	}
 	mux.Handle("/", s.plain(func(w http.ResponseWriter, r *http.Request) error {
 		return apiErr(api.CodeNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path)
 	}))
