@@ -215,10 +215,14 @@ func (c *Console) wrap(rt route) http.Handler {
 			if s != nil && s.user != "" {
 				// A removed user's sessions end; a changed role counts now.
 				role, err := c.opts.Users.Role(s.user)
-				if err != nil {
+				switch {
+				case errors.Is(err, ErrNoSuchUser):
 					c.sessions.end(s.id)
 					s = nil
-				} else {
+				case err != nil: // the user file cannot be read: no sign-out for that
+					c.fail(w, r, nil, err)
+					return
+				default:
 					s = s.withRole(role)
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -536,4 +537,30 @@ func TestConcurrentRequestsOfASession(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// A user file that cannot be read answers 500 and signs nobody out; once
+// it is readable again the session goes on.
+func TestUnreadableUserFile(t *testing.T) {
+	f := newFixture(t)
+	if err := f.users.Add("alice", "correct horse battery", RoleAdmin); err != nil {
+		t.Fatal(err)
+	}
+	ck, _ := f.signIn("alice", "correct horse battery")
+	good, err := os.ReadFile(f.users.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.users.path, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if resp := f.do("GET", "/jobs", ck, nil); resp.StatusCode != http.StatusInternalServerError {
+		t.Errorf("with a damaged user file: %d; want 500", resp.StatusCode)
+	}
+	if err := os.WriteFile(f.users.path, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if resp := f.do("GET", "/jobs", ck, nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("with the user file mended: %d; want 200 (still signed in)", resp.StatusCode)
+	}
 }
