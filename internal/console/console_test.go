@@ -2,12 +2,14 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -562,5 +564,31 @@ func TestUnreadableUserFile(t *testing.T) {
 	}
 	if resp := f.do("GET", "/jobs", ck, nil); resp.StatusCode != http.StatusOK {
 		t.Errorf("with the user file mended: %d; want 200 (still signed in)", resp.StatusCode)
+	}
+}
+
+// The job history filters by kind, state and client; a bad filter is a
+// 400 that says why, and a job that does not exist a 404.
+func TestJobHistoryFilters(t *testing.T) {
+	f := newFixture(t)
+	f.b.jobs = append(f.b.jobs,
+		api.Job{ID: 6, Kind: "backup", State: "failed", Client: "c2"},
+		api.Job{ID: 7, Kind: "restore", State: "succeeded", Client: "c1"})
+	ck, _ := f.signIn("", adminToken)
+	for q, want := range map[string][]int64{"": {5, 6, 7}, "?state=failed": {6}, "?kind=restore": {7}, "?client=c1": {5, 7}, "?kind=backup&client=c1": {5}} {
+		b := body(t, f.do("GET", "/jobs"+q, ck, nil))
+		for _, id := range []int64{5, 6, 7} {
+			link := fmt.Sprintf(`<a href="/jobs/%d">`, id)
+			if strings.Contains(b, link) != slices.Contains(want, id) {
+				t.Errorf("/jobs%s lists job %d: %v; want %v", q, id, !slices.Contains(want, id), slices.Contains(want, id))
+			}
+		}
+	}
+	resp := f.do("GET", "/jobs?state=lost", ck, nil)
+	if b := body(t, resp); resp.StatusCode != http.StatusBadRequest || !strings.Contains(b, "not a job state") {
+		t.Errorf("/jobs?state=lost: %d\n%s", resp.StatusCode, b)
+	}
+	if resp := f.do("GET", "/jobs/999", ck, nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/jobs/999: %d; want 404", resp.StatusCode)
 	}
 }
