@@ -49,9 +49,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	url := r.startConsole()
 	r.runAgent("c1")
 	src := t.TempDir()
-	randomFiles(t, src, 16, 512<<10, 3)
-	// 8 MiB at 256 KiB/s: half a minute, unless canceled.
-	id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none", BWLimit: 256 << 10})[0]
+	randomFiles(t, src, 48, 1<<20, 3)
+	// 48 MiB at 256 KiB/s: over three minutes, longer than the test on a
+	// busy machine, so it ends only canceled; small frames make a progress
+	// event every quarter of a second.
+	id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none",
+		BWLimit: 256 << 10, FrameSize: 64 << 10})[0]
 	r.waitProgress(id)
 
 	ctx := browsertest.Tab(t)

@@ -176,8 +176,9 @@ func TestMetricsWhileRunning(t *testing.T) {
 	r := startServer(t, t.TempDir(), "")
 	r.runAgent("c1")
 	src := t.TempDir()
-	randomFiles(t, src, 8, 512<<10, 5)
-	// 4 MiB at 128 KiB/s: half a minute, unless canceled.
+	randomFiles(t, src, 16, 1<<20, 5)
+	// 16 MiB at 128 KiB/s: two minutes, longer than the test on a busy
+	// machine, so it ends only canceled.
 	slow := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none", BWLimit: 128 << 10, Drive: 1})[0]
 	r.waitProgress(slow)
 	next := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Drive: 1})[0]
