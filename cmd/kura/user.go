@@ -38,7 +38,7 @@ The admin token signs in too (leave the name empty).`,
 		}
 		return console.OpenUsers(console.UsersFile(home)), nil
 	}
-	var operator bool
+	var operator, asJSON bool
 	add := &cobra.Command{
 		Use:   "add NAME",
 		Short: "Add a console user; the password is read from the terminal or the first line of stdin",
@@ -64,6 +64,9 @@ The admin token signs in too (leave the name empty).`,
 				}
 				return err
 			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), userJSON{Name: args[0], Role: role})
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Console user %s added (%s).\n", args[0], role)
 			return nil
 		},
@@ -80,6 +83,9 @@ The admin token signs in too (leave the name empty).`,
 			}
 			if err := us.Remove(args[0]); err != nil {
 				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]any{"name": args[0], "removed": true})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Console user %s removed.\n", args[0])
 			return nil
@@ -98,14 +104,30 @@ The admin token signs in too (leave the name empty).`,
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				out := []userJSON{}
+				for _, u := range all {
+					out = append(out, userJSON{Name: u.Name, Role: u.Role})
+				}
+				return printJSON(cmd.OutOrStdout(), out)
+			}
 			for _, u := range all {
 				fmt.Fprintf(cmd.OutOrStdout(), "%-24s %s\n", u.Name, u.Role)
 			}
 			return nil
 		},
 	}
+	for _, c := range []*cobra.Command{add, remove, list} {
+		c.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	}
 	cmd.AddCommand(add, remove, list)
 	return cmd
+}
+
+// userJSON is a console user as --json prints it.
+type userJSON struct {
+	Name string `json:"name"`
+	Role string `json:"role"` // admin or operator
 }
 
 // readPassword reads a password: from the terminal, asked twice without

@@ -55,6 +55,11 @@ func TestUserCommands(t *testing.T) {
 	if _, errs, code := k.userAdd("long enough password", "alice"); code != exitFailure || !strings.Contains(errs, "exists") {
 		t.Errorf("alice again: exit %d %q; want %d, exists", code, errs, exitFailure)
 	}
+	var users []userJSON
+	k.json(0, &users, "user", "list", "--json")
+	if len(users) != 2 || users[0] != (userJSON{"alice", "admin"}) || users[1] != (userJSON{"olga", "operator"}) {
+		t.Errorf("user list --json: %+v", users)
+	}
 	list := k.ok("user", "list")
 	if !strings.Contains(list.stdout, "alice") || !strings.Contains(list.stdout, "olga") || strings.Contains(list.stdout, "bob") {
 		t.Errorf("user list:\n%s", list.stdout)
