@@ -51,7 +51,7 @@ type JobDurations struct {
 // that never started (canceled in the queue) has no run time and is left
 // out.
 func (c *Catalog) EndedJobDurations(bounds []float64) ([]JobDurations, error) {
-	const dur = `(finished - started) / 1e9`
+	const dur = `(finished - started) / 1e9` // portable SQL: the catalog may be PostgreSQL
 	var cols strings.Builder
 	args := make([]any, 0, len(bounds)+3)
 	for _, b := range bounds {
@@ -59,7 +59,7 @@ func (c *Catalog) EndedJobDurations(bounds []float64) ([]JobDurations, error) {
 		args = append(args, b)
 	}
 	args = append(args, StateQueued, StateWaiting, StateRunning)
-	rows, err := c.db.Query(`SELECT kind, COUNT(*), TOTAL(`+dur+`)`+cols.String()+`
+	rows, err := c.db.Query(`SELECT kind, COUNT(*), COALESCE(SUM(`+dur+`), 0)`+cols.String()+`
 		FROM jobs WHERE started IS NOT NULL AND finished IS NOT NULL AND finished >= started
 		AND state NOT IN (?, ?, ?) GROUP BY kind ORDER BY kind`, args...)
 	if err != nil {
