@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian machine with Go:
-#   installs what the tests need (GNU tar, zstd, age, PostgreSQL, MariaDB, and the versitygw
-#   S3 server the object-storage tape tests run against), checks formatting and vet,
+#   installs what the tests need (GNU tar, zstd, age, PostgreSQL, MariaDB, Chromium for
+#   the web console's browser tests, and the versitygw S3 server the object-storage tape
+#   tests run against), checks formatting and vet,
 #   then runs every test with the race detector.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,8 @@ command -v age >/dev/null 2>&1 || need+=(age)
 [ -n "${KURA_POSTGRES_BIN:-}" ] || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
 # MariaDB: internal/mariadbtest starts a throwaway server (the mariadb plug-in's tests).
 command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server mariadb-backup)
+# Chromium: the web console's browser tests (internal/console/browsertest).
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"

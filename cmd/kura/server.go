@@ -19,12 +19,14 @@ func init() { commands = append(commands, newServerCmd) }
 
 func newServerCmd(g *globals) *cobra.Command {
 	var (
-		listen    string
-		hosts     []string
-		name      string
-		catDSN    string
-		leaderTTL time.Duration
-		recovery  []string
+		listen        string
+		hosts         []string
+		name          string
+		catDSN        string
+		leaderTTL     time.Duration
+		recovery      []string
+		consoleListen string
+		consoleIdle   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -47,8 +49,12 @@ job queue and the scheduler; the others stand by (they print who leads) and
 the first to find the leader's lease expired takes over: within --leader-ttl
 and a third of it after the leader dies. They need the same pki/ and
 admin.token (a shared home, or copies), and clients a name that moves with
-the leader.`,
-		Example: `  kura server --home /var/lib/kura --listen :8420 --host backup.example.com
+the leader.
+
+--console-listen serves the web console on a port of its own (sign in with
+the admin token or a user of "kura user add"). GET /metrics on the API port
+is the Prometheus scrape, for the token in metrics.token.`,
+		Example: `  kura server --home /var/lib/kura --listen :8420 --host backup.example.com --console-listen :8421
   kura server --home /var/lib/kura --catalog postgres://kura@db.example.com/kura`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -105,10 +111,29 @@ the leader.`,
 			fmt.Fprintf(out, "Log in (as an admin):\n  kura login --server %s --token \"$(cat %s)\"\n", url, srv.AdminTokenPath())
 			fmt.Fprintf(out, "Enroll an agent: make a one-time token here or after login,\n  kura token create --expires 1h\n")
 			fmt.Fprintf(out, "and on the client machine run\n  kura agent enroll --server %s --token TOKEN --name NAME && kura agent run\n", url)
+			fmt.Fprintf(out, "Metrics: GET %s/metrics with the bearer token in %s\n", url, srv.MetricsTokenPath())
+			if consoleListen != "" {
+				cln, err := net.Listen("tcp", consoleListen)
+				if err != nil {
+					return fmt.Errorf("--console-listen: %w", err)
+				}
+				fmt.Fprintf(out, "Web console on https://%s (sign in with the admin token, or add users with kura user add)\n", cln.Addr())
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					if err := srv.ServeConsole(ctx, cln, consoleIdle); err != nil {
+						fmt.Fprintln(cmd.ErrOrStderr(), "console:", err)
+						stop()
+					}
+				}()
+				defer func() { stop(); <-done }() // before srv.Close
+			}
 			return srv.Serve(ctx, ln)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", ":8420", "address to listen on (HOST:PORT)")
+	cmd.Flags().StringVar(&consoleListen, "console-listen", "", "serve the web console on this address too (HOST:PORT, HTTPS with the server's certificate); off when empty")
+	cmd.Flags().DurationVar(&consoleIdle, "console-idle", 30*time.Minute, "sign a console session out after this long without a request")
 	cmd.Flags().StringArrayVar(&hosts, "host", nil, "a name or address clients use to reach this server, for its certificate; repeatable")
 	cmd.Flags().StringVar(&name, "name", "", "server name (default: host name)")
 	cmd.Flags().DurationVar(&leaderTTL, "leader-ttl", server.DefaultLeaderTTL, "how long the leader lease lasts: a standby server takes over within it after the leader dies")

@@ -350,3 +350,16 @@ func placeholders(cols string) string {
 func assignments(cols string) string {
 	return strings.ReplaceAll(cols, ",", " = ?,") + " = ?"
 }
+
+// DatabaseSize is the size in bytes of a PostgreSQL catalog's database
+// (pg_database_size). A SQLite catalog's size is that of its files, which
+// the caller stats: ok is false.
+func (c *Catalog) DatabaseSize() (size int64, ok bool, err error) {
+	if !c.db.d.postgres() {
+		return 0, false, nil
+	}
+	if err := c.db.QueryRow(`SELECT pg_database_size(current_database())`).Scan(&size); err != nil {
+		return 0, false, fmt.Errorf("catalog: database size: %w", err)
+	}
+	return size, true, nil
+}

@@ -5,7 +5,7 @@
 //
 //	7  commands     cmd/kura
 //	                  │ local mode: service in process · server mode: apiclient
-//	6  edges        server (HTTP → service)        bench
+//	6  edges        server (HTTP → service)  console (+browsertest, for tests)  metrics  bench
 //	5  services     service (api.Service on an engine.Env)
 //	4  engine       engine (backup, restore, verify, copy, prune, scan, catalog DR)
 //	3  jobs, agent  job (leases, phases, figures)   agent (producer/restorer over apiclient)

@@ -27,7 +27,7 @@ var layer = map[string]int{
 
 	"internal/service": 5,
 
-	"internal/server": 6, "internal/bench": 6,
+	"internal/server": 6, "internal/bench": 6, "internal/metrics": 6, "internal/console": 6, "internal/console/browsertest": 6,
 
 	"cmd/kura": 7,
 

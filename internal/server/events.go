@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -78,9 +79,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ch, unsub := s.bus.subscribe(id)
-	defer unsub()
-	job, err := s.env.Catalog.Job(id)
+	evs, err := s.follow(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -88,61 +87,98 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	send := func(ev monitor.Event) error {
-		b, _ := json.Marshal(APIEvent(ev))
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
-	end := func() error {
-		j, err := s.env.Catalog.Job(id)
-		if err != nil {
-			return nil
-		}
-		f := s.figures(j)
-		return send(monitor.Event{Kind: monitor.JobEnded, Time: j.Finished, JobID: id, Message: j.State, Figures: &f})
-	}
-	if jobDone(job.State) {
-		return end()
-	}
-	if err := send(monitor.Event{Kind: monitor.Queued, Time: s.opts.Clock.Now(), JobID: id, Message: job.Reason}); err != nil {
-		return nil
-	}
 	keep := time.NewTicker(5 * time.Second)
 	defer keep.Stop()
-	reason := job.Reason
 	for {
 		select {
-		case ev := <-ch:
-			if ev.Kind == monitor.JobEnded {
-				return end()
+		case ev, ok := <-evs:
+			if !ok {
+				return nil
 			}
-			if send(ev) != nil {
+			b, _ := json.Marshal(APIEvent(ev))
+			if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil || rc.Flush() != nil {
 				return nil
 			}
 		case <-keep.C:
-			// Keep proxies from closing the stream; notice a job that
-			// ended without an event (failed before it started) and
-			// report changes of a queued job's reason.
-			j, err := s.env.Catalog.Job(id)
-			if err == nil && jobDone(j.State) {
-				return end()
-			}
-			if err == nil && j.Reason != reason {
-				reason = j.Reason
-				if send(monitor.Event{Kind: monitor.Queued, Time: s.opts.Clock.Now(), JobID: id, Message: reason}) != nil {
-					return nil
-				}
-				continue
-			}
+			// Keep proxies from closing the stream.
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
 				return nil
 			}
-		case <-r.Context().Done():
-			return nil
 		}
 	}
+}
+
+// follow is a job's events from the bus, for the API's event stream and
+// the web console: a "queued" event first for a job that has not started
+// (and again whenever its reason changes), then the job's events, and
+// last job_ended with the recorded figures, after which the channel
+// closes; it closes too when ctx ends. A job that has ended gets only
+// job_ended.
+func (s *Server) follow(ctx context.Context, id int64) (<-chan monitor.Event, error) {
+	ch, unsub := s.bus.subscribe(id)
+	job, err := s.env.Catalog.Job(id)
+	if err != nil {
+		unsub()
+		return nil, err
+	}
+	out := make(chan monitor.Event, 16)
+	go func() {
+		defer close(out)
+		defer unsub()
+		send := func(ev monitor.Event) bool {
+			select {
+			case out <- ev:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		end := func() {
+			if j, err := s.env.Catalog.Job(id); err == nil {
+				f := s.figures(j)
+				send(monitor.Event{Kind: monitor.JobEnded, Time: j.Finished, JobID: id, Message: j.State, Figures: &f})
+			}
+		}
+		if jobDone(job.State) {
+			end()
+			return
+		}
+		if !send(monitor.Event{Kind: monitor.Queued, Time: s.opts.Clock.Now(), JobID: id, Message: job.Reason}) {
+			return
+		}
+		check := time.NewTicker(5 * time.Second)
+		defer check.Stop()
+		reason := job.Reason
+		for {
+			select {
+			case ev := <-ch:
+				if ev.Kind == monitor.JobEnded {
+					end()
+					return
+				}
+				if !send(ev) {
+					return
+				}
+			case <-check.C:
+				// Notice a job that ended without an event (failed before
+				// it started) and report changes of a queued job's reason.
+				j, err := s.env.Catalog.Job(id)
+				if err == nil && jobDone(j.State) {
+					end()
+					return
+				}
+				if err == nil && j.Reason != reason {
+					reason = j.Reason
+					if !send(monitor.Event{Kind: monitor.Queued, Time: s.opts.Clock.Now(), JobID: id, Message: reason}) {
+						return
+					}
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
 }
 
 // figures are the Job Monitor figures of a job record.

@@ -20,6 +20,7 @@ import (
 	"github.com/kura-backup/kura/internal/agent"
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/apiclient"
+	"github.com/kura-backup/kura/internal/console/browsertest"
 	"github.com/kura-backup/kura/internal/pki"
 	"github.com/kura-backup/kura/internal/server"
 )
@@ -32,7 +33,9 @@ func TestMain(m *testing.M) {
 	if home := os.Getenv(childHomeEnv); home != "" {
 		os.Exit(serveChild(home))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	browsertest.Close() // the one Chromium of this package's browser tests
+	os.Exit(code)
 }
 
 // serveChild runs a server on home until the process is killed. Its first

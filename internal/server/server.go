@@ -133,6 +133,7 @@ type Server struct {
 	bus       *bus
 	hub       *hub
 	q         *queue
+	metrics   http.Handler // GET /metrics (metrics.go)
 
 	catalogDue atomic.Bool // the catalog backup after the daily prune is to be queued
 
@@ -199,6 +200,9 @@ func New(opts Options) (*Server, error) {
 	env.Clock = opts.Clock
 	s.hub = newHub(s)
 	s.q = newQueue(s)
+	if s.metrics, err = s.metricsHandler(); err != nil {
+		return fail(err)
+	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	return s, nil
 }
@@ -313,6 +317,9 @@ func (s *Server) Handler() http.Handler {
 		default:
 			mux.Handle(pattern, s.plain(rt.open))
 		}
+	}
+	if s.metrics != nil { // nil only in a Server that New did not make (tests of the routes)
+		mux.Handle("GET /metrics", s.metrics)
 	}
 	mux.Handle("/", s.plain(func(w http.ResponseWriter, r *http.Request) error {
 		return apiErr(api.CodeNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path)

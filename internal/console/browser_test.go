@@ -1,0 +1,81 @@
+package console
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/console/browsertest"
+)
+
+// The job monitor in a real browser, fed event by event: each progress
+// event adds a point to the chart and moves the figures, Average and Peak
+// as the job monitor defines them; phase_ended fills the phases table;
+// job_ended shows the end and takes the cancel button away. The dashboard
+// shows a running job's rate from the same stream.
+func TestJobMonitorFollowsEvents(t *testing.T) {
+	f := newFixture(t)
+	f.b.feed = make(chan api.Event)
+	ts := httptest.NewUnstartedServer(f.c)
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	t0 := f.b.jobs[0].Started
+	send := func(ev api.Event) {
+		t.Helper()
+		ev.JobID = 5
+		select {
+		case f.b.feed <- ev:
+		case <-time.After(time.Minute): // only a hung browser gets here
+			t.Fatalf("no follower took the %s event", ev.Kind)
+		}
+	}
+	ctx := browsertest.Tab(t)
+	browsertest.Do(t, ctx, "sign in",
+		chromedp.Navigate(ts.URL+"/jobs/5"), chromedp.WaitVisible(chromedp.CSS("#signin")),
+		chromedp.SendKeys(chromedp.CSS("#password"), adminToken))
+	browsertest.Navigate(t, ctx, "sign in", chromedp.Click(chromedp.CSS("#signin")))
+	browsertest.Do(t, ctx, "the job monitor", chromedp.WaitVisible(chromedp.CSS("#chart")))
+	if n := browsertest.Eval[string](t, ctx, `document.getElementById("chart").getAttribute("data-points")`); n != "0" {
+		t.Fatalf("the chart has %s points before any event", n)
+	}
+	browsertest.Eval[bool](t, ctx, `window.kuraSamePage = true`)
+
+	send(api.Event{Kind: api.EventProgress, Time: t0.Add(time.Second), Phase: "backup", Files: 1, Bytes: 100 << 10, Rate: 100 << 10})
+	browsertest.WaitFor(t, ctx, "the first point", `document.getElementById("chart").getAttribute("data-points") === "1"`)
+	send(api.Event{Kind: api.EventProgress, Time: t0.Add(2 * time.Second), Phase: "backup", Files: 3, Bytes: 400 << 10, Rate: 300 << 10})
+	browsertest.WaitFor(t, ctx, "the second point", `document.getElementById("chart").getAttribute("data-points") === "2"`)
+	want := map[string]string{"files": "3", "bytes": "400.00 KiB", "avg": "200", "peak": "300"} // 400 KiB in 2 s; the highest rate
+	for id, w := range want {
+		if got := browsertest.Eval[string](t, ctx, fmt.Sprintf(`document.getElementById(%q).textContent`, id)); got != w {
+			t.Errorf("#%s = %q; want %q", id, got, w)
+		}
+	}
+	if same := browsertest.Eval[bool](t, ctx, `window.kuraSamePage === true`); !same {
+		t.Error("the page reloaded to show the events")
+	}
+
+	send(api.Event{Kind: api.EventPhaseEnded, Time: t0.Add(3 * time.Second), Phase: "backup", Figures: &api.Figures{
+		Phases: []api.PhaseFigures{{Name: "backup", Files: 3, SourceBytes: 400 << 10, MediaBytes: 200 << 10, AvgKBps: 200, PeakKBps: 300, CompressionRatio: "2.00:1"}}}})
+	browsertest.WaitFor(t, ctx, "the phase's figures", `document.querySelector("#phases tbody td").textContent === "backup"`)
+	if ratio := browsertest.Eval[string](t, ctx, `document.querySelectorAll("#phases tbody td")[5].textContent`); ratio != "2.00:1" {
+		t.Errorf("the phase's ratio %q; want 2.00:1", ratio)
+	}
+
+	send(api.Event{Kind: api.EventJobEnded, Time: t0.Add(4 * time.Second), Message: "succeeded",
+		Figures: &api.Figures{Files: 3, SourceBytes: 400 << 10, AvgKBps: 100, PeakKBps: 300, Warnings: 1}})
+	browsertest.WaitFor(t, ctx, "the end", `document.getElementById("state").textContent === "succeeded" && !document.getElementById("cancel")`)
+	if avg := browsertest.Eval[string](t, ctx, `document.getElementById("avg").textContent`); avg != "100" {
+		t.Errorf("Average KB/s after the end %q; want the job's own figure, 100", avg)
+	}
+
+	browsertest.Do(t, ctx, "the dashboard", chromedp.Navigate(ts.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#running")))
+	send(api.Event{Kind: api.EventProgress, Time: t0.Add(5 * time.Second), Files: 9, Bytes: 9 << 20, Rate: 512 << 10})
+	browsertest.WaitFor(t, ctx, "the dashboard's live rate", `document.querySelector('tr[data-job="5"] [data-field="rate"]').textContent === "512"`)
+	if b := browsertest.Eval[string](t, ctx, `document.querySelector('tr[data-job="5"] [data-field="bytes"]').textContent`); b != "9.00 MiB" {
+		t.Errorf("the dashboard's bytes %q; want 9.00 MiB", b)
+	}
+}

@@ -1,0 +1,77 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
+)
+
+// brokenLibraries is a service whose libraries cannot be read.
+type brokenLibraries struct{ api.Service }
+
+var errOffline = errors.New("the library's folder is gone")
+
+func (brokenLibraries) Drives(ctx context.Context, lib string) ([]api.Drive, error) {
+	return nil, errOffline
+}
+func (brokenLibraries) Tapes(ctx context.Context, q api.TapeQuery) ([]api.Tape, error) {
+	return nil, errOffline
+}
+
+// A part that cannot be read is left out and counted in
+// kura_scrape_errors, and the server hears why; the rest is served, and
+// every family passes the client library's lint.
+func TestScrapeWithABrokenPart(t *testing.T) {
+	dir := t.TempDir()
+	cat, err := catalog.Open(filepath.Join(dir, "catalog.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	if err := cat.CreateJob(&catalog.Job{Kind: catalog.KindBackup, State: catalog.StateSucceeded, Client: "",
+		Started: t0, Finished: t0.Add(time.Minute), Files: 7}); err != nil {
+		t.Fatal(err)
+	}
+	var heard []string
+	c := New(Source{Catalog: cat, Service: brokenLibraries{}, Version: "test",
+		CatalogFiles: []string{filepath.Join(dir, "catalog.db")},
+		OnError:      func(part string, err error) { heard = append(heard, part+": "+err.Error()) }})
+
+	problems, err := testutil.CollectAndLint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	want := `
+# HELP kura_scrape_errors Parts of this scrape that could not be read (1 each); the server log says why.
+# TYPE kura_scrape_errors gauge
+kura_scrape_errors{part="libraries"} 1
+# HELP kura_client_last_success_timestamp_seconds When the client's newest backup that ended succeeded or with warnings finished (Unix time). A client that never had one has no series.
+# TYPE kura_client_last_success_timestamp_seconds gauge
+kura_client_last_success_timestamp_seconds{client="(local)"} 1.76732286e+09
+# HELP kura_job_files_total Files the ended jobs of each kind handled.
+# TYPE kura_job_files_total counter
+kura_job_files_total{kind="backup"} 7
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "kura_scrape_errors",
+		"kura_client_last_success_timestamp_seconds", "kura_job_files_total"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(c, "kura_drives", "kura_tapes"); n != 0 {
+		t.Errorf("%d drive and tape series from libraries that could not be read", n)
+	}
+	if len(heard) == 0 || !strings.Contains(heard[0], "libraries: the library's folder is gone") {
+		t.Errorf("the server heard %q", heard)
+	}
+}

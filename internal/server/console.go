@@ -1,0 +1,107 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/console"
+	"github.com/kura-backup/kura/internal/pki"
+	"github.com/kura-backup/kura/internal/service"
+)
+
+// consoleBackend is what the web console calls: the same service the API's
+// handlers run, and the server's clients, cancel and event bus.
+type consoleBackend struct {
+	*service.Local
+	s *Server
+}
+
+var _ console.Backend = consoleBackend{}
+
+func (b consoleBackend) Clients(ctx context.Context) ([]api.Client, error) {
+	cs, err := b.s.env.Catalog.Clients()
+	if err != nil {
+		return nil, err
+	}
+	out := []api.Client{}
+	for _, c := range cs {
+		out = append(out, APIClient(c, c.Revoked.IsZero() && b.s.hub.online(c.Name)))
+	}
+	return out, nil
+}
+
+func (b consoleBackend) Cancel(ctx context.Context, id int64, why string) error {
+	return b.s.Cancel(id, why)
+}
+
+// Events follows a job on the server's event bus, as the API's event
+// stream does.
+func (b consoleBackend) Events(ctx context.Context, id int64) (<-chan api.Event, error) {
+	evs, err := b.s.follow(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan api.Event)
+	go func() {
+		defer close(out)
+		for ev := range evs {
+			select {
+			case out <- APIEvent(ev):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// Console is the web console's handler (internal/console) over this
+// server. idle is the session idle expiry (0: the console's default).
+func (s *Server) Console(idle time.Duration) (http.Handler, error) {
+	return console.New(console.Options{Backend: consoleBackend{Local: s.svc, s: s},
+		Users: console.OpenUsers(console.UsersFile(s.env.Home)), AdminToken: s.isAdminToken,
+		Idle: idle, Now: s.opts.Clock.Now, Log: s.log})
+}
+
+// isAdminToken reports whether text is the admin token.
+func (s *Server) isAdminToken(text string) bool {
+	t, err := pki.ParseTokenKind(text, pki.KindAdmin)
+	return err == nil && pki.HashEqual(pki.HashSecret(t.Secret), s.adminHash)
+}
+
+// ServeConsole serves the web console on ln (its own port, the server's
+// TLS certificate) until ctx ends or the server stops. Run it beside Serve.
+func (s *Server) ServeConsole(ctx context.Context, ln net.Listener, idle time.Duration) error {
+	h, err := s.Console(idle)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, TLSConfig: pki.ServerTLSConfig(s.ca, s.cert),
+		ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext: func(net.Listener) context.Context { return s.ctx }}
+	srv.TLSConfig.ClientAuth = tls.NoClientCert // browsers sign in with a cookie, not a client certificate
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-s.ctx.Done():
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		close(done)
+	}()
+	s.log.Info("console listening", "addr", ln.Addr().String())
+	err = srv.ServeTLS(ln, "", "")
+	<-done
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}

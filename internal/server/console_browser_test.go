@@ -1,0 +1,126 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/console"
+	"github.com/kura-backup/kura/internal/console/browsertest"
+)
+
+// startConsole serves the rig's server's console on a port of its own.
+func (r *rig) startConsole() string {
+	r.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := r.srv.ServeConsole(ctx, ln, 0); err != nil {
+			r.t.Errorf("console: %v", err)
+		}
+	}()
+	r.t.Cleanup(func() { cancel(); <-done })
+	return "https://" + ln.Addr().String()
+}
+
+// In a real browser: a wrong password is refused; an admin signs in, sees
+// the running backup on the dashboard with its live rate, watches its
+// chart grow from the event stream without a reload, is refused a cancel
+// without the CSRF token, cancels it with the button, and sees it end
+// canceled.
+func TestConsoleInBrowser(t *testing.T) {
+	t.Parallel()
+	r := startServer(t, t.TempDir(), "")
+	users := console.OpenUsers(console.UsersFile(r.home))
+	if err := users.Add("alice", "alice's long password", console.RoleAdmin); err != nil {
+		t.Fatal(err)
+	}
+	url := r.startConsole()
+	r.runAgent("c1")
+	src := t.TempDir()
+	randomFiles(t, src, 48, 1<<20, 3)
+	// 48 MiB at 256 KiB/s: over three minutes, longer than the test on a
+	// busy machine, so it ends only canceled; small frames make a progress
+	// event every quarter of a second.
+	id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none",
+		BWLimit: 256 << 10, FrameSize: 64 << 10})[0]
+	r.waitProgress(id)
+
+	ctx := browsertest.Tab(t)
+	browsertest.Do(t, ctx, "open the console", chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS("#signin")))
+	browsertest.Do(t, ctx, "type a wrong password",
+		chromedp.SendKeys(chromedp.CSS("#name"), "alice"), chromedp.SendKeys(chromedp.CSS("#password"), "not her password"))
+	if status := browsertest.Navigate(t, ctx, "a wrong password", chromedp.Click(chromedp.CSS("#signin"))); status != 401 {
+		t.Fatalf("a wrong password: %d; want 401", status)
+	}
+	browsertest.Do(t, ctx, "the refusal", chromedp.WaitVisible(chromedp.CSS("#login-error")))
+	browsertest.Screenshot(t, ctx, "console-signin")
+	browsertest.Do(t, ctx, "retype",
+		chromedp.SetValue(chromedp.CSS("#name"), "alice"), chromedp.SendKeys(chromedp.CSS("#password"), "alice's long password"))
+	browsertest.Navigate(t, ctx, "sign in", chromedp.Click(chromedp.CSS("#signin")))
+	browsertest.Do(t, ctx, "the dashboard", chromedp.WaitVisible(chromedp.CSS("#running")))
+	if who := browsertest.Eval[string](t, ctx, `document.getElementById("who").textContent`); who != "alice (admin)" {
+		t.Errorf("signed in as %q; want alice (admin)", who)
+	}
+	if cookies := browsertest.Eval[string](t, ctx, `document.cookie`); cookies != "" {
+		t.Errorf("the page's script can read the cookies %q; want the session cookie HttpOnly", cookies)
+	}
+	row := fmt.Sprintf(`tr.live-job[data-job="%d"]`, id)
+	browsertest.WaitFor(t, ctx, "the dashboard's live rate",
+		fmt.Sprintf(`(() => { const c = document.querySelector('%s [data-field="rate"]'); return c && /^[0-9,]+$/.test(c.textContent); })()`, row))
+	browsertest.Screenshot(t, ctx, "console-dashboard")
+
+	browsertest.Do(t, ctx, "the job monitor", chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", url, id)), chromedp.WaitVisible(chromedp.CSS("#chart")))
+	points := func() int {
+		n, _ := strconv.Atoi(browsertest.Eval[string](t, ctx, `document.getElementById("chart").getAttribute("data-points")`))
+		return n
+	}
+	browsertest.WaitFor(t, ctx, "the chart's first points", `Number(document.getElementById("chart").getAttribute("data-points")) >= 2`)
+	n := points()
+	browsertest.Eval[bool](t, ctx, `window.kuraSamePage = true`)
+	browsertest.WaitFor(t, ctx, "the chart moving without a reload",
+		fmt.Sprintf(`window.kuraSamePage === true && Number(document.getElementById("chart").getAttribute("data-points")) > %d`, n))
+	if lines := browsertest.Eval[int](t, ctx, `document.querySelectorAll("#chart polyline.rate, #chart line.avg, #chart line.peak").length`); lines != 3 {
+		t.Errorf("the chart has %d of its rate, average and peak lines; want 3", lines)
+	}
+	if peak := browsertest.Eval[string](t, ctx, `document.getElementById("peak").textContent`); peak == "0" || peak == "" {
+		t.Errorf("Peak KB/s %q while the job runs", peak)
+	}
+
+	browsertest.Screenshot(t, ctx, "console-job")
+
+	// A change without the CSRF token: refused, and the job runs on.
+	status := browsertest.Eval[int](t, ctx, fmt.Sprintf(`fetch("/jobs/%d/cancel", {method: "POST"}).then(r => r.status)`, id), chromedp.EvalAwaitPromise)
+	if status != 403 {
+		t.Errorf("a cancel without the CSRF token: %d; want 403", status)
+	}
+	if j, err := r.admin.Job(t.Context(), id); err != nil {
+		t.Fatal(err)
+	} else if j.State != catalog.StateRunning {
+		t.Fatalf("after the refused cancel the job is %s; want running", j.State)
+	}
+
+	if status := browsertest.Navigate(t, ctx, "cancel", chromedp.Click(chromedp.CSS("#cancel"))); status != 200 {
+		t.Fatalf("cancel: the page after it is %d", status)
+	}
+	browsertest.WaitFor(t, ctx, "the job canceled", `document.getElementById("state") && document.getElementById("state").textContent === "canceled"`)
+	if j := r.wait(id); j.State != catalog.StateCanceled || j.Error == "" {
+		t.Errorf("the job: %s (%q); want canceled by alice", j.State, j.Error)
+	}
+	r.waitLog("console: job canceled", "user=alice")
+
+	browsertest.Navigate(t, ctx, "sign out", chromedp.Click(chromedp.CSS(".signout button")))
+	browsertest.Do(t, ctx, "the sign-in page after sign-out", chromedp.WaitVisible(chromedp.CSS("#signin")))
+	browsertest.Do(t, ctx, "the dashboard after sign-out", chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS("#signin")))
+}
