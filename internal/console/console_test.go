@@ -130,14 +130,14 @@ func (c *clock) add(d time.Duration) {
 }
 
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	c     *Console
 	b     *fakeBackend
 	users *Users
 	clk   *clock
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	t0 := time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)
 	f := &fixture{t: t, clk: &clock{t: t0}, users: OpenUsers(filepath.Join(t.TempDir(), "users.json")),

@@ -238,3 +238,18 @@ func TestRestoreFromBrowse(t *testing.T) {
 		t.Fatalf("queued %+v; want %+v", got, want)
 	}
 }
+
+// BenchmarkBrowsePage is the console's side of a browse page: a page of
+// browsePage entries of a folder rendered as HTML (the fake service makes
+// the folder's 2,501 entries on every call, so this is an upper bound).
+// BenchmarkBrowse1M in internal/engine measures the index read it asks for.
+func BenchmarkBrowsePage(b *testing.B) {
+	f := newFixture(b)
+	ck, _ := f.signIn("", adminToken)
+	for b.Loop() {
+		resp := f.do("GET", "/savesets/8?path=/data&cursor=/data/f0999.txt", ck, nil)
+		if resp.StatusCode != http.StatusOK {
+			b.Fatal(resp.StatusCode)
+		}
+	}
+}
