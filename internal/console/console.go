@@ -25,7 +25,7 @@
 //     on a page cannot become code.
 //
 // Routing: each page is a route in routes() and an entry of nav; a later
-// page (library, savesets, clients, policies) adds one of each and its
+// page (library, clients, policies) adds one of each and its
 // template.
 package console
 
