@@ -79,3 +79,45 @@ func TestJobMonitorFollowsEvents(t *testing.T) {
 		t.Errorf("the dashboard's bytes %q; want 9.00 MiB", b)
 	}
 }
+
+// In a real browser: sign in, open the savesets page, open saveset 8, open
+// its folder data, select a file, restore it into a folder of another
+// client, and land on the job monitor of the queued restore.
+func TestBrowseAndRestoreInBrowser(t *testing.T) {
+	f := newFixture(t)
+	f.b.clients = []api.Client{{Name: "c1"}, {Name: "c2"}}
+	ts := httptest.NewUnstartedServer(f.c)
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	ctx := browsertest.Tab(t)
+	browsertest.Do(t, ctx, "sign in",
+		chromedp.Navigate(ts.URL+"/savesets"), chromedp.WaitVisible(chromedp.CSS("#signin")),
+		chromedp.SendKeys(chromedp.CSS("#password"), adminToken))
+	browsertest.Navigate(t, ctx, "sign in", chromedp.Click(chromedp.CSS("#signin")))
+	browsertest.Do(t, ctx, "the savesets page", chromedp.WaitVisible(chromedp.CSS("#savesets")))
+	browsertest.Screenshot(t, ctx, "console-savesets")
+	browsertest.Navigate(t, ctx, "open saveset 8", chromedp.Click(chromedp.CSS(`tr[data-saveset="8"] a[href="/savesets/8"]`)))
+	browsertest.Do(t, ctx, "the top of saveset 8", chromedp.WaitVisible(chromedp.CSS("#entries a.dir")))
+	browsertest.Navigate(t, ctx, "open the folder data", chromedp.Click(chromedp.CSS("#entries a.dir")))
+	browsertest.Do(t, ctx, "the folder data", chromedp.WaitVisible(chromedp.CSS("#next")))
+	if n := browsertest.Eval[int](t, ctx, `document.querySelectorAll("#entries tbody tr").length`); n != browsePage {
+		t.Errorf("the folder's first page shows %d entries; want %d", n, browsePage)
+	}
+	browsertest.Do(t, ctx, "select a file and say where",
+		chromedp.Click(chromedp.CSS(`input[name="select"][value="/data/f0002.txt"]`)),
+		chromedp.SetValue(chromedp.CSS("#to-client"), "c2"),
+		chromedp.SendKeys(chromedp.CSS("#to"), "/srv/back"))
+	browsertest.Screenshot(t, ctx, "console-browse")
+	if status := browsertest.Navigate(t, ctx, "restore", chromedp.Click(chromedp.CSS("#restore"))); status != 200 {
+		t.Fatalf("restore: the page after it is %d", status)
+	}
+	browsertest.Do(t, ctx, "the restore's job monitor", chromedp.WaitVisible(chromedp.CSS("#monitor")))
+	if job := browsertest.Eval[string](t, ctx, `document.getElementById("monitor").dataset.job`); job != "101" {
+		t.Errorf("after the restore the page shows job %q; want the queued restore, 101", job)
+	}
+	got := f.b.requests()
+	if len(got) != 1 || got[0].Kind != api.KindRestore || got[0].Saveset != 8 || got[0].ToClient != "c2" || got[0].To != "/srv/back" ||
+		fmt.Sprint(got[0].Includes) != "[/data/f0002.txt]" {
+		t.Errorf("queued %+v; want a restore of saveset 8's /data/f0002.txt to c2:/srv/back", got)
+	}
+}

@@ -25,7 +25,7 @@
 //     on a page cannot become code.
 //
 // Routing: each page is a route in routes() and an entry of nav; a later
-// page (library, savesets, clients, policies) adds one of each and its
+// page (library, clients, policies) adds one of each and its
 // template.
 package console
 
@@ -58,6 +58,9 @@ type Backend interface {
 	// channel closes), or until ctx ends. A job that has ended sends only
 	// job_ended.
 	Events(ctx context.Context, id int64) (<-chan api.Event, error)
+	// Submit queues a job (a restore from the savesets page) and returns
+	// its ID: the job runs in the server's queue, not in a request.
+	Submit(ctx context.Context, req api.JobRequest) ([]int64, error)
 }
 
 // Options configure a console.
@@ -165,6 +168,9 @@ func (c *Console) routes() []route {
 		{"GET /jobs/{id}", watch, c.job},
 		{"GET /jobs/{id}/events", watch, c.jobEvents},
 		{"POST /jobs/{id}/cancel", change, c.cancel},
+		{"GET /savesets", watch, c.savesets},
+		{"GET /savesets/{id}", watch, c.browse},
+		{"POST /savesets/{id}/restore", change, c.restore},
 	}
 }
 
@@ -176,7 +182,8 @@ type navItem struct {
 }
 
 // nav is the console's sections, in header order.
-var nav = []navItem{{"/", "Dashboard", []string{"dashboard"}}, {"/jobs", "Jobs", []string{"jobs", "job"}}}
+var nav = []navItem{{"/", "Dashboard", []string{"dashboard"}}, {"/jobs", "Jobs", []string{"jobs", "job"}},
+	{"/savesets", "Savesets", []string{"savesets", "saveset"}}}
 
 // ServeHTTP serves the console.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -29,9 +29,13 @@ type fakeBackend struct {
 	jobs        []api.Job
 	clients     []api.Client
 	feed        chan api.Event // nil: a job's events are its end
+	submitted   []api.JobRequest
+	listings    []api.EntriesQuery
 }
 
 func (f *fakeBackend) Jobs(ctx context.Context, flt api.JobFilter) ([]api.Job, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	var out []api.Job
 	for _, j := range f.jobs {
 		if (flt.Kind == "" || j.Kind == flt.Kind) && (flt.State == "" || j.State == flt.State) && (flt.Client == "" || j.Client == flt.Client) {
@@ -45,6 +49,8 @@ func (f *fakeBackend) Jobs(ctx context.Context, flt api.JobFilter) ([]api.Job, e
 }
 
 func (f *fakeBackend) Job(ctx context.Context, id int64) (*api.Job, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for _, j := range f.jobs {
 		if j.ID == id {
 			return &j, nil
@@ -124,14 +130,14 @@ func (c *clock) add(d time.Duration) {
 }
 
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	c     *Console
 	b     *fakeBackend
 	users *Users
 	clk   *clock
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	t0 := time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)
 	f := &fixture{t: t, clk: &clock{t: t0}, users: OpenUsers(filepath.Join(t.TempDir(), "users.json")),

@@ -45,6 +45,7 @@ var funcs = template.FuncMap{
 		return fmt.Sprintf("%.2f:1", float64(src)/float64(media))
 	},
 	"ended": jobEnded,
+	"list":  func(s ...string) []string { return s },
 	"has":   func(list []string, s string) bool { return slices.Contains(list, s) },
 }
 

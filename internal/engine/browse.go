@@ -43,21 +43,33 @@ type ListPage struct {
 // entries page by page costs about one pass over its index, not one per
 // page (index.Iter.After).
 func (e *Env) ListPage(id int64, dir, after string, limit int, warn func(string)) (*ListPage, error) {
-	ss, err := EnvStore{Env: e}.Saveset(id) // a copy when its own tapes are offline
-	if errors.Is(err, catalog.ErrNotFound) {
-		return nil, Missing("saveset", "no saveset %d", id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("saveset %d: %w", id, err)
-	}
 	var r *index.Reader
-	if after == "" {
-		r, err = e.openIndex(ss, warn)
-	} else {
-		r, err = e.resumeIndex(ss, warn)
+	var err error
+	if after != "" {
+		// A later page: the cache the first page checked, as it is. Not
+		// through EnvStore.Saveset, whose choice of a copy checks the whole
+		// cache again (tapesOffline): that made each page cost a pass over
+		// the index, so a folder read in pages cost pages × index.
+		if r, err = e.cachedIndex(id); err != nil {
+			return nil, err
+		}
 	}
-	if err != nil {
-		return nil, err
+	if r == nil {
+		ss, err := EnvStore{Env: e}.Saveset(id) // a copy when its own tapes are offline
+		if errors.Is(err, catalog.ErrNotFound) {
+			return nil, Missing("saveset", "no saveset %d", id)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("saveset %d: %w", id, err)
+		}
+		if after == "" {
+			r, err = e.openIndex(ss, warn)
+		} else {
+			r, err = e.resumeIndex(ss, warn)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	defer r.Close()
 	dir = strings.Trim(path.Clean("/"+dir), "/")
@@ -92,6 +104,33 @@ func (e *Env) ListPage(id int64, dir, after string, limit int, warn func(string)
 		page.Entries = []index.Entry{en}
 	}
 	return page, nil
+}
+
+// cachedIndex opens, as it is, the cached index of saveset id or of one of
+// its copies (they list the same entries), for a listing that goes on
+// where a checked first page left it; nil when none is cached (or the
+// saveset is encrypted: its cache is not an index this process opens).
+func (e *Env) cachedIndex(id int64) (*index.Reader, error) {
+	ss, err := e.Catalog.Saveset(id)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return nil, Missing("saveset", "no saveset %d", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("saveset %d: %w", id, err)
+	}
+	if ss.Encryption != "" {
+		return nil, nil
+	}
+	views := []*catalog.Saveset{ss}
+	for _, c := range ss.Copies {
+		views = append(views, copyView(ss, c))
+	}
+	for _, v := range views {
+		if r, err := index.OpenFile(e.indexCachePath(v)); err == nil {
+			return r, nil
+		}
+	}
+	return nil, nil
 }
 
 // resumeIndex opens a saveset's cached index to go on with a listing that

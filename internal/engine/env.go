@@ -672,6 +672,7 @@ func notSealed(ss *catalog.Saveset) error {
 
 // checkIndexFile opens the index file at p and checks every block.
 func checkIndexFile(p string) error {
+	indexChecks.Add(1)
 	r, err := index.OpenFile(p)
 	if err != nil {
 		return err
@@ -682,6 +683,11 @@ func checkIndexFile(p string) error {
 	}
 	return nil
 }
+
+// indexChecks counts checkIndexFile's passes over a whole cached index:
+// a listing read in pages makes them for its first page only
+// (TestLaterPagesCheckNoIndex).
+var indexChecks atomic.Int64
 
 // indexFile is IndexFile with the warning of a rebuilt cache going to warn
 // (nil: e.notice). Every block of the cache is checked (index.Reader.Check:

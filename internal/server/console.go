@@ -40,6 +40,11 @@ func (b consoleBackend) Cancel(ctx context.Context, id int64, why string) error 
 	return b.s.Cancel(id, why)
 }
 
+// Submit queues a job as POST /api/v1/jobs does.
+func (b consoleBackend) Submit(ctx context.Context, req api.JobRequest) ([]int64, error) {
+	return b.s.Submit(req)
+}
+
 // Events follows a job on the server's event bus, as the API's event
 // stream does.
 func (b consoleBackend) Events(ctx context.Context, id int64) (<-chan api.Event, error) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -123,4 +125,61 @@ func TestConsoleInBrowser(t *testing.T) {
 	browsertest.Navigate(t, ctx, "sign out", chromedp.Click(chromedp.CSS(".signout button")))
 	browsertest.Do(t, ctx, "the sign-in page after sign-out", chromedp.WaitVisible(chromedp.CSS("#signin")))
 	browsertest.Do(t, ctx, "the dashboard after sign-out", chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS("#signin")))
+}
+
+// In a real browser against a real server: an admin opens a backup in the
+// savesets page, opens its folder, selects one file and restores it into
+// a folder of the agent's machine; the restore is a queued job, the page
+// shows its monitor, and the file (and only it) is on disk.
+func TestConsoleRestoresAFile(t *testing.T) {
+	t.Parallel()
+	r := startServer(t, t.TempDir(), "")
+	users := console.OpenUsers(console.UsersFile(r.home))
+	if err := users.Add("alice", "alice's long password", console.RoleAdmin); err != nil {
+		t.Fatal(err)
+	}
+	url := r.startConsole()
+	r.runAgent("c1")
+	src := t.TempDir()
+	for name, text := range map[string]string{"a.txt": "the file to restore\n", "b.txt": "left alone\n"} {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := r.backupAndCheck(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}}).SavesetID
+	to := t.TempDir()
+
+	ctx := browsertest.Tab(t)
+	browsertest.Do(t, ctx, "open the console", chromedp.Navigate(url+"/savesets"), chromedp.WaitVisible(chromedp.CSS("#signin")),
+		chromedp.SendKeys(chromedp.CSS("#name"), "alice"), chromedp.SendKeys(chromedp.CSS("#password"), "alice's long password"))
+	browsertest.Navigate(t, ctx, "sign in", chromedp.Click(chromedp.CSS("#signin")))
+	browsertest.Do(t, ctx, "the savesets page", chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`tr[data-saveset="%d"]`, id))))
+	browsertest.Navigate(t, ctx, "open the saveset", chromedp.Click(chromedp.CSS(fmt.Sprintf(`a[href="/savesets/%d"]`, id))))
+	browsertest.Do(t, ctx, "the saveset's top", chromedp.WaitVisible(chromedp.CSS("#entries a.dir")))
+	browsertest.Do(t, ctx, "open the backed-up folder", chromedp.Navigate(fmt.Sprintf("%s/savesets/%d?path=%s", url, id, src)),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`input[name="select"][value="%s/a.txt"]`, src))))
+	browsertest.Do(t, ctx, "select a.txt and say where",
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`input[name="select"][value="%s/a.txt"]`, src))),
+		chromedp.SendKeys(chromedp.CSS("#to"), to))
+	if status := browsertest.Navigate(t, ctx, "restore", chromedp.Click(chromedp.CSS("#restore"))); status != 200 {
+		t.Fatalf("restore: the page after it is %d", status)
+	}
+	browsertest.Do(t, ctx, "the restore's monitor", chromedp.WaitVisible(chromedp.CSS("#monitor")))
+	job, err := strconv.ParseInt(browsertest.Eval[string](t, ctx, `document.getElementById("monitor").dataset.job`), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := r.wait(job)
+	if j.Kind != api.KindRestore || j.State != catalog.StateSucceeded {
+		t.Fatalf("job %d: %s %s (%s); want a succeeded restore", job, j.Kind, j.State, j.Error)
+	}
+	browsertest.WaitFor(t, ctx, "the monitor shows the end", `document.getElementById("state").textContent === "succeeded"`)
+	got, err := os.ReadFile(filepath.Join(to, src, "a.txt"))
+	if err != nil || string(got) != "the file to restore\n" {
+		t.Errorf("the restored a.txt: %q, %v", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(to, src, "b.txt")); !os.IsNotExist(err) {
+		t.Errorf("b.txt, not selected, was restored too (%v)", err)
+	}
+	r.waitLog("console: restore started", "user=alice")
 }
