@@ -490,3 +490,12 @@ type RestoreOutcome struct {
 	Tapes        []string `json:"tapes"`
 	Sources      []int64  `json:"sources"` // savesets read, the chosen one included
 }
+
+// WALArchive asks the server to store one WAL file from the calling
+// agent's spool (POST /agent/wal, kura wal archive on an agent's machine):
+// the server runs a backup job of that client, which reads the file from
+// its spool, and answers with the job once it ended.
+type WALArchive struct {
+	Cluster string `json:"cluster"` // the WAL archive's name (kura wal archive --cluster)
+	File    string `json:"file"`    // PostgreSQL's %f
+}

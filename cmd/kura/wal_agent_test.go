@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// walFile writes a fake WAL segment (PostgreSQL's %p) with content of
+// its own.
+func walFile(t *testing.T, dir, name string, n int) []byte {
+	t.Helper()
+	data := bytes.Repeat([]byte(fmt.Sprintf("%s:%d;", name, n)), 4096)
+	if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// WAL archiving through an agent: kura wal archive on the agent's
+// machine sends each WAL file to the server (a saveset of that client),
+// and kura wal get fetches it back through the server. With the server
+// down, archive still exits 0 once the file is spooled (synced), kura wal
+// spool raises the alarm, and the next archive call, the server back,
+// sends the spool in order: every file comes back exactly.
+func TestWALArchiveThroughAgent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	srvK := newKura(t)
+	srv := srvK.start("server", "--listen", addr)
+	url := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))
+	tokb, err := os.ReadFile(filepath.Join(srvK.home, "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := newKura(t)
+	admin.home = ""
+	admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json")}
+	admin.ok("login", "--server", url, "--token", strings.TrimSpace(string(tokb)))
+	tok := strings.TrimSpace(admin.ok("token", "create", "--expires", "10m").stdout)
+	db := newKura(t)
+	db.ok("agent", "enroll", "--server", url, "--token", tok, "--name", "db1")
+	db.start("agent", "run") // no --allow-plugin: a WAL file is read from the spool only
+	admin.connected("db1")
+
+	const seg1, seg2, seg3 = "000000010000000000000001", "000000010000000000000002", "000000010000000000000003"
+	want := map[string][]byte{seg1: walFile(t, db.dir, seg1, 1)}
+	db.ok("wal", "archive", "--cluster", "main", seg1, seg1)
+	if r := db.ok("wal", "spool", "--warn-after", "0s"); !strings.Contains(r.stdout, "empty") {
+		t.Errorf("after a sent archive the spool should be empty:\n%s", r)
+	}
+	var sets []struct {
+		Client string   `json:"client"`
+		Paths  []string `json:"paths"`
+	}
+	admin.json(0, &sets, "savesets", "--json")
+	if len(sets) != 1 || sets[0].Client != "db1" || len(sets[0].Paths) != 1 || !strings.Contains(sets[0].Paths[0], "main/"+seg1) {
+		t.Fatalf("the server should hold one WAL saveset of db1: %+v", sets)
+	}
+
+	// The server down: spooled, exit 0, and the alarm.
+	srv.stop()
+	want[seg2] = walFile(t, db.dir, seg2, 2)
+	db.ok("wal", "archive", "--cluster", "main", "--send-for", "5s", seg2, seg2)
+	r := db.expect(exitWarnings, "wal", "spool", "--warn-after", "0s")
+	if !strings.Contains(r.stdout, "1 WAL files spooled") || !strings.Contains(r.stderr, "falls behind") || !strings.Contains(r.stderr, seg2) {
+		t.Errorf("the spool should show the unsent file and warn:\n%s", r)
+	}
+	var sp struct {
+		Files         int     `json:"files"`
+		Oldest        string  `json:"oldest"`
+		OldestSeconds float64 `json:"oldest_seconds"`
+		Behind        bool    `json:"behind"`
+	}
+	db.json(exitWarnings, &sp, "wal", "spool", "--json", "--warn-after", "0s")
+	if sp.Files != 1 || sp.Oldest != "main/"+seg2 || sp.OldestSeconds <= 0 || !sp.Behind {
+		t.Errorf("kura wal spool --json: %+v", sp)
+	}
+	// PostgreSQL retries an archive_command: the same file again is fine,
+	// a different one under the same name is refused.
+	db.ok("wal", "archive", "--cluster", "main", "--send-for", "1s", seg2, seg2)
+	if err := os.WriteFile(filepath.Join(db.dir, "other"), []byte("not the same"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := db.expect(exitFailure, "wal", "archive", "--cluster", "main", "--send-for", "1s", "other", seg2); !strings.Contains(r.stderr, "different file") {
+		t.Errorf("a different file under a spooled name should be refused:\n%s", r)
+	}
+
+	// The server back: the next archive sends the spool, oldest first.
+	srvK.start("server", "--listen", addr)
+	admin.connected("db1")
+	want[seg3] = walFile(t, db.dir, seg3, 3)
+	db.ok("wal", "archive", "--cluster", "main", seg3, seg3)
+	if r := db.ok("wal", "spool"); !strings.Contains(r.stdout, "empty") {
+		t.Errorf("the spool should be sent once the server is back:\n%s", r)
+	}
+	for _, seg := range []string{seg1, seg2, seg3} {
+		dst := filepath.Join(db.dir, "restored-"+seg)
+		db.ok("wal", "get", "--cluster", "main", seg, dst)
+		if got, _ := os.ReadFile(dst); !bytes.Equal(got, want[seg]) {
+			t.Errorf("wal get %s: %d bytes, want %d exactly", seg, len(got), len(want[seg]))
+		}
+	}
+	// Past the end of the archive: exit 1, nothing written.
+	dst := filepath.Join(db.dir, "none")
+	if r := db.expect(exitFailure, "wal", "get", "--cluster", "main", "000000010000000000000009", dst); !strings.Contains(r.stderr, "holds no") {
+		t.Errorf("a WAL file the archive does not hold:\n%s", r)
+	}
+	if _, err := os.Stat(dst); err == nil {
+		t.Error("wal get of a missing file should write nothing")
+	}
+}
