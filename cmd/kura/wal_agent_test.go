@@ -118,3 +118,47 @@ func TestWALArchiveThroughAgent(t *testing.T) {
 		t.Error("wal get of a missing file should write nothing")
 	}
 }
+
+// WAL retention follows the base backups: prune expires, with its
+// reason, the WAL files archived before the oldest kept base backup of
+// their client, and keeps every WAL file of a client that has none.
+func TestPruneExpiresWALBeforeOldestBase(t *testing.T) {
+	t.Parallel()
+	s := postgres(t)
+	k := newKura(t)
+	k.env = s.Env()
+	const seg1, seg2 = "000000010000000000000001", "000000010000000000000002"
+	walFile(t, k.dir, seg1, 1)
+	walFile(t, k.dir, seg2, 2)
+	k.ok("wal", "archive", "--cluster", "main", seg1, seg1)
+	// No base backup yet: the WAL stays.
+	if dry := k.ok("prune", "--dry-run"); strings.Contains(dry.stdout, "Would expire") {
+		t.Fatalf("WAL without a base backup should be kept:\n%s", dry)
+	}
+	base := k.backup("--plugin", "postgresql-cluster")
+	k.ok("wal", "archive", "--cluster", "main", seg2, seg2)
+	k.ok("prune")
+	var sets []struct {
+		ID           int64    `json:"id"`
+		Paths        []string `json:"paths"`
+		Expired      bool     `json:"expired"`
+		ExpireReason string   `json:"expire_reason"`
+	}
+	k.json(0, &sets, "savesets", "--json")
+	if len(sets) != 3 {
+		t.Fatalf("want 3 savesets: %+v", sets)
+	}
+	for _, ss := range sets {
+		old := strings.Contains(strings.Join(ss.Paths, ","), seg1)
+		if ss.Expired != old {
+			t.Errorf("saveset %d %v: expired=%v (%q); want only the WAL before base backup %d expired", ss.ID, ss.Paths, ss.Expired, ss.ExpireReason, base.SavesetID)
+		}
+		if old && !strings.Contains(ss.ExpireReason, "before the oldest kept base backup") {
+			t.Errorf("the expired WAL's reason: %q", ss.ExpireReason)
+		}
+	}
+	// What remains replays: the base backup's WAL is still there.
+	if r := k.ok("wal", "get", "--cluster", "main", seg2, filepath.Join(k.dir, "back")); r.code != 0 {
+		t.Error(r)
+	}
+}
