@@ -32,7 +32,7 @@ before archive exits 0.`,
 	}
 	var cluster string
 	var sendFor, warnAfter time.Duration
-	var asJSON bool
+	var asJSON, send bool
 	archive := &cobra.Command{
 		Use:   "archive PATH FILE",
 		Short: "Store one WAL file (PostgreSQL's %p and %f); exit 0 only once it is on tape",
@@ -103,6 +103,17 @@ before archive exits 0.`,
 			if err != nil {
 				return err
 			}
+			if send {
+				a, _, ok, err := walAgent(g)
+				if err != nil {
+					return err
+				}
+				if ok {
+					if _, err := a.SendSpool(cmdContext(cmd)); err != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "kura: sending the WAL spool: %v\n", err)
+					}
+				}
+			}
 			list, err := agent.SpoolList(h)
 			if err != nil {
 				return err
@@ -141,6 +152,7 @@ before archive exits 0.`,
 			return nil
 		},
 	}
+	spool.Flags().BoolVar(&send, "send", false, "send the spool to the server first, oldest first")
 	spool.Flags().BoolVar(&asJSON, "json", false, "print the spool's state as JSON")
 	spool.Flags().DurationVar(&warnAfter, "warn-after", 15*time.Minute, "warn (exit 3) when the oldest spooled file waits longer")
 	for _, c := range []*cobra.Command{archive, get} {

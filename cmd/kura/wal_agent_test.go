@@ -2,12 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/kura-backup/kura/internal/pgtest"
 )
 
 // walFile writes a fake WAL segment (PostgreSQL's %p) with content of
@@ -160,5 +167,132 @@ func TestPruneExpiresWALBeforeOldestBase(t *testing.T) {
 	// What remains replays: the base backup's WAL is still there.
 	if r := k.ok("wal", "get", "--cluster", "main", seg2, filepath.Join(k.dir, "back")); r.code != 0 {
 		t.Error(r)
+	}
+}
+
+// Point-in-time recovery through an agent and a server, the server down
+// while the cluster archives: archive_command (kura wal archive on the
+// agent) spools and exits 0, the spool is sent once the server is back,
+// and the base backup restored through the agent to a moment written
+// while the server was down replays exactly the rows before it.
+func TestPostgreSQLPointInTimeThroughAgent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	srvK := newKura(t)
+	srv := srvK.start("server", "--listen", addr)
+	url := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))
+	tokb, err := os.ReadFile(filepath.Join(srvK.home, "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := newKura(t)
+	admin.home = ""
+	admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json")}
+	admin.ok("login", "--server", url, "--token", strings.TrimSpace(string(tokb)))
+	tok := strings.TrimSpace(admin.ok("token", "create", "--expires", "10m").stdout)
+	db := postgresUserKura(t) // the agent runs as PostgreSQL's user: archive_command is that user's
+	db.ok("agent", "enroll", "--server", url, "--token", tok, "--name", "db1")
+
+	kura := "GORACE=atexit_sleep_ms=0 " + runMainEnv + "=1 " + db.bin + " --home " + db.home
+	s, err := pgtest.Start("fsync=off", "wal_level=replica", "archive_mode=on",
+		"archive_command='"+kura+" wal archive --cluster main --send-for 5s %p %f'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Stop() })
+	db.env = s.Env()
+	db.start("agent", "run", "--allow-commands")
+	admin.connected("db1")
+	ctx := context.Background()
+	name, err := s.CreateDatabase(ctx, "pitr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := pgx.Connect(ctx, s.URL(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	exec1 := func(q string) {
+		t.Helper()
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	archived := func(what string) {
+		t.Helper()
+		var last string
+		if err := c.QueryRow(ctx, "SELECT pg_walfile_name(pg_switch_wal())").Scan(&last); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, what+": WAL file "+last+" archived", func() bool {
+			var got string
+			var failed int64
+			err := c.QueryRow(ctx, "SELECT coalesce(last_archived_wal, ''), failed_count FROM pg_stat_archiver").Scan(&got, &failed)
+			if err != nil || failed > 0 {
+				t.Fatalf("pg_stat_archiver: %v, %d failed (see the server's log in %s)", err, failed, s.Dir)
+			}
+			return got >= last
+		})
+	}
+	exec1("CREATE TABLE marks (n int PRIMARY KEY, note text)")
+	exec1("INSERT INTO marks SELECT g, 'base' FROM generate_series(1, 10) g")
+	var base figures
+	admin.json(0, &base, "backup", "--client", "db1", "--json", "--plugin", "postgresql-cluster")
+	archived("with the server up")
+
+	srv.stop()
+	exec1("INSERT INTO marks SELECT g, 'before' FROM generate_series(11, 20) g")
+	var at time.Time
+	if err := c.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&at); err != nil {
+		t.Fatal(err)
+	}
+	exec1("INSERT INTO marks SELECT g, 'after' FROM generate_series(21, 30) g")
+	archived("with the server down")
+	if r := db.expect(exitWarnings, "wal", "spool", "--warn-after", "0s"); !strings.Contains(r.stdout, "spooled") {
+		t.Fatalf("with the server down the WAL should wait in the spool:\n%s", r)
+	}
+
+	srvK.start("server", "--listen", addr)
+	admin.connected("db1")
+	if r := db.ok("wal", "spool", "--send"); !strings.Contains(r.stdout, "empty") {
+		t.Fatalf("the spool should be sent once the server is back:\n%s", r)
+	}
+
+	dir, err := os.MkdirTemp("", "kura-pitr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	admin.ok("restore", "--client", "db1", itoa64(base.SavesetID), "--to-cluster", data, "--wal", "main",
+		"--at", at.Format(time.RFC3339Nano), "--wal-restore-command", kura+" wal get --cluster main %f %p")
+	if _, err := os.Stat(filepath.Join(data, "recovery.signal")); err != nil {
+		t.Fatalf("no recovery.signal: %v", err)
+	}
+	port := startCluster(t, s, data)
+	rc, err := pgx.Connect(ctx, "postgres://"+s.User+"@127.0.0.1:"+strconv.Itoa(port)+"/"+name+"?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close(ctx)
+	waitFor(t, "recovery to end (promotion at the target)", func() bool {
+		var rec bool
+		return rc.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&rec) == nil && !rec
+	})
+	var n int
+	var notes string
+	if err := rc.QueryRow(ctx, "SELECT count(*), string_agg(DISTINCT note, ',' ORDER BY note) FROM marks").Scan(&n, &notes); err != nil {
+		t.Fatal(err)
+	}
+	if n != 20 || notes != "base,before" {
+		t.Errorf("recovered to %s: %d rows (%s); want the 20 rows written before that moment (base,before)", at, n, notes)
 	}
 }

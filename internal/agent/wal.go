@@ -338,3 +338,36 @@ func (a *Agent) drainSpool(ctx context.Context) {
 		}
 	}
 }
+
+// recovery is how a cluster restored through this agent recovers from
+// its WAL archive: restore_command is this agent's own kura wal get (its
+// executable and home), unless the server sent another — a command run
+// on this machine, so only with --allow-commands.
+func (a *Agent) recovery(r *api.RestoreOrder) (plugin.Recovery, error) {
+	rec := plugin.Recovery{Cluster: r.WAL, Command: r.WALRestoreCommand}
+	if err := plugin.ValidCluster(r.WAL); err != nil {
+		return rec, err
+	}
+	if r.WALAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, r.WALAt)
+		if err != nil {
+			return rec, fmt.Errorf("%w: the moment to recover to, %q: %v", plugin.ErrBadSource, r.WALAt, err)
+		}
+		rec.At = t
+	}
+	if rec.Command != "" {
+		if !a.opts.Allow.Commands {
+			return rec, fmt.Errorf("%w: a restore_command from the server (start the agent with --allow-commands to accept it)", plugin.ErrNotAllowed)
+		}
+		return rec, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return rec, err
+	}
+	rec.Command = shQuote(exe) + " --home " + shQuote(a.opts.Home) + " wal get --cluster " + shQuote(r.WAL) + " %f %p"
+	return rec, nil
+}
+
+// shQuote quotes s for a POSIX shell.
+func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

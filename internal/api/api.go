@@ -236,6 +236,12 @@ type JobRequest struct {
 	ToDB      string `json:"to_db,omitempty"`
 	Jobs      int    `json:"jobs,omitempty"`
 	ToCluster string `json:"to_cluster,omitempty"` // a new folder on the client for a PostgreSQL base backup
+	// With to_cluster: recover from this WAL archive (the client's own,
+	// kura wal archive on its agent) to at, or to its end; the agent
+	// writes restore_command, its own kura wal get unless
+	// wal_restore_command is given (which needs --allow-commands there).
+	WAL               string `json:"wal,omitempty"`
+	WALRestoreCommand string `json:"wal_restore_command,omitempty"`
 
 	// verify (saveset; level media or data), copy (saveset; library is
 	// the library copied to), catalog (library), scan and erase
@@ -436,6 +442,12 @@ type RestoreOrder struct {
 	ToDB      string   `json:"to_db,omitempty"`      // instead of to: a new PostgreSQL database
 	Jobs      int      `json:"jobs,omitempty"`
 	ToCluster string   `json:"to_cluster,omitempty"` // instead of to: a new folder for a PostgreSQL cluster
+	// With to_cluster: the WAL archive to recover from, the moment to
+	// recover to (RFC 3339; empty: its end) and the restore_command
+	// (empty: the agent's own kura wal get).
+	WAL               string `json:"wal,omitempty"`
+	WALAt             string `json:"wal_at,omitempty"`
+	WALRestoreCommand string `json:"wal_restore_command,omitempty"`
 }
 
 // BackupEnd is the last message of a backup data stream.
