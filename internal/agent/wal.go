@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/plugin"
@@ -183,8 +185,15 @@ const walSendIdle = 10 * time.Minute
 // SendSpool sends the spooled WAL files to the server, oldest first, and
 // stops at the first the server does not take (it stays spooled, and so
 // do those after it: the archive stays in order). It returns how many
-// were sent.
+// were sent. One sender at a time: while another process (kura agent
+// run, another kura wal archive) sends the spool, it returns 0 at once —
+// that one sends in order what is spooled.
 func (a *Agent) SendSpool(ctx context.Context) (int, error) {
+	unlock, ok, err := lockSpool(a.opts.Home)
+	if err != nil || !ok {
+		return 0, err
+	}
+	defer unlock()
 	list, err := SpoolList(a.opts.Home)
 	if err != nil {
 		return 0, err
@@ -194,7 +203,7 @@ func (a *Agent) SendSpool(ctx context.Context) (int, error) {
 		if err := a.sendWAL(ctx, s); err != nil {
 			return sent, fmt.Errorf("sending WAL file %s/%s: %w", s.Cluster, s.File, err)
 		}
-		if err := os.Remove(s.Path); err != nil {
+		if err := os.Remove(s.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return sent, err
 		}
 		if err := syncDir(filepath.Dir(s.Path)); err != nil {
@@ -371,3 +380,24 @@ func (a *Agent) recovery(r *api.RestoreOrder) (plugin.Recovery, error) {
 
 // shQuote quotes s for a POSIX shell.
 func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// lockSpool takes the spool's sender lock without waiting; ok is false
+// when another process holds it.
+func lockSpool(home string) (unlock func(), ok bool, err error) {
+	dir := SpoolDir(home)
+	if err := private.MkdirAll(dir); err != nil {
+		return nil, false, err
+	}
+	f, err := private.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	return func() { f.Close() }, true, nil
+}
