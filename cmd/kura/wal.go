@@ -28,7 +28,10 @@ func newWALCmd(g *globals) *cobra.Command {
   archive_command = 'kura --home HOME wal archive --cluster NAME %p %f'
 and a cluster restored with kura restore --to-cluster DIR --wal NAME [--at TIME]
 fetches it back with kura wal get. Each WAL file is a saveset of its own, complete
-before archive exits 0.`,
+before archive exits 0. On an enrolled agent's home, archive copies the file into the
+agent's spool (synced) and sends the spool to the server in order; what cannot be sent
+waits there (kura wal spool shows it, exit 3 past --warn-after), and wal get fetches
+through the server.`,
 	}
 	var cluster string
 	var sendFor, warnAfter time.Duration
