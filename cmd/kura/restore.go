@@ -113,9 +113,6 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 			}
 			if srv != nil {
 				defer srv.Close()
-				if wal != "" {
-					return usageErrorf("--wal (point-in-time recovery) works on a local home only for now")
-				}
 				if g.client == "" {
 					return usageErrorf("with a server, say whose saveset to restore: --client NAME (and --to-client to restore onto another machine)")
 				}
@@ -133,7 +130,8 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 				}
 				req := api.JobRequest{Kind: api.KindRestore, Client: g.client, BWLimit: bw, Saveset: o.SavesetID, Latest: o.Latest,
 					Selection: o.Selection, At: o.At, To: o.To, InPlace: o.InPlace, ToClient: toClient, Includes: o.Includes,
-					Overwrite: o.Overwrite, Sync: o.Sync, ToCommand: o.Into.Command, ToDB: o.Into.Database, ToCluster: o.Into.Cluster}
+					Overwrite: o.Overwrite, Sync: o.Sync, ToCommand: o.Into.Command, ToDB: o.Into.Database, ToCluster: o.Into.Cluster,
+					WAL: wal, WALRestoreCommand: o.Into.Recovery.Command}
 				if o.Into.Database != "" {
 					req.Jobs = o.Into.Jobs
 				}

@@ -241,6 +241,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	// Run returns once they have ended, within seconds.
 	jobsCtx, stopJobs := context.WithCancelCause(ctx)
 	defer stopJobs(nil)
+	// WAL files kura wal archive spooled and could not send: sent now
+	// and every spoolEvery, oldest first.
+	a.jobs.Add(1)
+	go func() {
+		defer a.jobs.Done()
+		a.drainSpool(jobsCtx)
+	}()
 	backoff := a.opts.MinBackoff
 	connected := false
 	failing := false // a failure to connect is logged once, until it connects

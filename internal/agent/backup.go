@@ -202,7 +202,17 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 	spec := producer.Spec{JobID: o.JobID, Paths: paths, Excludes: b.Excludes, Compress: level,
 		FrameSize: b.FrameSize, BaseID: b.BaseID, Uncounted: uncounted,
 		Sources: plugin.FromAPI(b.Sources), PartSize: b.PartSize}
-	for _, s := range spec.Sources {
+	for i, s := range spec.Sources {
+		if s.Kind == plugin.KindWAL {
+			// A WAL file is read from this agent's spool, where kura wal
+			// archive put it, and nowhere else: no command runs.
+			p, err := a.spooled(s.Name)
+			if err != nil {
+				return abort(err)
+			}
+			spec.Sources[i].Path = p
+			continue
+		}
 		// The server asks; this machine's administrator decides.
 		if err := a.opts.Allow.Source(s); err != nil {
 			return abort(err)

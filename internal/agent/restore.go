@@ -213,7 +213,10 @@ func (a *Agent) restore(ctx context.Context, o api.Order) error {
 	if into := (plugin.Target{Command: r.ToCommand, Database: r.ToDB, Jobs: r.Jobs, Cluster: r.ToCluster}); into.IsSet() {
 		// The server asks; this machine's administrator decides.
 		into.Allowed = a.opts.Allow.Plugin
-		if err = a.opts.Allow.Target(into); err == nil {
+		if err = a.opts.Allow.Target(into); err == nil && r.WAL != "" {
+			into.Recovery, err = a.recovery(r)
+		}
+		if err == nil {
 			out, err = restorer.Pipe(ctx, store, restorerSaveset(&r.Saveset), restorer.Into(ctx, into, r.Includes), job)
 		}
 	} else {

@@ -42,16 +42,7 @@ func (a *Agent) VerifyData(ctx context.Context, id int64) (*VerifyResult, error)
 		return nil, err
 	}
 	defer idx.Close()
-	store := &remoteStore{a: a, ctx: ctx, idle: browseIdle, own: true}
-	var src stream.FrameSource = &remoteData{s: store, id: id}
-	if ss.Encryption != "" {
-		sizes := make([]int64, len(ss.Parts))
-		for i, p := range ss.Parts {
-			sizes[i] = p.Bytes
-		}
-		src = &sealedData{s: store, id: id, sizes: sizes}
-	}
-	rd, err := stream.NewReader(src, idx.Frames(), stream.ReaderOptions{})
+	rd, err := a.ownReader(ctx, ss, idx)
 	if err != nil {
 		return nil, err
 	}

@@ -236,6 +236,12 @@ type JobRequest struct {
 	ToDB      string `json:"to_db,omitempty"`
 	Jobs      int    `json:"jobs,omitempty"`
 	ToCluster string `json:"to_cluster,omitempty"` // a new folder on the client for a PostgreSQL base backup
+	// With to_cluster: recover from this WAL archive (the client's own,
+	// kura wal archive on its agent) to at, or to its end; the agent
+	// writes restore_command, its own kura wal get unless
+	// wal_restore_command is given (which needs --allow-commands there).
+	WAL               string `json:"wal,omitempty"`
+	WALRestoreCommand string `json:"wal_restore_command,omitempty"`
 
 	// verify (saveset; level media or data), copy (saveset; library is
 	// the library copied to), catalog (library), scan and erase
@@ -436,6 +442,12 @@ type RestoreOrder struct {
 	ToDB      string   `json:"to_db,omitempty"`      // instead of to: a new PostgreSQL database
 	Jobs      int      `json:"jobs,omitempty"`
 	ToCluster string   `json:"to_cluster,omitempty"` // instead of to: a new folder for a PostgreSQL cluster
+	// With to_cluster: the WAL archive to recover from, the moment to
+	// recover to (RFC 3339; empty: its end) and the restore_command
+	// (empty: the agent's own kura wal get).
+	WAL               string `json:"wal,omitempty"`
+	WALAt             string `json:"wal_at,omitempty"`
+	WALRestoreCommand string `json:"wal_restore_command,omitempty"`
 }
 
 // BackupEnd is the last message of a backup data stream.
@@ -489,4 +501,13 @@ type RestoreOutcome struct {
 	Skipped      int64    `json:"skipped"` // existing files kept by the overwrite policy
 	Tapes        []string `json:"tapes"`
 	Sources      []int64  `json:"sources"` // savesets read, the chosen one included
+}
+
+// WALArchive asks the server to store one WAL file from the calling
+// agent's spool (POST /agent/wal, kura wal archive on an agent's machine):
+// the server runs a backup job of that client, which reads the file from
+// its spool, and answers with the job once it ended.
+type WALArchive struct {
+	Cluster string `json:"cluster"` // the WAL archive's name (kura wal archive --cluster)
+	File    string `json:"file"`    // PostgreSQL's %f
 }

@@ -32,7 +32,7 @@ var wireTypes = []any{
 	Error{}, ServerInfo{}, TokenRequest{}, TokenResponse{}, EnrollRequest{}, EnrollResponse{},
 	Client{}, ClientUpdate{}, JobRequest{}, PolicyRun{}, JobsSubmitted{}, Job{}, Saveset{},
 	Order{}, BackupEnd{}, BackupClose{}, Progress{},
-	RestoreResult{}, Warning{},
+	RestoreResult{}, Warning{}, WALArchive{},
 }
 
 // Schemas returns components/schemas of the OpenAPI document: one JSON

@@ -139,6 +139,12 @@ func (r *JobRequest) Validate() error {
 		switch {
 		case r.ToCommand != "" && r.ToDB != "", r.ToCluster != "" && (r.ToCommand != "" || r.ToDB != ""):
 			return bad("to_db", "say one of to_command, to_db and to_cluster")
+		case (r.WAL != "" || r.WALRestoreCommand != "") && r.ToCluster == "":
+			return bad("wal", "recovery from a WAL archive goes with to_cluster")
+		case r.WALRestoreCommand != "" && r.WAL == "":
+			return bad("wal_restore_command", "goes with wal")
+		case strings.ContainsAny(r.WAL+r.WALRestoreCommand, "\n\x00"):
+			return bad("wal", "no newlines or NUL bytes")
 		case r.ToCluster != "" && clientPath("to_cluster", r.ToCluster) != nil:
 			return clientPath("to_cluster", r.ToCluster)
 		case into && (r.To != "" || r.InPlace):

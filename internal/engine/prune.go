@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -80,8 +81,50 @@ func (e *Env) Retention(now time.Time) ([]SavesetDecision, error) {
 			out = append(out, SavesetDecision{Decision: dec, Policy: name, Client: s.Client, Level: s.Level, Status: s.Status, Created: s.Created})
 		}
 	}
+	walRetention(out, info)
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// RuleWALBeforeBase expires a PostgreSQL WAL file archived before the
+// oldest kept base backup of its client: no kept base backup can replay
+// it (a base backup holds the WAL it needs to be consistent, and recovery
+// replays only the WAL after it).
+const RuleWALBeforeBase = "wal-before-base"
+
+// Selection keys of PostgreSQL's physical backups (plugin.Source.String).
+const (
+	baseBackupKey = "sources:postgresql-cluster"
+	walKeyPrefix  = "sources:postgresql-wal:"
+)
+
+// walRetention ties WAL savesets to the base backups they extend: per
+// client, the WAL savesets the other rules keep only as ad-hoc backups and
+// that were archived before that client's oldest kept, complete base
+// backup are expired, with the reason. A client without a kept base
+// backup keeps all its WAL (nothing says which base backup it serves).
+func walRetention(out []SavesetDecision, info map[int64]*catalog.Saveset) {
+	oldest := map[string]*catalog.Saveset{}
+	for _, d := range out {
+		s := info[d.ID]
+		if d.Keep && s.Selection == baseBackupKey && s.Status == catalog.StatusComplete && !s.Expired {
+			if o := oldest[s.Client]; o == nil || s.Created.Before(o.Created) {
+				oldest[s.Client] = s
+			}
+		}
+	}
+	for i := range out {
+		d := &out[i]
+		s := info[d.ID]
+		base := oldest[s.Client]
+		if !d.Keep || (d.Rule != RuleAdHoc && d.Rule != RuleNoPolicy) || !strings.HasPrefix(s.Selection, walKeyPrefix) ||
+			base == nil || !s.Created.Before(base.Created) {
+			continue
+		}
+		d.Keep, d.Rule = false, RuleWALBeforeBase
+		d.Reason = fmt.Sprintf("expired: WAL archived before the oldest kept base backup of client %s (saveset %d, %s): no kept base backup replays it",
+			s.Client, base.ID, base.Created.UTC().Format("2006-01-02 15:04:05"))
+	}
 }
 
 func orText(s, d string) string {

@@ -137,8 +137,10 @@ func (s Source) Validate() error {
 		}
 		return nil
 	case KindWAL:
-		if s.Path == "" || strings.ContainsRune(s.Path, 0) {
-			return fmt.Errorf("%w: a WAL file needs its path", ErrBadSource)
+		// The path is where the file is read, on the machine that reads
+		// it (an agent finds it in its spool): Steps checks it.
+		if strings.ContainsRune(s.Path, 0) {
+			return fmt.Errorf("%w: a WAL file's path with a NUL byte", ErrBadSource)
 		}
 		return ValidWALName(s.Name)
 	case KindPostgreSQLCluster, KindMariaDBPhysical:
@@ -223,6 +225,9 @@ func Expand(ctx context.Context, sources []Source) ([]Step, error) {
 		case KindMariaDBPhysical:
 			steps = append(steps, mariadbPhysicalStep())
 		case KindWAL:
+			if s.Path == "" {
+				return nil, fmt.Errorf("%w: a WAL file needs its path", ErrBadSource)
+			}
 			steps = append(steps, Step{Name: WALDir + "/" + s.Name, Argv: []string{"cat", "--", s.Path}, Label: "archiving WAL file " + s.Name})
 		case KindMariaDB:
 			st, err := mariadbSteps(ctx, s)

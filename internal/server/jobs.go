@@ -364,7 +364,11 @@ func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob)
 		}
 		order := api.Order{JobID: j.ID, Kind: api.KindRestore, Issued: s.opts.Clock.Now(),
 			Restore: &api.RestoreOrder{Saveset: APISaveset(ss), To: req.To, InPlace: req.InPlace, Includes: req.Includes, Overwrite: req.Overwrite, Sync: req.Sync,
-				Total: total, BWLimit: bw, ToCommand: req.ToCommand, ToDB: req.ToDB, Jobs: req.Jobs, ToCluster: req.ToCluster}}
+				Total: total, BWLimit: bw, ToCommand: req.ToCommand, ToDB: req.ToDB, Jobs: req.Jobs, ToCluster: req.ToCluster,
+				WAL: req.WAL, WALRestoreCommand: req.WALRestoreCommand}}
+		if req.WAL != "" && !req.At.IsZero() {
+			order.Restore.WALAt = req.At.Format(time.RFC3339Nano)
+		}
 		if err := s.hub.send(rj.agent, order); err != nil {
 			return nil, err
 		}

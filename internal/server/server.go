@@ -362,6 +362,7 @@ func (s *Server) routes() []route {
 		admin("GET", "/prune", s.getPrunePlan),
 		open("POST", "/enroll", s.postEnroll),
 		agent("GET", "/agent/orders", s.agentOrders),
+		agent("POST", "/agent/wal", s.agentWAL),
 		agent("GET", "/agent/savesets", s.agentOwnSavesets),
 		agent("GET", "/agent/savesets/{ss}/index", s.agentOwnIndex),
 		agent("GET", "/agent/savesets/{ss}/data", s.agentOwnData),
