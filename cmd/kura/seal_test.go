@@ -132,3 +132,85 @@ func TestEncryptedClientExportAndStockRecipe(t *testing.T) {
 	admin.ok("restore", "--client", "c1", itoa64(fig.SavesetID), "--to", dst)
 	sameTree(t, readTree(t, src), readTree(t, restoredAt(dst, src)))
 }
+
+// The recovery recipient is kept in the server's home: set by the flag (or
+// `kura server recovery-recipient set`), it survives a restart without the
+// flag, and a lost client's encrypted backup restores elsewhere with the
+// recovery key alone.
+func TestRecoveryRecipientKeptInHome(t *testing.T) {
+	rec, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvK := newKura(t)
+	if r := srvK.ok("server", "recovery-recipient", "show"); !strings.Contains(r.stdout, "No recovery recipient") {
+		t.Errorf("recovery-recipient show on a new home:\n%s", r)
+	}
+	if r := srvK.expect(exitUsage, "server", "recovery-recipient", "set", "age1notakey"); !strings.Contains(r.stderr, "age1notakey") {
+		t.Errorf("recovery-recipient set with a bad key:\n%s", r)
+	}
+	srvK.ok("server", "recovery-recipient", "set", other.Recipient().String())
+	srvK.ok("server", "recovery-recipient", "clear")
+	if r := srvK.ok("server", "recovery-recipient", "show"); strings.Contains(r.stdout, "age1") {
+		t.Errorf("recovery-recipient show after clear:\n%s", r)
+	}
+
+	// Started once with the flag, then restarted without it.
+	first := srvK.start("server", "--listen", "127.0.0.1:0", "--recovery-recipient", rec.Recipient().String())
+	first.line(t, "recovery        "+rec.Recipient().String())
+	first.stop()
+	var kept struct {
+		Recipients []string `json:"recipients"`
+	}
+	srvK.json(0, &kept, "server", "recovery-recipient", "show", "--json")
+	if len(kept.Recipients) != 1 || kept.Recipients[0] != rec.Recipient().String() {
+		t.Errorf("recovery-recipient show --json after the flag: %+v", kept)
+	}
+	srv := srvK.start("server", "--listen", "127.0.0.1:0")
+	url := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))
+	srv.line(t, "recovery        "+rec.Recipient().String())
+
+	tokb, err := os.ReadFile(filepath.Join(srvK.home, "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := newKura(t)
+	admin.home = ""
+	admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json")}
+	admin.ok("login", "--server", url, "--token", strings.TrimSpace(string(tokb)))
+	enroll := func(name string) *kura {
+		tok := strings.TrimSpace(admin.ok("token", "create", "--expires", "10m").stdout)
+		k := newKura(t)
+		k.ok("agent", "enroll", "--server", url, "--token", tok, "--name", name)
+		return k
+	}
+	c1 := enroll("c1")
+	a1 := c1.start("agent", "run")
+	admin.connected("c1")
+	admin.ok("client", "set", "c1", "--encrypt")
+	src := filepath.Join(c1.dir, "src")
+	files, _ := sampleTree()
+	writeTree(t, src, files)
+	var fig figures
+	admin.json(0, &fig, "backup", "--client", "c1", "--json", "--compress", "low", src)
+	if fig.Status != "completed" {
+		t.Fatalf("encrypted backup: %+v", fig)
+	}
+	a1.stop() // c1 is lost, and its keys with it
+
+	c9 := enroll("c9")
+	recKey := filepath.Join(t.TempDir(), "recovery.txt")
+	if err := os.WriteFile(recKey, []byte(rec.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c9.ok("agent", "key", "import", recKey)
+	c9.start("agent", "run")
+	admin.connected("c9")
+	dst := filepath.Join(c9.dir, "restored")
+	admin.ok("restore", "--client", "c1", "--to-client", "c9", itoa64(fig.SavesetID), "--to", dst)
+	sameTree(t, readTree(t, src), readTree(t, restoredAt(dst, src)))
+}
