@@ -45,11 +45,11 @@ func (a *Agent) VerifyData(ctx context.Context, id int64) (*VerifyResult, error)
 	store := &remoteStore{a: a, ctx: ctx, idle: browseIdle, own: true}
 	var src stream.FrameSource = &remoteData{s: store, id: id}
 	if ss.Encryption != "" {
-		sizes := make([]int64, len(ss.Parts))
-		for i, p := range ss.Parts {
-			sizes[i] = p.Bytes
+		d := &sealedData{s: store, id: id, rec: sealedRecordOf(ss)}
+		if err := d.open(); err != nil {
+			return nil, err
 		}
-		src = &sealedData{s: store, id: id, sizes: sizes}
+		src = d
 	}
 	rd, err := stream.NewReader(src, idx.Frames(), stream.ReaderOptions{})
 	if err != nil {
