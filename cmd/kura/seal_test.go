@@ -131,6 +131,24 @@ func TestEncryptedClientExportAndStockRecipe(t *testing.T) {
 	dst := filepath.Join(c1.dir, "restored")
 	admin.ok("restore", "--client", "c1", itoa64(fig.SavesetID), "--to", dst)
 	sameTree(t, readTree(t, src), readTree(t, restoredAt(dst, src)))
+
+	// The source verify too: the files on the client compared with the
+	// encrypted saveset, what changed since named.
+	if r := c1.ok("agent", "verify", "--level", "source", itoa64(fig.SavesetID)); !strings.Contains(r.stdout, "Verify (source)") || !strings.Contains(r.stdout, "0 problem(s)") {
+		t.Errorf("agent verify --level source of an unchanged tree:\n%s", r)
+	}
+	if err := os.WriteFile(filepath.Join(src, "notes.txt"), []byte("changed since the backup\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(src, "sub", "deeper", "a.txt")); err != nil {
+		t.Fatal(err)
+	}
+	r := c1.expect(exitVerify, "agent", "verify", "--level", "source", itoa64(fig.SavesetID))
+	for _, want := range []string{"notes.txt: size differs on disk", "sub/deeper/a.txt: missing on disk", "2 problem(s)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("agent verify --level source after changes: no %q in\n%s", want, r)
+		}
+	}
 }
 
 // The recovery recipient is kept in the server's home: set by the flag (or
