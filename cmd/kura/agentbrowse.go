@@ -124,14 +124,18 @@ func newAgentFindCmd(g *globals) *cobra.Command {
 
 func newAgentVerifyCmd(g *globals) *cobra.Command {
 	var asJSON bool
+	var level string
 	cmd := &cobra.Command{
 		Use:   "verify SAVESET",
-		Short: "Verify one of this client's savesets at the data level, encrypted ones included (with this agent's keys)",
+		Short: "Verify one of this client's savesets at the data or source level, encrypted ones included (with this agent's keys)",
 		Long: `Read one of this client's savesets through the server, decrypt it here when it
 is encrypted (every 64 KiB chunk authenticated), decode the stream and check
 every file's content against its digest in the index: kura verify --level
-data, run where the key is. The server checks the media of an encrypted
-saveset (verify --level media) without a key. Exit 4 when a file fails.`,
+data, run where the key is. --level source also compares every entry with
+the file on this machine now (content, type, mode, owner, times, link
+target, xattrs), as kura verify --level source does for a saveset in the
+clear. The server checks the media of an encrypted saveset (verify --level
+media) without a key. Exit 4 when a file fails or differs.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID(args[0], "SAVESET")
@@ -142,7 +146,11 @@ saveset (verify --level media) without a key. Exit 4 when a file fails.`,
 			if err != nil {
 				return err
 			}
-			res, err := a.VerifyData(cmdContext(cmd), id)
+			verify := a.VerifyData
+			if level == "source" {
+				verify = a.VerifySource
+			}
+			res, err := verify(cmdContext(cmd), id)
 			if err != nil {
 				return err
 			}
@@ -153,8 +161,8 @@ saveset (verify --level media) without a key. Exit 4 when a file fails.`,
 				}
 			} else {
 				out := cmd.OutOrStdout()
-				fmt.Fprintf(out, "Verify (data) of saveset %d on this agent: %d entries checked, %s of file content, %d problem(s).\n",
-					res.SavesetID, res.Checked, units.FormatSize(res.Bytes), len(res.Problems))
+				fmt.Fprintf(out, "Verify (%s) of saveset %d on this agent: %d entries checked, %s of file content, %d problem(s).\n",
+					level, res.SavesetID, res.Checked, units.FormatSize(res.Bytes), len(res.Problems))
 				for _, p := range res.Problems {
 					fmt.Fprintf(out, "  %s\n", p)
 				}
@@ -166,6 +174,7 @@ saveset (verify --level media) without a key. Exit 4 when a file fails.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	enumVar(cmd.Flags(), &level, "level", "data", []string{"data", "source"}, "data (the saveset against its digests) or source (and against the files on this machine now)")
 	return cmd
 }
 

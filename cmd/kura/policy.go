@@ -40,6 +40,7 @@ func (f *policyFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.bwlimit, "bwlimit", "", "bandwidth limit of its backups (100Mbit, 12.5MB/s; default the client's)")
 	enumVar(fs, &f.p.Compress, "compress", "auto", compressWords, "none, low, medium, high or auto")
 	fs.StringVar(&f.p.CopyTo, "copy-to", "", "after each backup, copy the saveset to this library (offsite copy)")
+	fs.BoolVar(&f.p.Encrypt, "encrypt", false, "the client's agent encrypts this policy's backups (as kura client set --encrypt does for all of them; --encrypt=false: the policy no longer asks)")
 }
 
 func newPolicyCmd(g *globals) *cobra.Command {
@@ -64,7 +65,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 			p := cf.p
 			req := api.PolicyCreate{Name: args[0], Client: g.client, Selection: p.Selection, FullCron: p.FullCron,
 				DiffCron: p.DiffCron, IncrCron: p.IncrCron, Zone: p.Zone, KeepGenerations: p.KeepGenerations,
-				KeepDays: p.KeepDays, Library: p.Library, Pool: p.Pool, Verify: p.Verify, Compress: p.Compress, CopyTo: p.CopyTo}
+				KeepDays: p.KeepDays, Library: p.Library, Pool: p.Pool, Verify: p.Verify, Compress: p.Compress, CopyTo: p.CopyTo, Encrypt: p.Encrypt}
 			if cf.bwlimit != "" {
 				bw, err := parseRate(cf.bwlimit)
 				if err != nil {
@@ -117,6 +118,9 @@ expires each saveset, and "kura prune" applies the rules.`,
 			req.KeepGenerations, req.KeepDays = num("keep-generations", ef.p.KeepGenerations), num("keep-days", ef.p.KeepDays)
 			if fs.Changed("verify") {
 				req.Verify = &ef.p.Verify
+			}
+			if fs.Changed("encrypt") {
+				req.Encrypt = &ef.p.Encrypt
 			}
 			if fs.Changed("bwlimit") {
 				bw, err := parseRate(ef.bwlimit)
@@ -374,6 +378,9 @@ func printPolicy(cmd *cobra.Command, svc api.Service, p *api.Policy) error {
 	extra := []string{"compress " + orDash(p.Compress, "auto")}
 	if p.Verify {
 		extra = append(extra, "verify")
+	}
+	if p.Encrypt {
+		extra = append(extra, "encrypt")
 	}
 	if p.BWLimitKBps > 0 {
 		extra = append(extra, "bwlimit "+units.FormatRate(p.BWLimitKBps*1024))

@@ -131,4 +131,169 @@ func TestEncryptedClientExportAndStockRecipe(t *testing.T) {
 	dst := filepath.Join(c1.dir, "restored")
 	admin.ok("restore", "--client", "c1", itoa64(fig.SavesetID), "--to", dst)
 	sameTree(t, readTree(t, src), readTree(t, restoredAt(dst, src)))
+
+	// The source verify too: the files on the client compared with the
+	// encrypted saveset, what changed since named.
+	if r := c1.ok("agent", "verify", "--level", "source", itoa64(fig.SavesetID)); !strings.Contains(r.stdout, "Verify (source)") || !strings.Contains(r.stdout, "0 problem(s)") {
+		t.Errorf("agent verify --level source of an unchanged tree:\n%s", r)
+	}
+	if err := os.WriteFile(filepath.Join(src, "notes.txt"), []byte("changed since the backup\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(src, "sub", "deeper", "a.txt")); err != nil {
+		t.Fatal(err)
+	}
+	r := c1.expect(exitVerify, "agent", "verify", "--level", "source", itoa64(fig.SavesetID))
+	for _, want := range []string{"notes.txt: size differs on disk", "sub/deeper/a.txt: missing on disk", "2 problem(s)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("agent verify --level source after changes: no %q in\n%s", want, r)
+		}
+	}
+}
+
+// The recovery recipient is kept in the server's home: set by the flag (or
+// `kura server recovery-recipient set`), it survives a restart without the
+// flag, and a lost client's encrypted backup restores elsewhere with the
+// recovery key alone.
+func TestRecoveryRecipientKeptInHome(t *testing.T) {
+	rec, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvK := newKura(t)
+	if r := srvK.ok("server", "recovery-recipient", "show"); !strings.Contains(r.stdout, "No recovery recipient") {
+		t.Errorf("recovery-recipient show on a new home:\n%s", r)
+	}
+	if r := srvK.expect(exitUsage, "server", "recovery-recipient", "set", "age1notakey"); !strings.Contains(r.stderr, "age1notakey") {
+		t.Errorf("recovery-recipient set with a bad key:\n%s", r)
+	}
+	srvK.ok("server", "recovery-recipient", "set", other.Recipient().String())
+	srvK.ok("server", "recovery-recipient", "clear")
+	if r := srvK.ok("server", "recovery-recipient", "show"); strings.Contains(r.stdout, "age1") {
+		t.Errorf("recovery-recipient show after clear:\n%s", r)
+	}
+
+	// Started once with the flag, then restarted without it.
+	first := srvK.start("server", "--listen", "127.0.0.1:0", "--recovery-recipient", rec.Recipient().String())
+	first.line(t, "recovery        "+rec.Recipient().String())
+	first.stop()
+	var kept struct {
+		Recipients []string `json:"recipients"`
+	}
+	srvK.json(0, &kept, "server", "recovery-recipient", "show", "--json")
+	if len(kept.Recipients) != 1 || kept.Recipients[0] != rec.Recipient().String() {
+		t.Errorf("recovery-recipient show --json after the flag: %+v", kept)
+	}
+	srv := srvK.start("server", "--listen", "127.0.0.1:0")
+	admin, enroll := sealAdmin(t, srvK, srv)
+	srv.line(t, "recovery        "+rec.Recipient().String())
+	c1 := enroll("c1")
+	a1 := c1.start("agent", "run")
+	admin.connected("c1")
+	admin.ok("client", "set", "c1", "--encrypt")
+	src := filepath.Join(c1.dir, "src")
+	files, _ := sampleTree()
+	writeTree(t, src, files)
+	var fig figures
+	admin.json(0, &fig, "backup", "--client", "c1", "--json", "--compress", "low", src)
+	if fig.Status != "completed" {
+		t.Fatalf("encrypted backup: %+v", fig)
+	}
+	a1.stop() // c1 is lost, and its keys with it
+
+	c9 := enroll("c9")
+	recKey := filepath.Join(t.TempDir(), "recovery.txt")
+	if err := os.WriteFile(recKey, []byte(rec.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c9.ok("agent", "key", "import", recKey)
+	c9.start("agent", "run")
+	admin.connected("c9")
+	dst := filepath.Join(c9.dir, "restored")
+	admin.ok("restore", "--client", "c1", "--to-client", "c9", itoa64(fig.SavesetID), "--to", dst)
+	sameTree(t, readTree(t, src), readTree(t, restoredAt(dst, src)))
+}
+
+// sealAdmin logs an admin in to the server srv of home srvK, and gives a
+// function that enrolls a client of that name (its agent not started).
+func sealAdmin(t *testing.T, srvK *kura, srv *proc) (*kura, func(string) *kura) {
+	t.Helper()
+	url := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))
+	tokb, err := os.ReadFile(filepath.Join(srvK.home, "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := newKura(t)
+	admin.home = ""
+	admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json")}
+	admin.ok("login", "--server", url, "--token", strings.TrimSpace(string(tokb)))
+	return admin, func(name string) *kura {
+		tok := strings.TrimSpace(admin.ok("token", "create", "--expires", "10m").stdout)
+		k := newKura(t)
+		k.ok("agent", "enroll", "--server", url, "--token", tok, "--name", name)
+		return k
+	}
+}
+
+// Encryption as a policy option: the policy's --encrypt or the client's
+// own setting encrypts a backup; neither turns the other off. A policy of
+// this machine (no agent) cannot encrypt.
+func TestPolicyEncrypt(t *testing.T) {
+	local := newKura(t)
+	local.ok("selection", "create", "docs", local.dir)
+	if r := local.expect(exitUsage, "policy", "create", "p", "--selection", "docs", "--keep-generations", "1", "--encrypt"); !strings.Contains(r.stderr, "needs a client's agent") {
+		t.Errorf("a local policy with --encrypt:\n%s", r)
+	}
+
+	srvK := newKura(t)
+	srv := srvK.start("server", "--listen", "127.0.0.1:0")
+	admin, enroll := sealAdmin(t, srvK, srv)
+	c1 := enroll("c1")
+	c1.start("agent", "run")
+	admin.connected("c1")
+	src := filepath.Join(c1.dir, "src")
+	files, _ := sampleTree()
+	writeTree(t, src, files)
+	admin.ok("selection", "create", "--client", "c1", "docs", src)
+	var pol struct {
+		Encrypt bool `json:"encrypt"`
+	}
+	admin.json(0, &pol, "policy", "create", "--client", "c1", "sealed", "--selection", "docs", "--keep-generations", "1", "--encrypt", "--json")
+	if !pol.Encrypt {
+		t.Fatalf("policy create --encrypt: %+v", pol)
+	}
+	if r := admin.ok("policy", "show", "sealed"); !strings.Contains(r.stdout, "encrypt") {
+		t.Errorf("policy show does not say the policy encrypts:\n%s", r)
+	}
+	admin.ok("policy", "create", "--client", "c1", "clear", "--selection", "docs", "--keep-generations", "1")
+
+	encryption := func(policy string) string {
+		t.Helper()
+		var f figures
+		admin.json(0, &f, "policy", "run", policy, "--level", "full", "--json")
+		var ss struct {
+			Encryption string `json:"encryption"`
+		}
+		admin.json(0, &ss, "saveset", "show", itoa64(f.SavesetID), "--json")
+		return ss.Encryption
+	}
+	if e := encryption("sealed"); e != "age" {
+		t.Errorf("a backup of a policy with --encrypt, client not set to encrypt: encryption %q, want age", e)
+	}
+	if e := encryption("clear"); e != "" {
+		t.Errorf("a backup of a policy without --encrypt, client not set to encrypt: encryption %q, want none", e)
+	}
+	admin.ok("client", "set", "c1", "--encrypt")
+	if e := encryption("clear"); e != "age" {
+		t.Errorf("a backup of a policy without --encrypt, client set to encrypt: encryption %q, want age", e)
+	}
+	admin.ok("policy", "edit", "--client", "c1", "sealed", "--encrypt=false")
+	admin.ok("client", "set", "c1", "--encrypt=false")
+	if e := encryption("sealed"); e != "" {
+		t.Errorf("after policy edit --encrypt=false and client set --encrypt=false: encryption %q, want none", e)
+	}
 }

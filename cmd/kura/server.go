@@ -108,6 +108,16 @@ is the Prometheus scrape, for the token in metrics.token.`,
 				fmt.Fprintf(out, "  catalog         %s\n", catalog.Redact(catDSN))
 			}
 			fmt.Fprintf(out, "  CA fingerprint  %s\n", srv.CAFingerprint())
+			rec, err := srv.RecoveryRecipients()
+			if err != nil {
+				return err
+			}
+			if len(rec) == 0 {
+				fmt.Fprintf(out, "  recovery        none (kura server recovery-recipient set AGE1…)\n")
+			}
+			for _, r := range rec {
+				fmt.Fprintf(out, "  recovery        %s\n", r)
+			}
 			fmt.Fprintf(out, "Log in (as an admin):\n  kura login --server %s --token \"$(cat %s)\"\n", url, srv.AdminTokenPath())
 			fmt.Fprintf(out, "Enroll an agent: make a one-time token here or after login,\n  kura token create --expires 1h\n")
 			fmt.Fprintf(out, "and on the client machine run\n  kura agent enroll --server %s --token TOKEN --name NAME && kura agent run\n", url)
@@ -139,6 +149,99 @@ is the Prometheus scrape, for the token in metrics.token.`,
 	cmd.Flags().DurationVar(&leaderTTL, "leader-ttl", server.DefaultLeaderTTL, "how long the leader lease lasts: a standby server takes over within it after the leader dies")
 	cmd.Flags().StringVar(&catDSN, "catalog", "", "the catalog: a postgres:// URL (default $KURA_CATALOG, else catalog.db in the home)")
 	cmd.Flags().StringArrayVar(&recovery, "recovery-recipient", nil,
-		"an age public key (age1…) every encrypting client's backups are also encrypted to, so its holder can restore a lost client; repeatable")
+		"an age public key (age1…) every encrypting client's backups are also encrypted to, so its holder can restore a lost client; repeatable; kept in the home (see kura server recovery-recipient)")
+	cmd.AddCommand(newRecoveryRecipientCmd(g))
+	return cmd
+}
+
+// serverHome is the server's home: --home, else the default.
+func serverHome(g *globals) (string, error) {
+	if g.home != "" {
+		return g.home, nil
+	}
+	return home.Dir()
+}
+
+func newRecoveryRecipientCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "recovery-recipient",
+		Short: "Show or change the recovery recipients kept in the server's home",
+		Long: `Every encrypting client's new backups are also encrypted to the server's
+recovery recipients (age public keys, age1…), so the holder of the secret
+key can restore a lost client elsewhere. They are kept in the server's home
+(recovery-recipients.txt); a running server reads them for every new
+encrypted backup, so a change applies to the next saveset without a restart.
+Savesets made before keep the recipients they were made with.`,
+		Example: `  age-keygen -o /media/usb/kura-recovery.txt    # prints "Public key: age1…"
+  kura server recovery-recipient set --home /var/lib/kura age1…
+  kura server recovery-recipient show --home /var/lib/kura`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	var asJSON bool
+	show := func(cmd *cobra.Command, dir string) error {
+		rs, err := server.RecoveryRecipients(dir)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(cmd.OutOrStdout(), struct {
+				Recipients []string `json:"recipients"`
+			}{append([]string{}, rs...)})
+		}
+		if len(rs) == 0 {
+			fmt.Fprintln(cmd.OutOrStdout(), "No recovery recipient: encrypted backups open only with their client's keys.")
+		}
+		for _, r := range rs {
+			fmt.Fprintln(cmd.OutOrStdout(), r)
+		}
+		return nil
+	}
+	set := &cobra.Command{
+		Use:   "set AGE1… [AGE1…]",
+		Short: "Replace the recovery recipients (new encrypted backups are encrypted to these)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := serverHome(g)
+			if err != nil {
+				return err
+			}
+			if err := server.SetRecoveryRecipients(dir, args); err != nil {
+				return &exitError{Code: exitUsage, Err: err}
+			}
+			return show(cmd, dir)
+		},
+	}
+	showCmd := &cobra.Command{
+		Use:   "show",
+		Short: "Print the recovery recipients, one a line",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := serverHome(g)
+			if err != nil {
+				return err
+			}
+			return show(cmd, dir)
+		},
+	}
+	clear := &cobra.Command{
+		Use:   "clear",
+		Short: "Remove the recovery recipients (new encrypted backups open only with their client's keys)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := serverHome(g)
+			if err != nil {
+				return err
+			}
+			if err := server.SetRecoveryRecipients(dir, nil); err != nil {
+				return err
+			}
+			return show(cmd, dir)
+		},
+	}
+	for _, c := range []*cobra.Command{set, showCmd, clear} {
+		c.Flags().BoolVar(&asJSON, "json", false, "print the recipients as JSON: {\"recipients\": [\"age1…\"]}")
+	}
+	cmd.AddCommand(set, showCmd, clear)
 	return cmd
 }

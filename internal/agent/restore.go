@@ -28,8 +28,9 @@ import (
 type remoteStore struct {
 	a      *Agent
 	mu     sync.Mutex
-	sealed map[int64][]int64 // the part sizes of the encrypted savesets seen
-	own    bool              // the client's own savesets outside a job (kura agent verify)
+	sealed map[int64]sealedRecord // the encrypted savesets seen
+	opened map[int64]*sealedData  // their data, opened and its label checked (OpenIndex)
+	own    bool                   // the client's own savesets outside a job (kura agent verify)
 	ctx    context.Context
 	job    int64
 	idle   time.Duration // bounds every wait on the server
@@ -63,17 +64,29 @@ func (s *remoteStore) note(ss *api.Saveset) error {
 	if ss.Encryption != seal.Scheme {
 		return fmt.Errorf("saveset %d is encrypted with %q, which this agent does not know", ss.ID, ss.Encryption)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sealed == nil {
+		s.sealed = map[int64]sealedRecord{}
+	}
+	s.sealed[ss.ID] = sealedRecordOf(ss)
+	return nil
+}
+
+// sealedRecord is what the catalog says of an encrypted saveset: its part
+// sizes (to read the age file over the parts) and its client (which the
+// label inside must name).
+type sealedRecord struct {
+	sizes  []int64
+	client string
+}
+
+func sealedRecordOf(ss *api.Saveset) sealedRecord {
 	sizes := make([]int64, len(ss.Parts))
 	for i, p := range ss.Parts {
 		sizes[i] = p.Bytes
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.sealed == nil {
-		s.sealed = map[int64][]int64{}
-	}
-	s.sealed[ss.ID] = sizes
-	return nil
+	return sealedRecord{sizes: sizes, client: ss.Client}
 }
 
 // restorerSaveset is what the restorer needs of a saveset record.
@@ -87,16 +100,52 @@ func restorerSaveset(ss *api.Saveset) *restorer.Saveset {
 
 // OpenIndex fetches the index from the server, which checks its cache and
 // reports a rebuilt one itself; warn is not needed here.
+// An encrypted saveset's data is opened here too and its label checked, so
+// that a wrong key or another saveset's data stops the restore before it
+// writes anything (the restorer makes folders from the index before it
+// reads data).
 func (s *remoteStore) OpenIndex(ss *restorer.Saveset, _ func(msg string)) (*index.Reader, error) {
-	return s.a.fetchIndex(s.ctx, s.job, ss.ID, s.idle)
+	idx, err := s.a.fetchIndex(s.ctx, s.job, ss.ID, s.idle)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.sealedData(ss.ID); err != nil {
+		idx.Close()
+		return nil, err
+	}
+	return idx, nil
+}
+
+// sealedData is the opened data of encrypted saveset id (nil for a saveset
+// in the clear), its label checked.
+func (s *remoteStore) sealedData(id int64) (*sealedData, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.sealed[id]
+	if !ok {
+		return nil, nil
+	}
+	if d := s.opened[id]; d != nil {
+		return d, nil
+	}
+	d := &sealedData{s: s, id: id, rec: rec}
+	if err := d.open(); err != nil {
+		return nil, err
+	}
+	if s.opened == nil {
+		s.opened = map[int64]*sealedData{}
+	}
+	s.opened[id] = d
+	return d, nil
 }
 
 func (s *remoteStore) Data(ss *restorer.Saveset) (stream.FrameSource, error) {
-	s.mu.Lock()
-	sizes, ok := s.sealed[ss.ID]
-	s.mu.Unlock()
-	if ok {
-		return &sealedData{s: s, id: ss.ID, sizes: sizes}, nil
+	d, err := s.sealedData(ss.ID)
+	if err != nil {
+		return nil, err
+	}
+	if d != nil {
+		return d, nil
 	}
 	return &remoteData{s: s, id: ss.ID}, nil
 }

@@ -171,9 +171,9 @@ func (a *Agent) recipients(b *api.BackupOrder) ([]string, error) {
 // read where the frames are. The locations asked for are offsets into the
 // plaintext (the index's frame table of an encrypted saveset).
 type sealedData struct {
-	s     *remoteStore
-	id    int64
-	sizes []int64
+	s   *remoteStore
+	id  int64
+	rec sealedRecord
 
 	once  sync.Once
 	parts *seal.Parts
@@ -190,15 +190,35 @@ func (d *sealedData) open() error {
 			return
 		}
 		raw := &remoteData{s: d.s, id: d.id}
-		d.parts = seal.NewParts(d.sizes, func(part int, off int64) (io.ReadCloser, error) {
+		d.parts = seal.NewParts(d.rec.sizes, func(part int, off int64) (io.ReadCloser, error) {
 			return raw.OpenAt(stream.Location{Part: part, Offset: off})
 		})
 		d.plain, d.size, err = seal.Open(d.parts, d.parts.Size(), ids)
 		if err != nil {
 			d.err = fmt.Errorf("saveset %d: %w", d.id, err)
+			return
 		}
+		d.err = d.checkLabel()
 	})
 	return d.err
+}
+
+// checkLabel reads the saveset label at the start of the decrypted stream
+// and checks it names this saveset of this client: the server cannot see
+// inside, so it could hand over an older saveset of the same client (same
+// key, authentic) under this one's record; the label inside is the
+// client's own word. Errors wrap seal.ErrOtherSaveset.
+func (d *sealedData) checkLabel() error {
+	defer d.parts.Close()
+	l, err := stream.ReadLabelFrame(io.NewSectionReader(d.plain, 0, d.size))
+	if err != nil {
+		return fmt.Errorf("saveset %d: its encrypted data does not start with a saveset label: %w", d.id, err)
+	}
+	if l.SavesetID != uint64(d.id) || l.Client != d.rec.client {
+		return fmt.Errorf("saveset %d of client %s: %w: its label names saveset %d of client %s, made %s; not restored",
+			d.id, d.rec.client, seal.ErrOtherSaveset, l.SavesetID, l.Client, l.Created.Local().Format("2006-01-02 15:04:05"))
+	}
+	return nil
 }
 
 func (d *sealedData) OpenAt(loc stream.Location) (io.ReadCloser, error) {

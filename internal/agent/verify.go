@@ -6,6 +6,7 @@ import (
 
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/index"
+	"github.com/kura-backup/kura/internal/producer"
 	"github.com/kura-backup/kura/internal/stream"
 )
 
@@ -24,6 +25,19 @@ type VerifyResult struct {
 // problem is one line naming its file; the error is for what stops the
 // verify (no key, the wrong key, no such saveset).
 func (a *Agent) VerifyData(ctx context.Context, id int64) (*VerifyResult, error) {
+	return a.verify(ctx, id, false)
+}
+
+// VerifySource is `kura verify --level source` run where the key is and
+// the files are: the data verify, and every entry of the index compared
+// with the file on this machine now (producer.CompareSource: type,
+// content, mode, owner, times, link target, xattrs). A difference is a
+// problem naming the file and what differs.
+func (a *Agent) VerifySource(ctx context.Context, id int64) (*VerifyResult, error) {
+	return a.verify(ctx, id, true)
+}
+
+func (a *Agent) verify(ctx context.Context, id int64, source bool) (*VerifyResult, error) {
 	sets, err := a.Savesets(ctx)
 	if err != nil {
 		return nil, err
@@ -60,6 +74,11 @@ func (a *Agent) VerifyData(ctx context.Context, id int64) (*VerifyResult, error)
 			res.Problems = append(res.Problems, index.DisplayPath(b.Path)+": "+b.Error()+"; it cannot be restored")
 		}
 		e := *it.Entry()
+		if source {
+			if d := producer.CompareSource(&e); d != "" {
+				problem(&e, d)
+			}
+		}
 		if e.Flags&index.FlagUnchanged != 0 {
 			continue
 		}

@@ -314,11 +314,13 @@ func (a *Agent) ownReader(ctx context.Context, ss *api.Saveset, idx *index.Reade
 	store := &remoteStore{a: a, ctx: ctx, idle: browseIdle, own: true}
 	var src stream.FrameSource = &remoteData{s: store, id: ss.ID}
 	if ss.Encryption != "" {
-		sizes := make([]int64, len(ss.Parts))
-		for i, p := range ss.Parts {
-			sizes[i] = p.Bytes
+		// Opened now, its label checked against the record: a wrong key or
+		// another saveset's data is named before anything is read.
+		d := &sealedData{s: store, id: ss.ID, rec: sealedRecordOf(ss)}
+		if err := d.open(); err != nil {
+			return nil, err
 		}
-		src = &sealedData{s: store, id: ss.ID, sizes: sizes}
+		src = d
 	}
 	return stream.NewReader(src, idx.Frames(), stream.ReaderOptions{})
 }

@@ -50,6 +50,7 @@ type Policy struct {
 	BWLimitKBps     float64    `json:"bwlimit_kbps"` // 0 = the client's default
 	Compress        string     `json:"compress"`
 	CopyTo          string     `json:"copy_to"`
+	Encrypt         bool       `json:"encrypt"` // the client's agent encrypts this policy's backups (so does the client's own setting)
 	Created         time.Time  `json:"created"`
 	LastRun         *time.Time `json:"last_run,omitempty"`  // left out before the first run
 	LastSlot        *time.Time `json:"last_slot,omitempty"` // the schedule slot of that run
@@ -74,6 +75,7 @@ type PolicyCreate struct {
 	BWLimit         int64  `json:"bwlimit,omitempty"` // bytes/s; 0 = the client's default
 	Compress        string `json:"compress,omitempty"`
 	CopyTo          string `json:"copy_to,omitempty"`
+	Encrypt         bool   `json:"encrypt,omitempty"` // the client's agent encrypts this policy's backups
 }
 
 // PolicyEdit changes a policy (PATCH /policies/{name}): only the fields
@@ -92,6 +94,7 @@ type PolicyEdit struct {
 	BWLimit         *int64  `json:"bwlimit,omitempty"` // bytes/s; 0 = the client's default
 	Compress        *string `json:"compress,omitempty"`
 	CopyTo          *string `json:"copy_to,omitempty"`
+	Encrypt         *bool   `json:"encrypt,omitempty"` // false: the policy no longer asks (the client's own setting still applies)
 }
 
 // PolicySlot is one run a policy's schedules start: when, and at which

@@ -10,32 +10,36 @@ import (
 // Policy is a schedule, a retention and a target for one client's
 // selection: the server runs it at 1 a.m. when nobody is watching.
 type Policy struct {
-	Name            string    `json:"name"`
-	Client          string    `json:"client"` // "" is the local machine
-	Selection       string    `json:"selection"`
-	FullCron        string    `json:"full_cron,omitempty"`
-	DiffCron        string    `json:"diff_cron,omitempty"`
-	IncrCron        string    `json:"incr_cron,omitempty"`
-	Zone            string    `json:"zone,omitempty"` // time zone of the schedules ("" = the server's)
-	KeepGenerations int       `json:"keep_generations"`
-	KeepDays        int       `json:"keep_days"`
-	Library         string    `json:"library,omitempty"`
-	Pool            string    `json:"pool"` // tape pool; default the policy's name
-	Verify          bool      `json:"verify"`
-	BWLimit         int64     `json:"bwlimit"` // bytes/s, 0 = the client's default
-	Compress        string    `json:"compress,omitempty"`
-	CopyTo          string    `json:"copy_to,omitempty"` // library for a second copy of every saveset
-	Created         time.Time `json:"created"`
-	LastRun         time.Time `json:"last_run"`  // when the scheduler last started it
-	LastSlot        time.Time `json:"last_slot"` // the schedule slot of that run
+	Name            string `json:"name"`
+	Client          string `json:"client"` // "" is the local machine
+	Selection       string `json:"selection"`
+	FullCron        string `json:"full_cron,omitempty"`
+	DiffCron        string `json:"diff_cron,omitempty"`
+	IncrCron        string `json:"incr_cron,omitempty"`
+	Zone            string `json:"zone,omitempty"` // time zone of the schedules ("" = the server's)
+	KeepGenerations int    `json:"keep_generations"`
+	KeepDays        int    `json:"keep_days"`
+	Library         string `json:"library,omitempty"`
+	Pool            string `json:"pool"` // tape pool; default the policy's name
+	Verify          bool   `json:"verify"`
+	BWLimit         int64  `json:"bwlimit"` // bytes/s, 0 = the client's default
+	Compress        string `json:"compress,omitempty"`
+	CopyTo          string `json:"copy_to,omitempty"` // library for a second copy of every saveset
+	// Encrypt: the client's agent encrypts this policy's backups (as if
+	// the client were set to encrypt; the client's own setting still
+	// encrypts when this is off).
+	Encrypt  bool      `json:"encrypt,omitempty"`
+	Created  time.Time `json:"created"`
+	LastRun  time.Time `json:"last_run"`  // when the scheduler last started it
+	LastSlot time.Time `json:"last_slot"` // the schedule slot of that run
 }
 
 const policyColumns = `client, selection, full_cron, diff_cron, incr_cron, zone, keep_generations, keep_days,
-	library, pool, verify, bwlimit, compress, copy_to, created, last_run, last_slot`
+	library, pool, verify, bwlimit, compress, copy_to, created, last_run, last_slot, encrypt`
 
 func policyArgs(p *Policy) []any {
 	return []any{p.Client, p.Selection, p.FullCron, p.DiffCron, p.IncrCron, p.Zone, p.KeepGenerations, p.KeepDays,
-		p.Library, p.Pool, p.Verify, p.BWLimit, p.Compress, p.CopyTo, toDB(p.Created), toDB(p.LastRun), toDB(p.LastSlot)}
+		p.Library, p.Pool, p.Verify, p.BWLimit, p.Compress, p.CopyTo, toDB(p.Created), toDB(p.LastRun), toDB(p.LastSlot), p.Encrypt}
 }
 
 // CreatePolicy records a new policy; ErrExists if the name is taken.
@@ -119,7 +123,7 @@ func (c *Catalog) queryPolicies(where string, args ...any) ([]*Policy, error) {
 		var created, lastRun, lastSlot sql.NullInt64
 		if err := rows.Scan(&p.Name, &p.Client, &p.Selection, &p.FullCron, &p.DiffCron, &p.IncrCron, &p.Zone,
 			&p.KeepGenerations, &p.KeepDays, &p.Library, &p.Pool, &p.Verify, &p.BWLimit, &p.Compress, &p.CopyTo,
-			&created, &lastRun, &lastSlot); err != nil {
+			&created, &lastRun, &lastSlot, &p.Encrypt); err != nil {
 			return nil, fmt.Errorf("catalog: policies: %w", err)
 		}
 		p.Created, p.LastRun, p.LastSlot = fromDB(created), fromDB(lastRun), fromDB(lastSlot)

@@ -12,7 +12,7 @@ func TestPolicyLifecycleAndRunOncePerSlot(t *testing.T) {
 
 func testPolicyLifecycleAndRunOncePerSlot(t *testing.T) {
 	c, _ := openTemp(t)
-	p := &Policy{Name: "nightly", Client: "web1", Selection: "home", IncrCron: "0 1 * * *", KeepGenerations: 3, Pool: "nightly"}
+	p := &Policy{Name: "nightly", Client: "web1", Selection: "home", IncrCron: "0 1 * * *", KeepGenerations: 3, Pool: "nightly", Encrypt: true}
 	if err := c.CreatePolicy(p); err != nil {
 		t.Fatal(err)
 	}
@@ -32,12 +32,15 @@ func testPolicyLifecycleAndRunOncePerSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !got.LastSlot.Equal(slot) || got.KeepGenerations != 3 || got.IncrCron != "0 1 * * *" {
+	if !got.LastSlot.Equal(slot) || got.KeepGenerations != 3 || got.IncrCron != "0 1 * * *" || !got.Encrypt {
 		t.Fatalf("policy read back: %+v", got)
 	}
-	got.KeepDays = 30
+	got.KeepDays, got.Encrypt = 30, false
 	if err := c.UpdatePolicy(got); err != nil {
 		t.Fatal(err)
+	}
+	if got, err := c.Policy("nightly"); err != nil || got.KeepDays != 30 || got.Encrypt {
+		t.Fatalf("policy after update: %+v %v", got, err)
 	}
 	if err := c.DeletePolicy("nightly"); err != nil {
 		t.Fatal(err)

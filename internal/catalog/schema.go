@@ -221,4 +221,9 @@ var migrations = [][]string{
 	{
 		`ALTER TABLE selections ADD COLUMN sources TEXT NOT NULL DEFAULT ''`,
 	},
+	// 11: encryption as a policy option (issue 17): the policy's backups
+	// are encrypted by the client's agent even if the client is not set to.
+	{
+		`ALTER TABLE policies ADD COLUMN encrypt INTEGER NOT NULL DEFAULT 0`,
+	},
 }

@@ -112,5 +112,8 @@ func (e *Env) CheckPolicy(p *catalog.Policy, needClient bool) error {
 	if p.Pool == "" {
 		return errors.New("a policy needs a tape pool")
 	}
+	if p.Encrypt && p.Client == "" {
+		return fmt.Errorf("%w: --encrypt needs a client's agent, and this machine's own backups have none (give --client)", ErrNotSealable)
+	}
 	return nil
 }

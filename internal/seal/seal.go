@@ -47,6 +47,10 @@ var (
 	// ErrTampered: the data does not authenticate under its key: the header,
 	// a chunk or the length was damaged or altered. Nothing of it is trusted.
 	ErrTampered = errors.New("encrypted data does not authenticate (damaged or tampered with)")
+	// ErrOtherSaveset: the data decrypts and authenticates, but the saveset
+	// label inside it names another saveset (or client) than the record it
+	// was read for: an older saveset of the same client put in its place.
+	ErrOtherSaveset = errors.New("the encrypted data is another saveset (swapped or replayed)")
 	// ErrBadRecipient: a recipient is not an age X25519 public key.
 	ErrBadRecipient = errors.New("not an age X25519 public key (age1…)")
 )

@@ -278,11 +278,23 @@ func (s *Server) runBackup(ctx context.Context, j *catalog.Job, rj *runningJob) 
 	if bw == 0 {
 		bw = cl.BWLimit
 	}
+	// The client's setting or its policy's turns encryption on; neither
+	// turns the other's off.
+	sealed := cl.Encrypt
+	if req.Policy != "" && !sealed {
+		p, err := s.env.Catalog.Policy(req.Policy)
+		switch {
+		case err == nil:
+			sealed = p.Encrypt
+		case !errors.Is(err, catalog.ErrNotFound): // a policy removed since: the client's setting
+			return err
+		}
+	}
 	opts := engine.BackupOptions{Paths: req.Paths, Selection: req.Selection, Library: req.Library, Drive: rj.drive,
 		Level: orDefault(req.Level, engine.LevelFull), Compress: level, Excludes: req.Excludes, Verify: req.Verify,
 		Label: req.Label, FrameSize: req.FrameSize, Host: req.Client, Job: j, Policy: req.Policy, Pool: req.Pool,
 		Producer: &remoteProducer{s: s, rj: rj, bwlimit: bw}, Sources: plugin.FromAPI(req.Sources), PartSize: req.PartSize,
-		Sealed: cl.Encrypt}
+		Sealed: sealed}
 	if req.Streams > 1 {
 		opts.KeySuffix = fmt.Sprintf("#%d/%d", req.Stream, req.Streams)
 		if opts.Label == "" {

@@ -80,7 +80,11 @@ func (p *remoteProducer) Produce(ctx context.Context, spec engine.ProduceSpec, s
 		BaseID: spec.BaseID, BWLimit: p.bwlimit, Stream: rj.req.Stream, Streams: rj.req.Streams,
 		Sources: plugin.ToAPI(spec.Sources), PartSize: spec.PartSize}}
 	if spec.Sealed {
-		order.Backup.Encrypt, order.Backup.Recipients, order.Backup.Label = true, s.opts.RecoveryRecipients, spec.Label
+		rec, err := s.recoveryRecipients()
+		if err != nil {
+			return nil, err
+		}
+		order.Backup.Encrypt, order.Backup.Recipients, order.Backup.Label = true, rec, spec.Label
 	}
 	if err := s.hub.send(rj.agent, order); err != nil {
 		return nil, err

@@ -477,3 +477,63 @@ func TestEncryptedCopyIsCiphertextAndRestores(t *testing.T) {
 	}
 	sameTree(t, r.src, filepath.Join(to, r.src))
 }
+
+// The server cannot read inside an encrypted saveset, so it could hand an
+// older saveset of the same client (same key, authentic) over under a newer
+// record. The label inside names the saveset: the agent's restore and
+// verify compare it with the record, name the saveset they were given, and
+// restore nothing of it.
+func TestSwappedEncryptedSavesetIsNamedNotRestored(t *testing.T) {
+	t.Parallel()
+	r := newSealedRig(t)
+	j := r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{r.src}, Compress: "low"})[0])
+	if j.State != catalog.StateSucceeded {
+		t.Fatalf("second encrypted backup: %s (%s)", j.State, j.Error)
+	}
+	newer := r.savesetRecord(j.SavesetID)
+	if len(r.ss.Parts) != 1 || len(newer.Parts) != 1 {
+		t.Fatalf("parts: %d and %d", len(r.ss.Parts), len(newer.Parts))
+	}
+	// Whoever holds the server points the newer record at the older
+	// saveset's data (authentic, under the same key).
+	cat := r.srv.Env().Catalog
+	rec, err := cat.Saveset(newer.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := cat.Saveset(r.ss.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Parts = old.Parts
+	if err := cat.UpdateSaveset(rec); err != nil {
+		t.Fatal(err)
+	}
+	if vj := r.wait(r.submit(api.JobRequest{Kind: api.KindVerify, Saveset: newer.ID, Level: "media"})[0]); vj.State != catalog.StateSucceeded {
+		t.Fatalf("media verify after the swap: %s (%s)", vj.State, vj.Error)
+	}
+	want := fmt.Sprintf("its label names saveset %d of client c1", r.ss.ID)
+	a, err := agent.Open(agent.Options{Home: r.agentHome, Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.VerifyData(t.Context(), newer.ID); !errors.Is(err, seal.ErrOtherSaveset) || !strings.Contains(err.Error(), want) {
+		t.Errorf("data verify on the agent of the swapped saveset: %v", err)
+	}
+	to := t.TempDir()
+	rj := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: newer.ID, To: to})[0])
+	if rj.State == catalog.StateSucceeded || !strings.Contains(rj.Error, "another saveset") || !strings.Contains(rj.Error, want) {
+		t.Fatalf("restore of the swapped saveset: %s (%s)", rj.State, rj.Error)
+	}
+	if ents, _ := os.ReadDir(to); len(ents) != 0 {
+		t.Errorf("the restore of the swapped saveset wrote %d entries", len(ents))
+	}
+	// The older saveset itself still restores.
+	to = t.TempDir()
+	if oj := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: r.ss.ID, To: to})[0]); oj.State != catalog.StateSucceeded {
+		t.Fatalf("restore of the older saveset: %s (%s)", oj.State, oj.Error)
+	}
+	if want, got := treeSum(t, r.src), treeSum(t, filepath.Join(to, r.src)); len(got) != len(want) {
+		t.Errorf("the older saveset restored %d of %d files", len(got), len(want))
+	}
+}

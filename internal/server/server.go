@@ -88,7 +88,9 @@ type Options struct {
 	// RecoveryRecipients are age X25519 public keys ("age1…") every
 	// encrypting client's savesets are encrypted to as well as to the
 	// client's own key: their holder (an administrator) can restore a lost
-	// client's backups elsewhere. The server holds no private key.
+	// client's backups elsewhere. The server holds no private key. When
+	// set, New keeps them in the home (SetRecoveryRecipients), replacing
+	// those kept there; when not, the server uses those kept there.
 	RecoveryRecipients []string
 }
 
@@ -170,6 +172,14 @@ func New(opts Options) (*Server, error) {
 	fail := func(err error) (*Server, error) { env.Close(); return nil, err }
 	for _, w := range env.ExposedFolders() {
 		s.log.Warn(w)
+	}
+	if len(opts.RecoveryRecipients) > 0 {
+		if err := SetRecoveryRecipients(env.Home, opts.RecoveryRecipients); err != nil {
+			return fail(err)
+		}
+	}
+	if _, err := s.recoveryRecipients(); err != nil {
+		return fail(err)
 	}
 	dir := filepath.Join(env.Home, pkiDir)
 	if err := private.MkdirAll(dir); err != nil {

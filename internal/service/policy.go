@@ -21,7 +21,7 @@ func Policy(p *catalog.Policy) api.Policy {
 	return api.Policy{Name: p.Name, Client: p.Client, Selection: p.Selection, FullCron: p.FullCron, DiffCron: p.DiffCron,
 		IncrCron: p.IncrCron, Zone: p.Zone, KeepGenerations: p.KeepGenerations, KeepDays: p.KeepDays, Library: p.Library,
 		Pool: p.Pool, Verify: p.Verify, BWLimitKBps: units.KBps(float64(p.BWLimit)), Compress: p.Compress, CopyTo: p.CopyTo,
-		Created: p.Created, LastRun: timeOrNil(p.LastRun), LastSlot: timeOrNil(p.LastSlot)}
+		Encrypt: p.Encrypt, Created: p.Created, LastRun: timeOrNil(p.LastRun), LastSlot: timeOrNil(p.LastSlot)}
 }
 
 // PolicyJob is the job a run of policy p at level submits.
@@ -77,7 +77,7 @@ func (l *Local) CreatePolicy(ctx context.Context, req api.PolicyCreate) (*api.Po
 	p := &catalog.Policy{Name: req.Name, Client: req.Client, Selection: req.Selection, FullCron: req.FullCron,
 		DiffCron: req.DiffCron, IncrCron: req.IncrCron, Zone: req.Zone, KeepGenerations: req.KeepGenerations,
 		KeepDays: req.KeepDays, Library: req.Library, Pool: req.Pool, Verify: req.Verify, BWLimit: req.BWLimit,
-		Compress: req.Compress, CopyTo: req.CopyTo}
+		Compress: req.Compress, CopyTo: req.CopyTo, Encrypt: req.Encrypt}
 	if p.Pool == "" {
 		p.Pool = p.Name
 	}
@@ -121,6 +121,9 @@ func (l *Local) EditPolicy(ctx context.Context, name string, req api.PolicyEdit)
 	}
 	if req.Verify != nil {
 		p.Verify = *req.Verify
+	}
+	if req.Encrypt != nil {
+		p.Encrypt = *req.Encrypt
 	}
 	if req.BWLimit != nil {
 		p.BWLimit = *req.BWLimit
