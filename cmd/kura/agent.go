@@ -141,16 +141,19 @@ older backups stay readable.
 		}
 		return agent.RingPath(h), nil
 	}
+	loadRing := func() (*seal.Ring, error) {
+		p, err := ring()
+		if err != nil {
+			return nil, err
+		}
+		return seal.LoadRing(p)
+	}
 	show := &cobra.Command{
 		Use:   "show",
 		Short: "Print the public key new backups are encrypted to",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := ring()
-			if err != nil {
-				return err
-			}
-			r, err := seal.LoadRing(p)
+			r, err := loadRing()
 			if err != nil {
 				return err
 			}
@@ -169,11 +172,7 @@ them there.
 		Example: `  kura agent key export > /media/usb/kura-keys-$(hostname).txt`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := ring()
-			if err != nil {
-				return err
-			}
-			r, err := seal.LoadRing(p)
+			r, err := loadRing()
 			if err != nil {
 				return err
 			}

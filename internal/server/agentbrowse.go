@@ -3,7 +3,6 @@ package server
 import (
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 
 	"github.com/kura-backup/kura/internal/api"
@@ -90,21 +89,11 @@ func (s *Server) agentOwnIndex(w http.ResponseWriter, r *http.Request, client st
 	if err != nil {
 		return err
 	}
-	p, err := s.env.IndexFile(ss)
-	if err != nil {
-		return err
-	}
-	f, err := os.Open(p)
+	f, st, err := s.sendIndexFile(w, ss)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
 	http.ServeContent(w, r, "", st.ModTime(), f)
 	return nil
 }

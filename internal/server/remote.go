@@ -487,21 +487,11 @@ func (s *Server) agentSavesetIndex(w http.ResponseWriter, r *http.Request, clien
 	if err != nil {
 		return err
 	}
-	p, err := s.env.IndexFile(ss)
-	if err != nil {
-		return err
-	}
-	f, err := os.Open(p)
+	f, _, err := s.sendIndexFile(w, ss)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
 	out, stop := s.agentWriter(w, rj)
 	defer stop()
 	if _, err := io.Copy(out, f); err != nil {
@@ -509,6 +499,27 @@ func (s *Server) agentSavesetIndex(w http.ResponseWriter, r *http.Request, clien
 		panic(http.ErrAbortHandler)
 	}
 	return nil
+}
+
+// sendIndexFile opens the checked index file of ss and sets the headers of
+// a response that sends it whole; the caller sends it and closes it.
+func (s *Server) sendIndexFile(w http.ResponseWriter, ss *catalog.Saveset) (*os.File, os.FileInfo, error) {
+	p, err := s.env.IndexFile(ss)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
+	return f, st, nil
 }
 
 // agentSavesetData streams a saveset's media bytes from a frame location
