@@ -15,25 +15,12 @@ import (
 func startServerAgents(t *testing.T, agents map[string][]string, env ...string) (*kura, map[string]*kura) {
 	t.Helper()
 	srvK := newKura(t)
-	srv := srvK.start("server", "--listen", "127.0.0.1:0")
-	url := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))
-	tokb, err := os.ReadFile(filepath.Join(srvK.home, "admin.token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := newKura(t)
-	admin.home = ""
-	admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json")}
-	admin.ok("login", "--server", url, "--token", strings.TrimSpace(string(tokb)))
+	url := srvK.start("server", "--listen", "127.0.0.1:0").listenURL(t)
+	admin := loginAdmin(t, srvK.home, url)
 	out := map[string]*kura{}
 	var names []string
 	for name, flags := range agents {
-		tok := strings.TrimSpace(admin.ok("token", "create", "--expires", "10m").stdout)
-		k := newKura(t)
-		k.env = env
-		k.ok("agent", "enroll", "--server", url, "--token", tok, "--name", name)
-		k.start(append([]string{"agent", "run"}, flags...)...)
-		out[name] = k
+		out[name] = admin.enroll(url, name, env, flags...)
 		names = append(names, name)
 	}
 	admin.connected(names...)

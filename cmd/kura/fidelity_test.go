@@ -670,15 +670,8 @@ func TestFidelity(t *testing.T) {
 		srvK := newKura(t)
 		srvK.env = []string{"KURA_LOGIN=" + filepath.Join(srvK.dir, "login.json")}
 		srv := srvK.start("server", "--listen", "127.0.0.1:0")
-		url := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))
-		tokb, err := os.ReadFile(filepath.Join(srvK.home, "admin.token"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		admin := newKura(t)
-		admin.home = ""
-		admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json")}
-		admin.ok("login", "--server", url, "--token", strings.TrimSpace(string(tokb)))
+		url := srv.listenURL(t)
+		admin := loginAdmin(t, srvK.home, url)
 		tok := strings.TrimSpace(admin.ok("token", "create", "--expires", "10m").stdout)
 		ag := newKura(t)
 		ag.env = []string{"KURA_LOGIN=" + filepath.Join(ag.dir, "login.json")}

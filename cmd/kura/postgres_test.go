@@ -50,23 +50,13 @@ func TestServerOnPostgres(t *testing.T) {
 	url := pgCatalog(t)
 	srvK := newKura(t)
 	srv := srvK.start("server", "--listen", "127.0.0.1:0", "--catalog", url)
-	addr := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))
+	addr := srv.listenURL(t)
 	if l := srv.line(t, "catalog "); !strings.Contains(l, "postgres://postgres:xxxxx@") || strings.Contains(l, pgPassword) {
 		t.Fatalf("the server shows its catalog as %q: want the URL without its password", l)
 	}
-	tokb, err := os.ReadFile(filepath.Join(srvK.home, "admin.token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := newKura(t)
-	admin.home = ""
-	admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json")}
-	admin.ok("login", "--server", addr, "--token", strings.TrimSpace(string(tokb)))
+	admin := loginAdmin(t, srvK.home, addr)
 
-	tok := strings.TrimSpace(admin.ok("token", "create", "--expires", "10m").stdout)
-	agent := newKura(t)
-	agent.ok("agent", "enroll", "--server", addr, "--token", tok, "--name", "c1")
-	agent.start("agent", "run")
+	agent := admin.enroll(addr, "c1", nil)
 	admin.connected("c1")
 
 	src := filepath.Join(agent.dir, "src")
@@ -282,20 +272,13 @@ func TestSecondServerTakesOver(t *testing.T) {
 	}
 	srvA.kill()
 	// Within the lease and a third of it; line fails the test after 30 s.
-	addr := strings.TrimSpace(strings.TrimPrefix(srvB.line(t, "listening on"), "Kura server listening on"))
+	addr := srvB.listenURL(t)
 	lb, err := c.Leader()
 	if err != nil || lb.Holder == la.Holder {
 		t.Fatalf("leader after the takeover: %+v, %v", lb, err)
 	}
 	// The new leader runs the queue: a job goes through it.
-	tokb, err := os.ReadFile(filepath.Join(b.home, "admin.token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := newKura(t)
-	admin.home = ""
-	admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json")}
-	admin.ok("login", "--server", addr, "--token", strings.TrimSpace(string(tokb)))
+	admin := loginAdmin(t, b.home, addr)
 	var rec catalogBackup
 	admin.json(0, &rec, "catalog", "backup", "--json")
 	if rec.Barcode == "" {

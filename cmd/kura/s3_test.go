@@ -399,15 +399,8 @@ func TestS3LibraryThroughServerAndAgent(t *testing.T) {
 	srvK := newKura(t)
 	s3Env(srvK)
 	srv := srvK.start("server", "--listen", "127.0.0.1:0")
-	srvURL := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))
-	tok, err := os.ReadFile(filepath.Join(srvK.home, "admin.token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := newKura(t)
-	admin.home = ""
-	admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json"), "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY="}
-	admin.ok("login", "--server", srvURL, "--token", strings.TrimSpace(string(tok)))
+	srvURL := srv.listenURL(t)
+	admin := loginAdmin(t, srvK.home, srvURL, "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=")
 
 	// A bucket that does not exist: refused by the server as a bad request.
 	r := admin.expect(exitUsage, "vtl", "create", "cloud", "--s3", strings.Replace(url, bucket, "no-such-bucket", 1))

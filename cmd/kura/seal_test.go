@@ -24,15 +24,8 @@ func TestEncryptedClientExportAndStockRecipe(t *testing.T) {
 	}
 	srvK := newKura(t)
 	srv := srvK.start("server", "--listen", "127.0.0.1:0", "--recovery-recipient", rec.Recipient().String())
-	url := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))
-	tokb, err := os.ReadFile(filepath.Join(srvK.home, "admin.token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := newKura(t)
-	admin.home = ""
-	admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json")}
-	admin.ok("login", "--server", url, "--token", strings.TrimSpace(string(tokb)))
+	url := srv.listenURL(t)
+	admin := loginAdmin(t, srvK.home, url)
 
 	tok := strings.TrimSpace(admin.ok("token", "create", "--expires", "10m").stdout)
 	c1 := newKura(t)
@@ -222,21 +215,9 @@ func TestRecoveryRecipientKeptInHome(t *testing.T) {
 // function that enrolls a client of that name (its agent not started).
 func sealAdmin(t *testing.T, srvK *kura, srv *proc) (*kura, func(string) *kura) {
 	t.Helper()
-	url := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))
-	tokb, err := os.ReadFile(filepath.Join(srvK.home, "admin.token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := newKura(t)
-	admin.home = ""
-	admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json")}
-	admin.ok("login", "--server", url, "--token", strings.TrimSpace(string(tokb)))
-	return admin, func(name string) *kura {
-		tok := strings.TrimSpace(admin.ok("token", "create", "--expires", "10m").stdout)
-		k := newKura(t)
-		k.ok("agent", "enroll", "--server", url, "--token", tok, "--name", name)
-		return k
-	}
+	url := srv.listenURL(t)
+	admin := loginAdmin(t, srvK.home, url)
+	return admin, func(name string) *kura { return admin.enrollAgent(url, name, nil) }
 }
 
 // Encryption as a policy option: the policy's --encrypt or the client's

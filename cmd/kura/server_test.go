@@ -82,6 +82,49 @@ func (p *proc) line(t *testing.T, want string) string {
 	}
 }
 
+// listenURL waits for a server's "listening on" line and returns its URL.
+func (p *proc) listenURL(t *testing.T) string {
+	t.Helper()
+	return strings.TrimSpace(strings.TrimPrefix(p.line(t, "listening on"), "Kura server listening on"))
+}
+
+// loginAdmin logs a fresh CLI, with its own login file and no home, in
+// to the server at url with the admin token from the server's home
+// srvHome. env is added to the CLI's environment.
+func loginAdmin(t *testing.T, srvHome, url string, env ...string) *kura {
+	t.Helper()
+	tok, err := os.ReadFile(filepath.Join(srvHome, "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := newKura(t)
+	admin.home = ""
+	admin.env = append([]string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json")}, env...)
+	admin.ok("login", "--server", url, "--token", strings.TrimSpace(string(tok)))
+	return admin
+}
+
+// enrollAgent makes a one-time token as the logged-in admin k and enrolls
+// a new agent home with it under name (its environment env); the agent
+// is not started.
+func (k *kura) enrollAgent(url, name string, env []string) *kura {
+	k.t.Helper()
+	tok := strings.TrimSpace(k.ok("token", "create", "--expires", "10m").stdout)
+	ag := newKura(k.t)
+	ag.env = env
+	ag.ok("agent", "enroll", "--server", url, "--token", tok, "--name", name)
+	return ag
+}
+
+// enroll is enrollAgent then `agent run` with runFlags. The caller waits
+// with connected.
+func (k *kura) enroll(url, name string, env []string, runFlags ...string) *kura {
+	k.t.Helper()
+	ag := k.enrollAgent(url, name, env)
+	ag.start(append([]string{"agent", "run"}, runFlags...)...)
+	return ag
+}
+
 // connected waits until `kura client list` shows every name connected.
 func (k *kura) connected(names ...string) {
 	k.t.Helper()

@@ -114,15 +114,12 @@ func TestServerJobVerbsPrintAsLocally(t *testing.T) {
 	}
 
 	srv := k.start("server", "--listen", "127.0.0.1:0")
-	url := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))
+	url := srv.listenURL(t)
+	admin := loginAdmin(t, k.home, url)
 	tok, err := os.ReadFile(filepath.Join(k.home, "admin.token"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := newKura(t)
-	admin.home = ""
-	admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json")}
-	admin.ok("login", "--server", url, "--token", strings.TrimSpace(string(tok)))
 	for i, r := range runs {
 		got := admin.expect(r.code, r.args...)
 		if strings.Contains(strings.Join(r.args, " "), "--json") {

@@ -15,15 +15,8 @@ func serverAndAdmin(t *testing.T) (local, admin *kura) {
 	t.Helper()
 	local = newKura(t)
 	srv := local.start("server", "--listen", "127.0.0.1:0")
-	url := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))
-	tok, err := os.ReadFile(filepath.Join(local.home, "admin.token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin = newKura(t)
-	admin.home = ""
-	admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json")}
-	admin.ok("login", "--server", url, "--token", strings.TrimSpace(string(tok)))
+	url := srv.listenURL(t)
+	admin = loginAdmin(t, local.home, url)
 	return local, admin
 }
 

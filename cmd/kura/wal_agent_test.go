@@ -43,19 +43,9 @@ func TestWALArchiveThroughAgent(t *testing.T) {
 	ln.Close()
 	srvK := newKura(t)
 	srv := srvK.start("server", "--listen", addr)
-	url := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))
-	tokb, err := os.ReadFile(filepath.Join(srvK.home, "admin.token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := newKura(t)
-	admin.home = ""
-	admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json")}
-	admin.ok("login", "--server", url, "--token", strings.TrimSpace(string(tokb)))
-	tok := strings.TrimSpace(admin.ok("token", "create", "--expires", "10m").stdout)
-	db := newKura(t)
-	db.ok("agent", "enroll", "--server", url, "--token", tok, "--name", "db1")
-	db.start("agent", "run") // no --allow-plugin: a WAL file is read from the spool only
+	url := srv.listenURL(t)
+	admin := loginAdmin(t, srvK.home, url)
+	db := admin.enroll(url, "db1", nil) // no --allow-plugin: a WAL file is read from the spool only
 	admin.connected("db1")
 
 	const seg1, seg2, seg3 = "000000010000000000000001", "000000010000000000000002", "000000010000000000000003"
@@ -184,15 +174,8 @@ func TestPostgreSQLPointInTimeThroughAgent(t *testing.T) {
 	ln.Close()
 	srvK := newKura(t)
 	srv := srvK.start("server", "--listen", addr)
-	url := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))
-	tokb, err := os.ReadFile(filepath.Join(srvK.home, "admin.token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := newKura(t)
-	admin.home = ""
-	admin.env = []string{"KURA_LOGIN=" + filepath.Join(admin.dir, "login.json")}
-	admin.ok("login", "--server", url, "--token", strings.TrimSpace(string(tokb)))
+	url := srv.listenURL(t)
+	admin := loginAdmin(t, srvK.home, url)
 	tok := strings.TrimSpace(admin.ok("token", "create", "--expires", "10m").stdout)
 	db := postgresUserKura(t) // the agent runs as PostgreSQL's user: archive_command is that user's
 	db.ok("agent", "enroll", "--server", url, "--token", tok, "--name", "db1")
