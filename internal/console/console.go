@@ -52,6 +52,16 @@ type Backend interface {
 	api.Service
 	// Clients lists the enrolled clients, with whether each is connected.
 	Clients(ctx context.Context) ([]api.Client, error)
+	// CreateToken makes a one-time enrollment token (its text is shown
+	// once; the server keeps only its hash).
+	CreateToken(ctx context.Context, req api.TokenRequest) (*api.TokenResponse, error)
+	// RevokeClient revokes a client's certificate and cuts it off.
+	RevokeClient(ctx context.Context, name string) (*api.Client, error)
+	// UpdateClient changes a client's settings (its bandwidth limit).
+	UpdateClient(ctx context.Context, name string, req api.ClientUpdate) (*api.Client, error)
+	// ServerURL is the address agents enroll with ("" when the server
+	// does not serve its API yet).
+	ServerURL() string
 	// Cancel cancels a queued or running job.
 	Cancel(ctx context.Context, id int64, why string) error
 	// Events follows a job: its events until job_ended (sent last, then the
@@ -171,6 +181,13 @@ func (c *Console) routes() []route {
 		{"GET /savesets", watch, c.savesets},
 		{"GET /savesets/{id}", watch, c.browse},
 		{"POST /savesets/{id}/restore", change, c.restore},
+		{"GET /libraries", watch, c.libraries},
+		{"GET /libraries/{name}", watch, c.library},
+		{"POST /libraries/{name}/tapes", change, c.addTapes},
+		{"POST /libraries/{name}/drives/{drive}", change, c.setDrive},
+		{"GET /tapes/{barcode}", watch, c.tape},
+		{"POST /tapes/{barcode}/erase", change, c.eraseTape},
+		{"POST /tapes/{barcode}/{action}", change, c.tapeAction},
 	}
 }
 
@@ -183,7 +200,7 @@ type navItem struct {
 
 // nav is the console's sections, in header order.
 var nav = []navItem{{"/", "Dashboard", []string{"dashboard"}}, {"/jobs", "Jobs", []string{"jobs", "job"}},
-	{"/savesets", "Savesets", []string{"savesets", "saveset"}}}
+	{"/savesets", "Savesets", []string{"savesets", "saveset"}}, {"/libraries", "Library", []string{"libraries", "library", "tape"}}}
 
 // ServeHTTP serves the console.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {

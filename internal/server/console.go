@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/console"
 	"github.com/kura-backup/kura/internal/pki"
 	"github.com/kura-backup/kura/internal/service"
@@ -34,6 +35,54 @@ func (b consoleBackend) Clients(ctx context.Context) ([]api.Client, error) {
 		out = append(out, APIClient(c, c.Revoked.IsZero() && b.s.hub.online(c.Name)))
 	}
 	return out, nil
+}
+
+func (b consoleBackend) CreateToken(ctx context.Context, req api.TokenRequest) (*api.TokenResponse, error) {
+	t, err := b.s.CreateToken(req)
+	if err != nil {
+		return nil, consoleErr(err)
+	}
+	return &t, nil
+}
+
+func (b consoleBackend) RevokeClient(ctx context.Context, name string) (*api.Client, error) {
+	c, err := b.s.RevokeClient(name)
+	if err != nil {
+		return nil, consoleErr(err)
+	}
+	return &c, nil
+}
+
+func (b consoleBackend) UpdateClient(ctx context.Context, name string, req api.ClientUpdate) (*api.Client, error) {
+	c, err := b.s.UpdateClient(name, req)
+	if err != nil {
+		return nil, consoleErr(err)
+	}
+	return &c, nil
+}
+
+func (b consoleBackend) ServerURL() string { return b.s.URL() }
+
+// consoleErr is err as the console shows it: an *api.Error with its code
+// where the API would answer one (the catalog's not found, invalid and
+// exists, the handlers' own answers), so a bad request reads as one.
+func consoleErr(err error) error {
+	var he *httpError
+	var ae *api.Error
+	switch {
+	case errors.As(err, &ae):
+		return err
+	case errors.As(err, &he):
+		e := he.body
+		return &e
+	case errors.Is(err, api.ErrInvalid), errors.Is(err, catalog.ErrInvalid):
+		return &api.Error{Code: api.CodeBadRequest, Message: err.Error()}
+	case errors.Is(err, catalog.ErrNotFound):
+		return &api.Error{Code: api.CodeNotFound, Message: err.Error()}
+	case errors.Is(err, catalog.ErrExists):
+		return &api.Error{Code: api.CodeConflict, Message: err.Error()}
+	}
+	return err
 }
 
 func (b consoleBackend) Cancel(ctx context.Context, id int64, why string) error {
