@@ -188,6 +188,10 @@ func (c *Console) routes() []route {
 		{"GET /tapes/{barcode}", watch, c.tape},
 		{"POST /tapes/{barcode}/erase", change, c.eraseTape},
 		{"POST /tapes/{barcode}/{action}", change, c.tapeAction},
+		{"GET /clients", watch, c.clients},
+		{"POST /clients/tokens", change, c.createToken},
+		{"POST /clients/{name}/revoke", change, c.revokeClient},
+		{"POST /clients/{name}/bandwidth", change, c.setBandwidth},
 	}
 }
 
@@ -200,7 +204,8 @@ type navItem struct {
 
 // nav is the console's sections, in header order.
 var nav = []navItem{{"/", "Dashboard", []string{"dashboard"}}, {"/jobs", "Jobs", []string{"jobs", "job"}},
-	{"/savesets", "Savesets", []string{"savesets", "saveset"}}, {"/libraries", "Library", []string{"libraries", "library", "tape"}}}
+	{"/savesets", "Savesets", []string{"savesets", "saveset"}}, {"/libraries", "Library", []string{"libraries", "library", "tape"}},
+	{"/clients", "Clients", []string{"clients"}}}
 
 // ServeHTTP serves the console.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
