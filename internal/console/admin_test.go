@@ -25,17 +25,23 @@ type localBackend struct {
 	env *engine.Env
 
 	mu        sync.Mutex
-	clients   []api.Client
 	tokens    []api.TokenRequest
 	submitted []api.JobRequest
 }
 
 var _ Backend = (*localBackend)(nil)
 
+// Clients are the catalog's clients (enrolled by the test).
 func (b *localBackend) Clients(ctx context.Context) ([]api.Client, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]api.Client(nil), b.clients...), nil
+	cs, err := b.env.Catalog.Clients()
+	if err != nil {
+		return nil, err
+	}
+	out := []api.Client{}
+	for _, c := range cs {
+		out = append(out, api.Client{Name: c.Name, Enrolled: c.Enrolled, Revoked: c.Revoked})
+	}
+	return out, nil
 }
 
 func (b *localBackend) CreateToken(ctx context.Context, req api.TokenRequest) (*api.TokenResponse, error) {

@@ -192,6 +192,12 @@ func (c *Console) routes() []route {
 		{"POST /clients/tokens", change, c.createToken},
 		{"POST /clients/{name}/revoke", change, c.revokeClient},
 		{"POST /clients/{name}/bandwidth", change, c.setBandwidth},
+		{"GET /policies", watch, c.policies},
+		{"GET /policies/new", change, c.newPolicy},
+		{"POST /policies", change, c.createPolicy},
+		{"GET /policies/{name}", watch, c.policy},
+		{"GET /policies/{name}/edit", change, c.editPolicy},
+		{"POST /policies/{name}", change, c.updatePolicy},
 	}
 }
 
@@ -205,7 +211,7 @@ type navItem struct {
 // nav is the console's sections, in header order.
 var nav = []navItem{{"/", "Dashboard", []string{"dashboard"}}, {"/jobs", "Jobs", []string{"jobs", "job"}},
 	{"/savesets", "Savesets", []string{"savesets", "saveset"}}, {"/libraries", "Library", []string{"libraries", "library", "tape"}},
-	{"/clients", "Clients", []string{"clients"}}}
+	{"/clients", "Clients", []string{"clients"}}, {"/policies", "Policies", []string{"policies", "policy", "policyedit"}}}
 
 // ServeHTTP serves the console.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {

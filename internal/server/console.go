@@ -63,6 +63,29 @@ func (b consoleBackend) UpdateClient(ctx context.Context, name string, req api.C
 
 func (b consoleBackend) ServerURL() string { return b.s.URL() }
 
+// CreatePolicy and EditPolicy refuse a policy of the server's own machine,
+// as POST and PATCH /policies do.
+func (b consoleBackend) CreatePolicy(ctx context.Context, req api.PolicyCreate) (*api.Policy, error) {
+	if req.Client == "" {
+		return nil, errConsolePolicyClient
+	}
+	return b.Local.CreatePolicy(ctx, req)
+}
+
+func (b consoleBackend) EditPolicy(ctx context.Context, name string, req api.PolicyEdit) (*api.Policy, error) {
+	p, err := b.Local.Policy(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if p.Client == "" {
+		return nil, errConsolePolicyClient
+	}
+	return b.Local.EditPolicy(ctx, p.Name, req)
+}
+
+var errConsolePolicyClient = &api.Error{Code: api.CodeBadRequest, Field: "client",
+	Message: "a policy on a server backs up a client: choose the client whose selection it backs up"}
+
 // consoleErr is err as the console shows it: an *api.Error with its code
 // where the API would answer one (the catalog's not found, invalid and
 // exists, the handlers' own answers), so a bad request reads as one.
