@@ -162,9 +162,9 @@ func (c *Console) policy(w http.ResponseWriter, r *http.Request, s *session) err
 // as typed.
 type policyForm struct {
 	Name, Client, Selection, FullCron, DiffCron, IncrCron, Zone string
-	KeepGenerations, KeepDays, BWLimitKBps                       string
-	Library, Pool, Compress, CopyTo                               string
-	Verify, Encrypt                                               bool
+	KeepGenerations, KeepDays, BWLimitKBps                      string
+	Library, Pool, Compress, CopyTo                             string
+	Verify, Encrypt                                             bool
 }
 
 // formOf is a policy as the form shows it.
