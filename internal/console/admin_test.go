@@ -25,6 +25,7 @@ type localBackend struct {
 	env *engine.Env
 
 	mu        sync.Mutex
+	jobs      []api.Job // the job history, set by the test
 	tokens    []api.TokenRequest
 	submitted []api.JobRequest
 }
@@ -57,6 +58,11 @@ func (b *localBackend) RevokeClient(ctx context.Context, name string) (*api.Clie
 
 func (b *localBackend) UpdateClient(ctx context.Context, name string, req api.ClientUpdate) (*api.Client, error) {
 	return nil, &api.Error{Code: api.CodeNotFound, Message: "no client " + name}
+}
+
+// Jobs answers from the test's job history, filtered as the catalog does.
+func (b *localBackend) Jobs(ctx context.Context, flt api.JobFilter) ([]api.Job, error) {
+	return (&fakeBackend{jobs: b.jobs}).Jobs(ctx, flt)
 }
 
 func (b *localBackend) ServerURL() string { return "https://backup.example:8420" }

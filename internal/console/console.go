@@ -198,6 +198,7 @@ func (c *Console) routes() []route {
 		{"GET /policies/{name}", watch, c.policy},
 		{"GET /policies/{name}/edit", change, c.editPolicy},
 		{"POST /policies/{name}", change, c.updatePolicy},
+		{"GET /planner", watch, c.planner},
 	}
 }
 
@@ -211,7 +212,8 @@ type navItem struct {
 // nav is the console's sections, in header order.
 var nav = []navItem{{"/", "Dashboard", []string{"dashboard"}}, {"/jobs", "Jobs", []string{"jobs", "job"}},
 	{"/savesets", "Savesets", []string{"savesets", "saveset"}}, {"/libraries", "Library", []string{"libraries", "library", "tape"}},
-	{"/clients", "Clients", []string{"clients"}}, {"/policies", "Policies", []string{"policies", "policy", "policyedit"}}}
+	{"/clients", "Clients", []string{"clients"}}, {"/policies", "Policies", []string{"policies", "policy", "policyedit"}},
+	{"/planner", "Planner", []string{"planner"}}}
 
 // ServeHTTP serves the console.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
