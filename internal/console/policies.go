@@ -154,7 +154,7 @@ func (c *Console) policy(w http.ResponseWriter, r *http.Request, s *session) err
 		list[i].Time = list[i].Time.In(loc)
 	}
 	return c.render(w, "policy", s, map[string]any{"Policy": p, "Runs": list, "Weeks": calendar(runs, c.opts.Now(), loc),
-		"Zone": loc.String(), "Capped": len(runs) == calendarRuns, "Decisions": decisions, "Kept": kept,
+		"Zone": loc.String(), "Capped": len(runs) == calendarRuns && runs[len(runs)-1].Time.Before(c.opts.Now().AddDate(0, 0, calendarDays)), "Decisions": decisions, "Kept": kept,
 		"Expired": len(decisions) - kept, "Gens": gens, "Days": days, "WhatIf": whatIf, "Admin": s.role == RoleAdmin})
 }
 

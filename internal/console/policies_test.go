@@ -74,6 +74,9 @@ func TestPolicyPages(t *testing.T) {
 	if !strings.Contains(b, `<time datetime="2026-05-05T01:00:00Z">Tue 5 May 01:00</time> incr`) {
 		t.Error("the next runs list does not start with Tuesday's incremental")
 	}
+	if strings.Contains(b, "first 500 runs") {
+		t.Error("the calendar of a nightly policy says it is cut short")
+	}
 	if !strings.Contains(b, "This policy has no saveset yet.") {
 		t.Error("the preview of a policy without savesets does not say so")
 	}
