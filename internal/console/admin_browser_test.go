@@ -100,7 +100,7 @@ func TestPolicyAndPlannerInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx, _ := serveAndSignIn(t, f, "/policies")
+	ctx, base := serveAndSignIn(t, f, "/policies")
 	browsertest.Navigate(t, ctx, "new policy", chromedp.Click(chromedp.CSS("#new-policy")))
 	browsertest.Do(t, ctx, "fill in the form", chromedp.WaitVisible(chromedp.CSS("#policy-form")),
 		chromedp.SendKeys(chromedp.CSS("#pf-name"), "nightly"), chromedp.SendKeys(chromedp.CSS("#pf-selection"), "docs"),
@@ -137,4 +137,13 @@ func TestPolicyAndPlannerInBrowser(t *testing.T) {
 		t.Errorf("seed 004's plan keeps %s generations; want 6", g)
 	}
 	browsertest.Screenshot(t, ctx, "console-planner")
+
+	// On a tablet's screen every page of these fits the width.
+	browsertest.Do(t, ctx, "a tablet's screen", chromedp.EmulateViewport(768, 1024))
+	for _, p := range []string{"/libraries/vtl", "/tapes/VT001", "/clients", "/policies", "/policies/nightly", "/policies/nightly/edit", "/planner"} {
+		browsertest.Do(t, ctx, p, chromedp.Navigate(base+p), chromedp.WaitVisible(chromedp.CSS("main")))
+		if wide := browsertest.Eval[bool](t, ctx, `document.documentElement.scrollWidth > window.innerWidth`); wide {
+			t.Errorf("on a 768-pixel screen %s is wider than the screen", p)
+		}
+	}
 }
