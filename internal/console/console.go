@@ -24,9 +24,11 @@
 //     styles: no inline script runs, so a job's log or a file name shown
 //     on a page cannot become code.
 //
-// Routing: each page is a route in routes() and an entry of nav; a later
-// page (library, clients, policies) adds one of each and its
-// template.
+// Routing: each page is a route in routes() and an entry of nav, and a
+// template of its own (library.go, clients.go, policies.go and
+// planner.go are the admin pages: a library's picture and its tapes'
+// actions, enrollment tokens and revocation, policies with their
+// calendar and retention preview, the sizing form).
 package console
 
 import (

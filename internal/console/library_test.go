@@ -52,6 +52,9 @@ func TestLibraryPageActions(t *testing.T) {
 	}
 
 	post("/tapes/VT002/load", url.Values{"drive": {"1"}})
+	if w := field(f.page(ck, "/tapes/VT002"), "tape-where"); w != "drive 1 (home slot 2)" {
+		t.Errorf("the loaded tape's page says it is in %q; want drive 1 (home slot 2)", w)
+	}
 	pic = f.page(ck, "/libraries/vtl")
 	if got := slotHolds(pic, "data-drive", "1"); got != "VT002" {
 		t.Errorf("after the load drive 1 shows %q; want VT002", got)
