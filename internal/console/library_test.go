@@ -188,3 +188,28 @@ func TestLibraryOperatorAndCSRF(t *testing.T) {
 		t.Error("the operator's tape page offers actions")
 	}
 }
+
+// With more than one library /libraries lists them, each with its size and
+// a link to its picture.
+func TestLibrariesList(t *testing.T) {
+	f, lb := newLocalFixture(t)
+	if _, err := lb.CreateLibrary(t.Context(), api.LibraryCreate{Name: "offsite", Slots: 2, Drives: 1, TapeSizeBytes: 16 << 20, BarcodePrefix: "OF"}); err != nil {
+		t.Fatal(err)
+	}
+	ck, _ := f.signIn("", adminToken)
+	b := f.page(ck, "/libraries")
+	for _, want := range []string{
+		`<tr data-library="vtl"><td><a href="/libraries/vtl">vtl</a></td>`,
+		`<tr data-library="offsite"><td><a href="/libraries/offsite">offsite</a></td>`,
+	} {
+		if !strings.Contains(b, want) {
+			t.Errorf("the list has no %s", want)
+		}
+	}
+	if row := regexp.MustCompile(`(?s)<tr data-library="offsite">(.*?)</tr>`).FindString(b); !strings.Contains(row, `<td class="num">2</td><td class="num">1</td><td class="num">1</td>`+"\n"+`<td class="num">2</td><td>16.0 MiB</td>`) {
+		t.Errorf("offsite's row does not say 2 slots, 1 drive, 1 mail slot, 2 tapes of 16 MiB:\n%s", row)
+	}
+	if got := slotHolds(f.page(ck, "/libraries/offsite"), "data-slot", "2"); got != "OF002" {
+		t.Errorf("offsite's slot 2 shows %q; want OF002", got)
+	}
+}
