@@ -90,6 +90,9 @@ var errConsolePolicyClient = &api.Error{Code: api.CodeBadRequest, Field: "client
 // where the API would answer one (the catalog's not found, invalid and
 // exists, the handlers' own answers), so a bad request reads as one.
 func consoleErr(err error) error {
+	if err == nil {
+		return nil
+	}
 	var he *httpError
 	var ae *api.Error
 	switch {
@@ -114,7 +117,8 @@ func (b consoleBackend) Cancel(ctx context.Context, id int64, why string) error 
 
 // Submit queues a job as POST /api/v1/jobs does.
 func (b consoleBackend) Submit(ctx context.Context, req api.JobRequest) ([]int64, error) {
-	return b.s.Submit(req)
+	ids, err := b.s.Submit(req)
+	return ids, consoleErr(err)
 }
 
 // Events follows a job on the server's event bus, as the API's event

@@ -87,6 +87,9 @@ func TestConsoleEnrollsAndRevokesAClient(t *testing.T) {
 	if st := post("/clients/nobody/bandwidth", "bwlimit_kbps=5"); st != 404 {
 		t.Errorf("the limit of an unknown client: %d; want 404", st)
 	}
+	if st := post("/tapes/NOPE01/erase", ""); st < 400 || st >= 500 {
+		t.Errorf("erasing a tape that does not exist: %d; want a 4xx", st)
+	}
 	if st := post("/policies", "name=p1&selection=docs&keep_generations=1"); st != 400 {
 		t.Errorf("a policy without a client: %d; want 400", st)
 	}
