@@ -95,13 +95,7 @@ is the Prometheus scrape, for the token in metrics.token.`,
 			if err != nil {
 				return err
 			}
-			url := "https://" + ln.Addr().String()
-			if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
-				// Listening on every address: show the name clients use.
-				if h, err := os.Hostname(); err == nil {
-					url = fmt.Sprintf("https://%s:%d", h, tcp.Port)
-				}
-			}
+			url := server.PublicURL(ln.Addr())
 			fmt.Fprintf(out, "Kura server listening on %s\n", url)
 			fmt.Fprintf(out, "  home            %s\n", srv.Home())
 			if catDSN != "" {

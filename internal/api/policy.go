@@ -23,13 +23,18 @@ type PolicyService interface {
 	// the service's clock, earliest first; none for a policy without
 	// schedules.
 	NextRuns(ctx context.Context, name string, count int) ([]PolicySlot, error)
+	// PolicyRetention previews retention for the policy's savesets: what
+	// it keeps and expires, and why, at the service's clock, with the
+	// policy's rules or with those the request sets in their place (a
+	// policy being edited). It changes nothing.
+	PolicyRetention(ctx context.Context, name string, req RetentionPreview) ([]RetentionDecision, error)
 	// RunPolicy queues a run of the policy now at a level (default full);
 	// it needs a server's job queue.
 	RunPolicy(ctx context.Context, name, level string) ([]int64, error)
 }
 
 func init() {
-	wireTypes = append(wireTypes, Policy{}, PolicyCreate{}, PolicyEdit{}, PolicySlot{})
+	wireTypes = append(wireTypes, Policy{}, PolicyCreate{}, PolicyEdit{}, PolicySlot{}, RetentionPreview{})
 }
 
 // Policy is a backup policy: one client's selection set on schedules,
@@ -120,6 +125,26 @@ func (r *PolicyCreate) Validate() error {
 func ValidNextRuns(count int) error {
 	if count < 1 || count > MaxNextRuns {
 		return bad("count", "must be 1 to %d", MaxNextRuns)
+	}
+	return nil
+}
+
+// RetentionPreview asks what retention would decide for a policy's
+// savesets (GET /policies/{name}/retention?keep_generations=&keep_days=):
+// a rule that is set replaces the policy's for the preview; one that is
+// not keeps the policy's.
+type RetentionPreview struct {
+	KeepGenerations *int `json:"keep_generations,omitempty"`
+	KeepDays        *int `json:"keep_days,omitempty"`
+}
+
+// Validate checks a preview's rules: not negative.
+func (r *RetentionPreview) Validate() error {
+	switch {
+	case r.KeepGenerations != nil && *r.KeepGenerations < 0:
+		return bad("keep_generations", "must not be negative")
+	case r.KeepDays != nil && *r.KeepDays < 0:
+		return bad("keep_days", "must not be negative")
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package apiclient
 
 import (
 	"context"
+	"net/url"
 	"strconv"
 
 	"github.com/kura-backup/kura/internal/api"
@@ -29,6 +30,21 @@ func (c *Client) RemovePolicy(ctx context.Context, name string) error {
 
 func (c *Client) NextRuns(ctx context.Context, name string, count int) ([]api.PolicySlot, error) {
 	return get[[]api.PolicySlot](c, ctx, "/policies/"+esc(name)+"/next?count="+strconv.Itoa(count))
+}
+
+func (c *Client) PolicyRetention(ctx context.Context, name string, req api.RetentionPreview) ([]api.RetentionDecision, error) {
+	q := url.Values{}
+	if req.KeepGenerations != nil {
+		q.Set("keep_generations", strconv.Itoa(*req.KeepGenerations))
+	}
+	if req.KeepDays != nil {
+		q.Set("keep_days", strconv.Itoa(*req.KeepDays))
+	}
+	path := "/policies/" + esc(name) + "/retention"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	return get[[]api.RetentionDecision](c, ctx, path)
 }
 
 // RunPolicy queues a run of a policy now at a level.

@@ -24,9 +24,11 @@
 //     styles: no inline script runs, so a job's log or a file name shown
 //     on a page cannot become code.
 //
-// Routing: each page is a route in routes() and an entry of nav; a later
-// page (library, clients, policies) adds one of each and its
-// template.
+// Routing: each page is a route in routes() and an entry of nav, and a
+// template of its own (library.go, clients.go, policies.go and
+// planner.go are the admin pages: a library's picture and its tapes'
+// actions, enrollment tokens and revocation, policies with their
+// calendar and retention preview, the sizing form).
 package console
 
 import (
@@ -52,6 +54,16 @@ type Backend interface {
 	api.Service
 	// Clients lists the enrolled clients, with whether each is connected.
 	Clients(ctx context.Context) ([]api.Client, error)
+	// CreateToken makes a one-time enrollment token (its text is shown
+	// once; the server keeps only its hash).
+	CreateToken(ctx context.Context, req api.TokenRequest) (*api.TokenResponse, error)
+	// RevokeClient revokes a client's certificate and cuts it off.
+	RevokeClient(ctx context.Context, name string) (*api.Client, error)
+	// UpdateClient changes a client's settings (its bandwidth limit).
+	UpdateClient(ctx context.Context, name string, req api.ClientUpdate) (*api.Client, error)
+	// ServerURL is the address agents enroll with ("" when the server
+	// does not serve its API yet).
+	ServerURL() string
 	// Cancel cancels a queued or running job.
 	Cancel(ctx context.Context, id int64, why string) error
 	// Events follows a job: its events until job_ended (sent last, then the
@@ -171,6 +183,24 @@ func (c *Console) routes() []route {
 		{"GET /savesets", watch, c.savesets},
 		{"GET /savesets/{id}", watch, c.browse},
 		{"POST /savesets/{id}/restore", change, c.restore},
+		{"GET /libraries", watch, c.libraries},
+		{"GET /libraries/{name}", watch, c.library},
+		{"POST /libraries/{name}/tapes", change, c.addTapes},
+		{"POST /libraries/{name}/drives/{drive}", change, c.setDrive},
+		{"GET /tapes/{barcode}", watch, c.tape},
+		{"POST /tapes/{barcode}/erase", change, c.eraseTape},
+		{"POST /tapes/{barcode}/{action}", change, c.tapeAction},
+		{"GET /clients", watch, c.clients},
+		{"POST /clients/tokens", change, c.createToken},
+		{"POST /clients/{name}/revoke", change, c.revokeClient},
+		{"POST /clients/{name}/bandwidth", change, c.setBandwidth},
+		{"GET /policies", watch, c.policies},
+		{"GET /policies/new", change, c.newPolicy},
+		{"POST /policies", change, c.createPolicy},
+		{"GET /policies/{name}", watch, c.policy},
+		{"GET /policies/{name}/edit", change, c.editPolicy},
+		{"POST /policies/{name}", change, c.updatePolicy},
+		{"GET /planner", watch, c.planner},
 	}
 }
 
@@ -183,7 +213,9 @@ type navItem struct {
 
 // nav is the console's sections, in header order.
 var nav = []navItem{{"/", "Dashboard", []string{"dashboard"}}, {"/jobs", "Jobs", []string{"jobs", "job"}},
-	{"/savesets", "Savesets", []string{"savesets", "saveset"}}}
+	{"/savesets", "Savesets", []string{"savesets", "saveset"}}, {"/libraries", "Library", []string{"libraries", "library", "tape"}},
+	{"/clients", "Clients", []string{"clients"}}, {"/policies", "Policies", []string{"policies", "policy", "policyedit"}},
+	{"/planner", "Planner", []string{"planner"}}}
 
 // ServeHTTP serves the console.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -39,6 +39,32 @@ const (
 // Retention decides, for every saveset in the catalog, whether it is kept
 // or expired and which rule decided, at time now. It changes nothing.
 func (e *Env) Retention(now time.Time) ([]SavesetDecision, error) {
+	return e.retention(now, "", retention.Rules{})
+}
+
+// RetentionPreview is Retention with policy's rules replaced by rules
+// (what its savesets would become if the policy kept that), for the
+// savesets of that policy only. It changes nothing. The rules are not
+// validated: rules that keep nothing are judged as retention judges them
+// (every saveset kept, rule invalid-rules), so a preview never expires
+// more than a prune would.
+func (e *Env) RetentionPreview(policy string, rules retention.Rules, now time.Time) ([]SavesetDecision, error) {
+	all, err := e.retention(now, policy, rules)
+	if err != nil {
+		return nil, err
+	}
+	out := []SavesetDecision{}
+	for _, d := range all {
+		if d.Policy == policy {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// retention decides as Retention does, with the rules of policy override
+// replaced by with (override "": every policy's own).
+func (e *Env) retention(now time.Time, override string, with retention.Rules) ([]SavesetDecision, error) {
 	sets, err := e.Catalog.Savesets(catalog.SavesetFilter{})
 	if err != nil {
 		return nil, err
@@ -50,6 +76,9 @@ func (e *Env) Retention(now time.Time) ([]SavesetDecision, error) {
 	rules := map[string]retention.Rules{}
 	for _, p := range policies {
 		rules[p.Name] = retention.Rules{KeepGenerations: p.KeepGenerations, KeepDays: p.KeepDays}
+		if p.Name == override {
+			rules[p.Name] = with
+		}
 	}
 	byPolicy := map[string][]retention.Saveset{}
 	info := map[int64]*catalog.Saveset{}

@@ -22,18 +22,24 @@ func (s *Server) postToken(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(r, &req); err != nil {
 		return err
 	}
-	if err := req.Validate(); err != nil {
+	tok, err := s.CreateToken(req)
+	if err != nil {
 		return err
+	}
+	return writeJSON(w, tok)
+}
+
+// CreateToken checks a token request and makes the token (POST /tokens,
+// and the console's clients page).
+func (s *Server) CreateToken(req api.TokenRequest) (api.TokenResponse, error) {
+	if err := req.Validate(); err != nil {
+		return api.TokenResponse{}, err
 	}
 	life := time.Duration(req.ExpiresSeconds * float64(time.Second))
 	if req.ExpiresSeconds == 0 {
 		life = defaultTokenLife
 	}
-	tok, err := s.NewEnrollToken(req.Name, life)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, tok)
+	return s.NewEnrollToken(req.Name, life)
 }
 
 // NewEnrollToken makes a one-time enrollment token; the catalog keeps only
@@ -153,32 +159,50 @@ func (s *Server) patchClient(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(r, &req); err != nil {
 		return err
 	}
-	if err := req.Validate(); err != nil {
+	c, err := s.UpdateClient(r.PathValue("name"), req)
+	if err != nil {
 		return err
 	}
-	name := r.PathValue("name")
+	return writeJSON(w, c)
+}
+
+// UpdateClient checks and applies a change of a client's settings
+// (PATCH /clients/{name}, and the console).
+func (s *Server) UpdateClient(name string, req api.ClientUpdate) (api.Client, error) {
+	if err := req.Validate(); err != nil {
+		return api.Client{}, err
+	}
 	if req.BWLimit != nil {
 		if err := s.env.Catalog.SetClientBWLimit(name, *req.BWLimit); err != nil {
-			return err
+			return api.Client{}, err
 		}
 	}
 	if req.Encrypt != nil {
 		if err := s.env.Catalog.SetClientEncrypt(name, *req.Encrypt); err != nil {
-			return err
+			return api.Client{}, err
 		}
 	}
 	c, err := s.env.Catalog.Client(name)
 	if err != nil {
-		return err
+		return api.Client{}, err
 	}
 	s.hub.lastSeen(c)
-	return writeJSON(w, APIClient(c, s.hub.online(name)))
+	return APIClient(c, s.hub.online(name)), nil
 }
 
 func (s *Server) revokeClient(w http.ResponseWriter, r *http.Request) error {
-	name := r.PathValue("name")
-	if err := s.env.Catalog.RevokeClient(name, s.opts.Clock.Now()); err != nil {
+	c, err := s.RevokeClient(r.PathValue("name"))
+	if err != nil {
 		return err
+	}
+	return writeJSON(w, c)
+}
+
+// RevokeClient revokes a client's certificate and cuts it off now
+// (POST /clients/{name}/revoke, and the console).
+func (s *Server) RevokeClient(name string) (api.Client, error) {
+	if err := s.env.Catalog.RevokeClient(name, s.opts.Clock.Now()); err != nil {
+		return api.Client{}, err
 	}
 	s.log.Warn("client revoked", "client", name)
 	// Cut it off now: its running jobs end, then its open polls. In that
@@ -189,7 +213,7 @@ func (s *Server) revokeClient(w http.ResponseWriter, r *http.Request) error {
 	s.hub.drop(name)
 	c, err := s.env.Catalog.Client(name)
 	if err != nil {
-		return err
+		return api.Client{}, err
 	}
-	return writeJSON(w, APIClient(c, false))
+	return APIClient(c, false), nil
 }

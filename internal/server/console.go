@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/console"
 	"github.com/kura-backup/kura/internal/pki"
 	"github.com/kura-backup/kura/internal/service"
@@ -36,13 +37,88 @@ func (b consoleBackend) Clients(ctx context.Context) ([]api.Client, error) {
 	return out, nil
 }
 
+func (b consoleBackend) CreateToken(ctx context.Context, req api.TokenRequest) (*api.TokenResponse, error) {
+	t, err := b.s.CreateToken(req)
+	if err != nil {
+		return nil, consoleErr(err)
+	}
+	return &t, nil
+}
+
+func (b consoleBackend) RevokeClient(ctx context.Context, name string) (*api.Client, error) {
+	c, err := b.s.RevokeClient(name)
+	if err != nil {
+		return nil, consoleErr(err)
+	}
+	return &c, nil
+}
+
+func (b consoleBackend) UpdateClient(ctx context.Context, name string, req api.ClientUpdate) (*api.Client, error) {
+	c, err := b.s.UpdateClient(name, req)
+	if err != nil {
+		return nil, consoleErr(err)
+	}
+	return &c, nil
+}
+
+func (b consoleBackend) ServerURL() string { return b.s.URL() }
+
+// CreatePolicy and EditPolicy refuse a policy of the server's own machine,
+// as POST and PATCH /policies do.
+func (b consoleBackend) CreatePolicy(ctx context.Context, req api.PolicyCreate) (*api.Policy, error) {
+	if req.Client == "" {
+		return nil, errConsolePolicyClient
+	}
+	return b.Local.CreatePolicy(ctx, req)
+}
+
+func (b consoleBackend) EditPolicy(ctx context.Context, name string, req api.PolicyEdit) (*api.Policy, error) {
+	p, err := b.Local.Policy(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if p.Client == "" {
+		return nil, errConsolePolicyClient
+	}
+	return b.Local.EditPolicy(ctx, p.Name, req)
+}
+
+var errConsolePolicyClient = &api.Error{Code: api.CodeBadRequest, Field: "client",
+	Message: "a policy on a server backs up a client: choose the client whose selection it backs up"}
+
+// consoleErr is err as the console shows it: an *api.Error with its code
+// where the API would answer one (the catalog's not found, invalid and
+// exists, the handlers' own answers), so a bad request reads as one.
+func consoleErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var he *httpError
+	var ae *api.Error
+	switch {
+	case errors.As(err, &ae):
+		return err
+	case errors.As(err, &he):
+		e := he.body
+		return &e
+	case errors.Is(err, api.ErrInvalid), errors.Is(err, catalog.ErrInvalid):
+		return &api.Error{Code: api.CodeBadRequest, Message: err.Error()}
+	case errors.Is(err, catalog.ErrNotFound):
+		return &api.Error{Code: api.CodeNotFound, Message: err.Error()}
+	case errors.Is(err, catalog.ErrExists):
+		return &api.Error{Code: api.CodeConflict, Message: err.Error()}
+	}
+	return err
+}
+
 func (b consoleBackend) Cancel(ctx context.Context, id int64, why string) error {
 	return b.s.Cancel(id, why)
 }
 
 // Submit queues a job as POST /api/v1/jobs does.
 func (b consoleBackend) Submit(ctx context.Context, req api.JobRequest) ([]int64, error) {
-	return b.s.Submit(req)
+	ids, err := b.s.Submit(req)
+	return ids, consoleErr(err)
 }
 
 // Events follows a job on the server's event bus, as the API's event

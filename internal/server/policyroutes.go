@@ -57,6 +57,19 @@ func (s *Server) policyRoutes() []route {
 			}
 			return s.svc.NextRuns(r.Context(), r.PathValue("name"), count)
 		}),
+		call("GET", "/policies/{name}/retention", http.StatusOK, func(r *http.Request) (any, error) {
+			var req api.RetentionPreview
+			for field, to := range map[string]**int{"keep_generations": &req.KeepGenerations, "keep_days": &req.KeepDays} {
+				if v := r.URL.Query().Get(field); v != "" {
+					n, err := strconv.Atoi(v)
+					if err != nil {
+						return nil, badField(field, "must be a whole number, not %q", v)
+					}
+					*to = &n
+				}
+			}
+			return s.svc.PolicyRetention(r.Context(), r.PathValue("name"), req)
+		}),
 		call("POST", "/policies/{name}/run", http.StatusAccepted, func(r *http.Request) (any, error) {
 			req, err := body[api.PolicyRun](r)
 			if err != nil {

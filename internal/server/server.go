@@ -137,7 +137,8 @@ type Server struct {
 	q         *queue
 	metrics   http.Handler // GET /metrics (metrics.go)
 
-	catalogDue atomic.Bool // the catalog backup after the daily prune is to be queued
+	catalogDue atomic.Bool            // the catalog backup after the daily prune is to be queued
+	url        atomic.Pointer[string] // the API's address while Serve serves it (URL)
 
 	mu      sync.Mutex
 	running map[int64]*runningJob
@@ -290,6 +291,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		_ = srv.Shutdown(sctx)
 		close(done)
 	}()
+	u := PublicURL(ln.Addr())
+	s.url.Store(&u)
 	s.log.Info("server listening", "addr", ln.Addr().String(), "home", s.env.Home, "ca", s.ca.Fingerprint())
 	err := srv.ServeTLS(ln, "", "")
 	<-done
@@ -598,4 +601,25 @@ func body[T any](r *http.Request) (T, error) {
 	var v T
 	err := readJSON(r, &v)
 	return v, err
+}
+
+// PublicURL is the address clients reach a server listening on addr at:
+// https://HOST:PORT, with the machine's host name when it listens on
+// every address.
+func PublicURL(addr net.Addr) string {
+	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil {
+			return fmt.Sprintf("https://%s:%d", h, tcp.Port)
+		}
+	}
+	return "https://" + addr.String()
+}
+
+// URL is the address Serve serves the API at ("" before it starts): what
+// an agent enrolls with.
+func (s *Server) URL() string {
+	if u := s.url.Load(); u != nil {
+		return *u
+	}
+	return ""
 }

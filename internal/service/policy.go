@@ -9,6 +9,7 @@ import (
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
+	"github.com/kura-backup/kura/internal/retention"
 	"github.com/kura-backup/kura/internal/units"
 )
 
@@ -162,6 +163,32 @@ func (l *Local) NextRuns(ctx context.Context, name string, count int) ([]api.Pol
 		}
 		out = append(out, api.PolicySlot{Time: next, Level: level})
 		t = next
+	}
+	return out, nil
+}
+
+func (l *Local) PolicyRetention(ctx context.Context, name string, req api.RetentionPreview) ([]api.RetentionDecision, error) {
+	if err := req.Validate(); err != nil {
+		return nil, Err(err)
+	}
+	p, err := l.policy(name)
+	if err != nil {
+		return nil, Err(err)
+	}
+	rules := retention.Rules{KeepGenerations: p.KeepGenerations, KeepDays: p.KeepDays}
+	if req.KeepGenerations != nil {
+		rules.KeepGenerations = *req.KeepGenerations
+	}
+	if req.KeepDays != nil {
+		rules.KeepDays = *req.KeepDays
+	}
+	ds, err := l.env.RetentionPreview(p.Name, rules, l.now())
+	if err != nil {
+		return nil, Err(err)
+	}
+	out := []api.RetentionDecision{}
+	for _, d := range ds {
+		out = append(out, Decision(d))
 	}
 	return out, nil
 }

@@ -190,3 +190,57 @@ func TestJobFilterAndPlanErrors(t *testing.T) {
 	_, err = service.Plan(req, nil)
 	wantAPI(t, "a plan without capacity", err, api.CodeBadRequest, "")
 }
+
+// The retention preview judges the policy's own savesets, with its rules
+// or with those asked for in their place, and changes nothing: three
+// daily fulls kept two generations expire the oldest; asked for three,
+// none; another policy's saveset is not in the preview.
+func TestPolicyRetentionPreview(t *testing.T) {
+	svc, env := newService(t)
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	svc.WithClock(func() time.Time { return now })
+	for _, p := range []api.PolicyCreate{{Name: "daily", Selection: "docs", KeepGenerations: 2}, {Name: "other", Selection: "docs", KeepDays: 1}} {
+		if _, err := svc.CreatePolicy(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ids []int64
+	for i, pol := range []string{"daily", "daily", "daily", "other"} {
+		s := &catalog.Saveset{Selection: "docs", Policy: pol, Level: catalog.LevelFull, Status: catalog.StatusComplete,
+			Created: now.Add(-time.Duration(4-i) * 24 * time.Hour)}
+		if err := env.Catalog.CreateSaveset(s); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	keep := func(req api.RetentionPreview) map[int64]bool {
+		t.Helper()
+		ds, err := svc.PolicyRetention(t.Context(), "daily", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[int64]bool{}
+		for _, d := range ds {
+			if d.Policy != "daily" || d.Rule == "" || d.Reason == "" {
+				t.Errorf("decision %+v: want one of policy daily, with its rule and reason", d)
+			}
+			out[d.ID] = d.Keep
+		}
+		return out
+	}
+	if got, want := keep(api.RetentionPreview{}), map[int64]bool{ids[0]: false, ids[1]: true, ids[2]: true}; !reflect.DeepEqual(got, want) {
+		t.Errorf("with the policy's rules: %v; want %v", got, want)
+	}
+	three := 3
+	if got, want := keep(api.RetentionPreview{KeepGenerations: &three}), map[int64]bool{ids[0]: true, ids[1]: true, ids[2]: true}; !reflect.DeepEqual(got, want) {
+		t.Errorf("with 3 generations: %v; want %v", got, want)
+	}
+	if s, err := env.Catalog.Saveset(ids[0]); err != nil || s.Expired {
+		t.Errorf("saveset %d after the previews: expired %v, %v; want untouched", ids[0], s != nil && s.Expired, err)
+	}
+	minus := -1
+	_, err := svc.PolicyRetention(t.Context(), "daily", api.RetentionPreview{KeepDays: &minus})
+	wantAPI(t, "a negative keep_days", err, api.CodeBadRequest, "keep_days")
+	_, err = svc.PolicyRetention(t.Context(), "nope", api.RetentionPreview{})
+	wantAPI(t, "the preview of no policy", err, api.CodeNotFound, "policy")
+}
