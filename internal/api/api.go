@@ -136,6 +136,9 @@ type ServerInfo struct {
 type TokenRequest struct {
 	Name           string  `json:"name,omitempty"` // the client name it may enroll ("" = any)
 	ExpiresSeconds float64 `json:"expires_seconds,omitempty"`
+	// Node: the token enrolls a storage node (kura node enroll), not an
+	// agent.
+	Node bool `json:"node,omitempty"`
 }
 
 // TokenResponse carries the token text once; the server keeps only its hash.
@@ -149,6 +152,30 @@ type EnrollRequest struct {
 	Token string `json:"token"`
 	Name  string `json:"name"`
 	CSR   []byte `json:"csr"` // DER
+	// Kind is what enrolls: "agent" (or "") or "node"; it must be what
+	// the token was made for.
+	Kind string `json:"kind,omitempty"`
+}
+
+// Kinds of machines that enroll.
+const (
+	EnrollAgent = "agent"
+	EnrollNode  = "node"
+)
+
+// Node is an enrolled storage node as the admin sees it: a machine that
+// owns libraries and keeps their tapes, connected to the server through the
+// tunnel it dials.
+type Node struct {
+	Name            string    `json:"name"`
+	CertSerial      string    `json:"cert_serial"`
+	CertFingerprint string    `json:"cert_fingerprint"`
+	Enrolled        time.Time `json:"enrolled"`
+	Revoked         time.Time `json:"revoked"` // zero while the node is active
+	LastSeen        time.Time `json:"last_seen"`
+	Address         string    `json:"address"`   // remote address it last connected from
+	Connected       bool      `json:"connected"` // its tunnel is up now
+	Libraries       []string  `json:"libraries"` // the catalog's libraries that live on it
 }
 
 // EnrollResponse gives the agent its certificate and the server's CA.
