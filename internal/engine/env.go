@@ -565,9 +565,30 @@ func (e *Env) LibraryOfTape(barcode string) (*library.Library, error) {
 
 // AddTapes adds blank tapes to a library and registers them.
 func (e *Env) AddTapes(libName string, n int) ([]string, error) {
-	lib, err := e.OpenLibrary(libName)
-	if err != nil {
-		return nil, err
+	var lib interface {
+		library.Changer
+		AddTapes(n int) ([]string, error)
+	}
+	if rec, err := e.Catalog.Library(libName); err == nil && rec.Node != "" {
+		// A storage node's library grows on the node (node.Remote).
+		c, err := e.ChangerOf(rec)
+		if err != nil {
+			return nil, err
+		}
+		adder, ok := c.(interface {
+			library.Changer
+			AddTapes(n int) ([]string, error)
+		})
+		if !ok {
+			return nil, fmt.Errorf("adding tapes to library %s: %w", libName, library.ErrUnsupported)
+		}
+		lib = adder
+	} else {
+		l, err := e.OpenLibrary(libName)
+		if err != nil {
+			return nil, err
+		}
+		lib = l
 	}
 	codes, err := lib.AddTapes(n)
 	if err != nil {

@@ -34,6 +34,8 @@
 //	GET  /libraries                      the node's libraries
 //	POST /libraries                      create a folder library
 //	GET  /libraries/{lib}[/status|/tapes|/drives]
+//	POST /libraries/{lib}/add?n=N        add blank tapes
+//	DELETE /libraries/{lib}              remove it and its tapes
 //	POST /libraries/{lib}/drives/{n}     drive settings
 //	POST /libraries/{lib}/tapes/{bc}/{export|import|full|erase|open}
 //	POST /libraries/{lib}/acquire?drive=N        → a drive handle

@@ -168,6 +168,16 @@ func (r *Remote) Import(barcode string) error   { return r.tapeOp(barcode, "impo
 func (r *Remote) MarkFull(barcode string) error { return r.tapeOp(barcode, "full") }
 func (r *Remote) Erase(barcode string) error    { return r.tapeOp(barcode, "erase") }
 
+// AddTapes adds n blank, labelled tapes to the library on the node and
+// returns their barcodes.
+func (r *Remote) AddTapes(n int) ([]string, error) {
+	var out []string
+	return out, r.c.call(nil, "POST", r.path("/add?n="+strconv.Itoa(n)), nil, &out)
+}
+
+// Remove deletes the library and its tapes on the node.
+func (r *Remote) Remove() error { return r.c.call(nil, "DELETE", r.path(""), nil, nil) }
+
 func (r *Remote) OpenTape(barcode string) (tape.Device, error) {
 	var d device
 	if err := r.c.call(nil, "POST", r.path("/tapes/"+url.PathEscape(barcode)+"/open"), nil, &d); err != nil {

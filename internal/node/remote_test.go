@@ -153,5 +153,20 @@ func TestRemoteChanger(t *testing.T) {
 	if err != nil || len(files) != 1 || files[0].Bytes != 300<<10 {
 		t.Errorf("files of %s: %+v, %v; want the one finished file", bc, files, err)
 	}
+	// The library grows and is removed on the node.
+	added, err := lib2.AddTapes(2)
+	if err != nil || len(added) != 2 {
+		t.Fatalf("AddTapes(2): %v, %v", added, err)
+	}
+	if ts, err := lib2.Tapes(); err != nil || len(ts) != 5 {
+		t.Errorf("after AddTapes(2): %d tapes, %v; want 5", len(ts), err)
+	}
+	gone := newRemoteLibrary(t, c2, "gone", 1)
+	if err := gone.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.Library("gone"); !errors.Is(err, library.ErrNotLibrary) {
+		t.Errorf("a removed library opens: %v", err)
+	}
 	var _ http.Handler = (&Libraries{}).Handler()
 }

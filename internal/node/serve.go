@@ -265,6 +265,30 @@ func (l *Libraries) Handler() http.Handler {
 		}
 		return struct{}{}, err
 	})
+	h("POST /libraries/{lib}/add", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		lib, err := l.lib(r.PathValue("lib"))
+		if err != nil {
+			return nil, err
+		}
+		n, err := strconv.Atoi(r.URL.Query().Get("n"))
+		if err != nil {
+			return nil, fmt.Errorf("%w: tapes %q", errBadRequest, r.URL.Query().Get("n"))
+		}
+		return lib.AddTapes(n)
+	})
+	h("DELETE /libraries/{lib}", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		lib, err := l.lib(r.PathValue("lib"))
+		if err != nil {
+			return nil, err
+		}
+		if err := lib.Remove(); err != nil {
+			return nil, err
+		}
+		l.mu.Lock()
+		delete(l.libs, r.PathValue("lib"))
+		l.mu.Unlock()
+		return struct{}{}, nil
+	})
 	h("POST /libraries/{lib}/acquire", func(w http.ResponseWriter, r *http.Request) (any, error) {
 		lib, err := l.lib(r.PathValue("lib"))
 		if err != nil {

@@ -4,9 +4,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
@@ -27,7 +29,10 @@ import (
 // node path costs against the server's own library and whether a second
 // node adds anything here, not what two machines would do.
 //
-//	go test -run '^$' -bench NodesScaleOut -benchtime 3x -count 5 ./internal/server/
+// Each round runs the three cases one after the other (the first one
+// rotating), so they meet the same load; the metrics are the medians.
+//
+//	go test -run '^$' -bench NodesScaleOut -benchtime 5x ./internal/server/
 func BenchmarkNodesScaleOut(b *testing.B) {
 	const perAgent = 64 << 20
 	r := startServer(b, b.TempDir(), "")
@@ -55,31 +60,50 @@ func BenchmarkNodesScaleOut(b *testing.B) {
 			}
 		}
 	}
-	for _, c := range []struct {
+	cases := []struct {
 		name string
 		libs [2]string
-	}{{"server", [2]string{"here", "here"}}, {"one-node", [2]string{"one", "one"}}, {"two-nodes", [2]string{"a", "b"}}} {
-		b.Run(c.name, func(b *testing.B) {
-			b.SetBytes(2 * perAgent)
-			for b.Loop() {
-				var wg sync.WaitGroup
-				for i, name := range []string{"c1", "c2"} {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						ids, err := r.admin.Submit(ctx, api.JobRequest{Kind: api.KindBackup, Client: name, Paths: []string{src[i]},
-							Library: c.libs[i], Compress: "none"})
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						if j := r.wait(ids[0]); j.State != catalog.StateSucceeded {
-							b.Errorf("backup to %s: %s (%s)", c.libs[i], j.State, j.Error)
-						}
-					}()
+	}{{"server", [2]string{"here", "here"}}, {"one-node", [2]string{"one", "one"}}, {"two-nodes", [2]string{"a", "b"}}}
+	// pair runs the two backups at once and returns the aggregate MB/s.
+	pair := func(libs [2]string) float64 {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i, name := range []string{"c1", "c2"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ids, err := r.admin.Submit(ctx, api.JobRequest{Kind: api.KindBackup, Client: name, Paths: []string{src[i]},
+					Library: libs[i], Compress: "none"})
+				if err != nil {
+					b.Error(err)
+					return
 				}
-				wg.Wait()
-			}
-		})
+				if j := r.wait(ids[0]); j.State != catalog.StateSucceeded {
+					b.Errorf("backup to %s: %s (%s)", libs[i], j.State, j.Error)
+				}
+			}()
+		}
+		wg.Wait()
+		return 2 * perAgent / 1e6 / time.Since(start).Seconds()
 	}
+	// The cases run side by side: each round runs all three, starting
+	// with the next one each time, and the medians are reported.
+	rates := make([][]float64, len(cases))
+	round := 0
+	b.SetBytes(int64(len(cases)) * 2 * perAgent)
+	for b.Loop() {
+		for k := range cases {
+			c := (round + k) % len(cases)
+			rates[c] = append(rates[c], pair(cases[c].libs))
+		}
+		round++
+	}
+	med := make([]float64, len(cases))
+	for i, c := range cases {
+		slices.Sort(rates[i])
+		med[i] = rates[i][len(rates[i])/2]
+		b.ReportMetric(med[i], c.name+"-MB/s")
+	}
+	b.ReportMetric(med[1]/med[0], "one-node/server")
+	b.ReportMetric(med[2]/med[1], "two-nodes/one-node")
 }
