@@ -28,7 +28,8 @@ on it with kura vtl create NAME --node NODE.
 
 Enroll once with a node token (kura token create --node), then run it.`,
 	}
-	var server, token, name string
+	var server, token, name, dataListen string
+	var dataHosts []string
 	enroll := &cobra.Command{
 		Use:   "enroll",
 		Short: "Enroll this machine as a storage node, using a one-time node token",
@@ -41,7 +42,7 @@ Enroll once with a node token (kura token create --node), then run it.`,
 			if err != nil {
 				return err
 			}
-			cfg, err := node.Enroll(cmdContext(cmd), h, server, token, name)
+			cfg, err := node.Enroll(cmdContext(cmd), h, server, token, name, dataHosts)
 			if err != nil {
 				return err
 			}
@@ -57,6 +58,7 @@ Enroll once with a node token (kura token create --node), then run it.`,
 	enroll.Flags().StringVar(&server, "server", "", "the server's address (https://HOST:PORT)")
 	enroll.Flags().StringVar(&token, "token", "", "a one-time node token (kura token create --node)")
 	enroll.Flags().StringVar(&name, "name", "", "this node's name (default: host name)")
+	enroll.Flags().StringArrayVar(&dataHosts, "data-host", nil, "a name or address agents dial for this node's data port (repeatable; with none, backups to the node go through the server)")
 	run := &cobra.Command{
 		Use:   "run",
 		Short: "Serve this node's libraries to the server until stopped",
@@ -66,7 +68,7 @@ Enroll once with a node token (kura token create --node), then run it.`,
 			if err != nil {
 				return err
 			}
-			n, err := node.Open(node.Options{Home: h, Log: cmd.ErrOrStderr()})
+			n, err := node.Open(node.Options{Home: h, Log: cmd.ErrOrStderr(), DataListen: dataListen})
 			if err != nil {
 				return err
 			}
@@ -76,6 +78,7 @@ Enroll once with a node token (kura token create --node), then run it.`,
 			return n.Run(ctx)
 		},
 	}
+	run.Flags().StringVar(&dataListen, "data-listen", "", "open a data port on HOST:PORT where agents send backups straight to this node (needs enroll --data-host)")
 	var listJSON bool
 	list := &cobra.Command{
 		Use:   "list",

@@ -42,8 +42,8 @@ func (k *kura) jobState(id string) jobJSON {
 }
 
 // One server, two storage nodes and two agents, all real processes on
-// loopback: backups in parallel to a library on each node, restores from
-// each, a node killed mid-backup (the job fails with the reason, the
+// loopback: backups in parallel to a library on each node, each agent
+// sending its stream to the node's data port, restores from each, a node killed mid-backup (the job fails with the reason, the
 // earlier saveset restores, the drive is free again once the node is
 // back), and a revoked node, refused.
 func TestStorageNodesEndToEnd(t *testing.T) {
@@ -64,11 +64,11 @@ func TestStorageNodesEndToEnd(t *testing.T) {
 	for _, name := range []string{"sn1", "sn2"} {
 		tok := strings.TrimSpace(admin.ok("token", "create", "--node", "--expires", "10m").stdout)
 		k := newKura(t)
-		r := k.ok("node", "enroll", "--server", url, "--token", tok, "--name", name)
+		r := k.ok("node", "enroll", "--server", url, "--token", tok, "--name", name, "--data-host", "127.0.0.1")
 		if !strings.Contains(r.stdout, "kura node run") {
 			t.Errorf("node enroll does not say what to run next:\n%s", r)
 		}
-		procs[name] = k.start("node", "run")
+		procs[name] = k.start("node", "run", "--data-listen", "127.0.0.1:0")
 		nodes[name] = k
 	}
 	admin.nodesConnected(true, "sn1", "sn2")
@@ -149,7 +149,7 @@ func TestStorageNodesEndToEnd(t *testing.T) {
 	}
 	// Back again: the drive is free, the earlier saveset restores, a new
 	// backup runs.
-	procs["sn1"] = nodes["sn1"].start("node", "run")
+	procs["sn1"] = nodes["sn1"].start("node", "run", "--data-listen", "127.0.0.1:0")
 	admin.nodesConnected(true, "sn1")
 	to := filepath.Join(agents["web1"].dir, "again")
 	admin.ok("restore", "--client", "web1", savesets["web1"], "--to", to)

@@ -155,6 +155,10 @@ type EnrollRequest struct {
 	// Kind is what enrolls: "agent" (or "") or "node"; it must be what
 	// the token was made for.
 	Kind string `json:"kind,omitempty"`
+	// DataHosts (a node only) are the names and addresses of the node's
+	// data port: its certificate is then also a server certificate for
+	// them, and agents send their backups there.
+	DataHosts []string `json:"data_hosts,omitempty"`
 }
 
 // Kinds of machines that enroll.
@@ -442,6 +446,11 @@ type BackupOrder struct {
 	Label      []byte   `json:"label,omitempty"`
 	Sources    []Source `json:"sources,omitempty"` // instead of paths: commands and plug-ins
 	PartSize   int      `json:"part_size,omitempty"`
+	// DataURL and Ticket: send the stream to this storage node's data
+	// port (POST DataURL/api/v1/span/Ticket, the agent's certificate),
+	// not to the server; the answer is the same BackupClose.
+	DataURL string `json:"data_url,omitempty"`
+	Ticket  string `json:"ticket,omitempty"`
 }
 
 // Source is a command or plug-in a backup stores the output of (JSON as

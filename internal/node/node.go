@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/kura-backup/kura/internal/api"
@@ -48,7 +50,11 @@ var ErrNotEnrolled = errors.New("this home is not an enrolled storage node")
 // token's CA fingerprint, sends a certificate request, and keeps the
 // certificate and the CA in HOME/node. The server records it as a node:
 // a node token cannot enroll an agent, nor an agent's token a node.
-func Enroll(ctx context.Context, home, server, token, name string) (*Config, error) {
+//
+// dataHosts are the names and addresses agents will dial for the node's
+// data port (kura node run --data-listen); with none, the node has no
+// data port and backups to it go through the server.
+func Enroll(ctx context.Context, home, server, token, name string, dataHosts []string) (*Config, error) {
 	t, err := pki.ParseTokenKind(token, pki.KindEnroll)
 	if err != nil {
 		return nil, fmt.Errorf("enrollment token: %w", err)
@@ -75,7 +81,7 @@ func Enroll(ctx context.Context, home, server, token, name string) (*Config, err
 	}
 	defer c.Close()
 	var resp api.EnrollResponse
-	if err := c.Enroll(ctx, api.EnrollRequest{Token: token, Name: name, CSR: csr, Kind: api.EnrollNode}, &resp); err != nil {
+	if err := c.Enroll(ctx, api.EnrollRequest{Token: token, Name: name, CSR: csr, Kind: api.EnrollNode, DataHosts: dataHosts}, &resp); err != nil {
 		return nil, err
 	}
 	ca, err := pki.ParseCertPEM([]byte(resp.CAPEM))
@@ -131,14 +137,22 @@ type Options struct {
 	// MinBackoff and MaxBackoff bound the wait between reconnection
 	// attempts (1 s … 30 s).
 	MinBackoff, MaxBackoff time.Duration
+	// DataListen is the address of the node's data port (HOST:PORT; port
+	// 0 picks one), where agents send their backups straight to the node;
+	// "" for none (the data then goes through the server). The node's
+	// certificate must name the host agents dial (enroll --data-host).
+	DataListen string
 }
 
 // Node is an enrolled storage node.
 type Node struct {
-	opts Options
-	cfg  Config
-	tls  *tls.Config
-	log  *slog.Logger
+	opts  Options
+	cfg   Config
+	tls   *tls.Config
+	log   *slog.Logger
+	cert  tls.Certificate
+	caPEM []byte
+	spans *spans
 }
 
 // Open loads an enrolled node from its home.
@@ -184,7 +198,8 @@ func Open(opts Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{opts: opts, cfg: cfg, tls: tlsCfg, log: slog.New(slog.NewTextHandler(opts.Log, nil)).With("node", cfg.Name)}
+	n := &Node{opts: opts, cfg: cfg, tls: tlsCfg, cert: cert, caPEM: caPEM, spans: newSpans(""),
+		log: slog.New(slog.NewTextHandler(opts.Log, nil)).With("node", cfg.Name)}
 	if w := private.Check(dir); w != "" {
 		n.log.Warn("node home " + w)
 	}
@@ -203,10 +218,17 @@ func (n *Node) Server() string { return n.cfg.Server }
 // aborts its unfinished tape files first; a refusal (revoked, not a node)
 // ends Run with its error, since retrying cannot fix it.
 func (n *Node) Run(ctx context.Context) error {
+	if n.opts.DataListen != "" {
+		stop, err := n.listenData(ctx)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	backoff := n.opts.MinBackoff
 	failing := false
 	for ctx.Err() == nil {
-		conn, err := Dial(ctx, n.cfg.Server, n.tls)
+		conn, err := Dial(ctx, n.cfg.Server, n.tls, n.spans.dataURL)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -242,9 +264,61 @@ func (n *Node) Run(ctx context.Context) error {
 // ends, then every handle of the session is released.
 func (n *Node) serve(ctx context.Context, conn net.Conn) {
 	libs := NewLibraries(n.opts.Home)
+	libs.spans = n.spans
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	ServeConn(conn, libs.Handler())
 	conn.Close()
 	libs.Close()
+}
+
+// DataURL is the node's data port once Run listens on it ("" before, or
+// without one).
+func (n *Node) DataURL() string { return n.spans.dataURL }
+
+// DataReceived is the frame bytes agents have sent to the data port.
+func (n *Node) DataReceived() int64 { return n.spans.received.Load() }
+
+// ErrNoDataCert: the node's certificate is not a server certificate (it was
+// enrolled without --data-host), so it cannot open a data port.
+var ErrNoDataCert = errors.New("the node's certificate names no host for a data port (enroll with --data-host)")
+
+// listenData opens the data port: TLS 1.3 with the node's certificate,
+// and only clients with a certificate of the server's CA (agents).
+func (n *Node) listenData(ctx context.Context) (stop func(), err error) {
+	leaf := n.cert.Leaf
+	if leaf == nil || !slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageServerAuth) {
+		return nil, ErrNoDataCert
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(n.caPEM) {
+		return nil, errors.New("node: no CA certificate")
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{n.cert},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, NextProtos: []string{"http/1.1"}}
+	ln, err := net.Listen("tcp", n.opts.DataListen)
+	if err != nil {
+		return nil, err
+	}
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		// Listening on every address: agents dial the first name the
+		// certificate has.
+		host = "localhost"
+		if len(leaf.DNSNames) > 0 {
+			host = leaf.DNSNames[0]
+		}
+		for _, ip := range leaf.IPAddresses {
+			if !ip.IsLoopback() {
+				host = ip.String()
+				break
+			}
+		}
+	}
+	n.spans.dataURL = "https://" + net.JoinHostPort(host, port)
+	srv := &http.Server{Handler: n.spans.DataHandler(), TLSConfig: cfg, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(n.log.Handler(), slog.LevelWarn)}
+	go func() { _ = srv.Serve(tls.NewListener(ln, cfg)) }()
+	n.log.Info("data port listening", "url", n.spans.dataURL)
+	return func() { srv.Close() }, nil
 }

@@ -27,6 +27,9 @@ const callTimeout = 2 * time.Minute
 type Conn struct {
 	Node string       // the node's name, in errors
 	HC   *http.Client // requests to http://node/…
+	// DataURL is the node's data port (https://HOST:PORT), where agents
+	// send backups straight to the node; "" when it has none.
+	DataURL string
 }
 
 const base = "http://node"
@@ -619,4 +622,61 @@ func (r *remoteReader) Close() error {
 	r.closed = true
 	r.drop()
 	return nil
+}
+
+// SpanOn says whether dev is a device of a node whose data port agents can
+// send to, and gives its connection and handle for OpenSpan.
+func SpanOn(dev tape.Device) (*Conn, int64, bool) {
+	d, ok := dev.(*remoteDevice)
+	if !ok || d.c.DataURL == "" || d.isClosed() {
+		return nil, 0, false
+	}
+	return d.c, d.h, true
+}
+
+// OpenSpan opens a span session on device handle dev (SpanOn).
+func (c *Conn) OpenSpan(dev int64, req SpanRequest) (SpanOpened, error) {
+	var out SpanOpened
+	return out, c.call(nil, "POST", "/devices/"+strconv.FormatInt(dev, 10)+"/span", req, &out)
+}
+
+// SpanEvents follows a session: fn gets each progress or warning message
+// (the agent's JSON), and SpanEvents returns the result. ctx ends the
+// following (not the session: CancelSpan does).
+func (c *Conn) SpanEvents(ctx context.Context, ticket string, progress, warning func(json.RawMessage)) (*SpanResult, error) {
+	resp, err := c.do(ctx, "GET", "/spans/"+url.PathEscape(ticket)+"/events", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var ev spanEvent
+		if err := dec.Decode(&ev); err != nil {
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			return nil, fmt.Errorf("storage node %s: following the backup stream: %w", c.Node, err)
+		}
+		switch {
+		case ev.Result != nil:
+			return ev.Result, nil
+		case ev.Progress != nil:
+			progress(ev.Progress)
+		case ev.Warning != nil:
+			warning(ev.Warning)
+		}
+	}
+}
+
+// CloseSpan hands the node the answer for the agent (the final frame
+// table and the saveset record).
+func (c *Conn) CloseSpan(ticket string, v any) error {
+	return c.call(nil, "POST", "/spans/"+url.PathEscape(ticket)+"/close", v, nil)
+}
+
+// CancelSpan ends a session: the agent's stream is cut, the part being
+// written aborted.
+func (c *Conn) CancelSpan(ticket, why string) error {
+	return c.call(nil, "POST", "/spans/"+url.PathEscape(ticket)+"/cancel?why="+url.QueryEscape(why), nil, nil)
 }

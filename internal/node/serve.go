@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/home"
 	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/tape"
@@ -24,7 +25,8 @@ import (
 // a server that vanishes mid-backup leaves no drive leased and no tape
 // file open on the node (the partial tape file is aborted).
 type Libraries struct {
-	home string
+	home  string
+	spans *spans // the process's span sessions (direct data path); nil: none
 
 	calls sync.WaitGroup // calls being answered: Close waits for them
 
@@ -38,6 +40,7 @@ type Libraries struct {
 
 type driveHandle struct {
 	mu  sync.Mutex // a library.Drive is used by one goroutine at a time
+	lib *library.Library
 	drv library.Drive
 	dev int64 // the device handle of the tape loaded now, 0 for none
 }
@@ -60,6 +63,7 @@ func (l *Libraries) Close() error {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
+	l.closeSessions()
 	l.calls.Wait()
 	l.mu.Lock()
 	drives, devices := l.drives, l.devices
@@ -299,7 +303,7 @@ func (l *Libraries) Handler() http.Handler {
 		if err != nil {
 			return nil, err
 		}
-		id, err := l.add(&driveHandle{drv: drv})
+		id, err := l.add(&driveHandle{lib: lib, drv: drv})
 		if err != nil {
 			drv.Release()
 			return nil, err
@@ -343,6 +347,36 @@ func (l *Libraries) Handler() http.Handler {
 			return struct{}{}, nil // the drive closes it
 		}
 		return struct{}{}, d.dev.Close()
+	})
+	h("POST /devices/{d}/span", l.openSpan)
+	mux.HandleFunc("GET /spans/{t}/events", l.spanEvents)
+	h("POST /spans/{t}/close", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		s, err := l.span(r)
+		if err != nil {
+			return nil, err
+		}
+		var c api.BackupClose
+		if err := readJSON(r.Body, &c); err != nil {
+			return nil, err
+		}
+		select {
+		case s.closeCh <- c:
+		default:
+			return nil, fmt.Errorf("%w: the span session is closed already", errBadRequest)
+		}
+		return struct{}{}, nil
+	})
+	h("POST /spans/{t}/cancel", func(w http.ResponseWriter, r *http.Request) (any, error) {
+		s, err := l.span(r)
+		if err != nil {
+			return nil, err
+		}
+		s.cancel(fmt.Errorf("the server cancelled the backup: %s", r.URL.Query().Get("why")))
+		l.spans.remove(s)
+		if !s.attached.Load() {
+			s.sw.Abort()
+		}
+		return struct{}{}, nil
 	})
 	mux.HandleFunc("POST /devices/{d}/append", l.appendFile)
 	mux.HandleFunc("GET /devices/{d}/files/{n}", l.readFile)

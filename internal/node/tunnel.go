@@ -29,6 +29,10 @@ const TunnelPath = "/api/v1/node/tunnel"
 // Protocol is the Upgrade token; a new protocol takes a new token.
 const Protocol = "kura-node/1"
 
+// HeaderDataURL is the tunnel request's header announcing the node's data
+// port (https://HOST:PORT), when it has one.
+const HeaderDataURL = "Kura-Data-URL"
+
 // Accept takes over the connection of an upgrade request (server side): it
 // answers 101 and returns the connection, ready for NewClient.
 func Accept(w http.ResponseWriter, r *http.Request) (net.Conn, error) {
@@ -74,7 +78,7 @@ func NewClient(conn net.Conn) (*http2.ClientConn, *http.Client, error) {
 // Dial connects to the server's tunnel endpoint (node side) and returns the
 // upgraded connection, ready for ServeConn. An answer other than 101 is
 // returned as the server's error text.
-func Dial(ctx context.Context, server string, cfg *tls.Config) (net.Conn, error) {
+func Dial(ctx context.Context, server string, cfg *tls.Config, dataURL string) (net.Conn, error) {
 	u, err := url.Parse(server)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
 		return nil, fmt.Errorf("server address %q: want https://HOST:PORT", server)
@@ -94,6 +98,9 @@ func Dial(ctx context.Context, server string, cfg *tls.Config) (net.Conn, error)
 	req, _ := http.NewRequest("GET", "https://"+u.Host+TunnelPath, nil)
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", Protocol)
+	if dataURL != "" {
+		req.Header.Set(HeaderDataURL, dataURL)
+	}
 	_ = raw.SetDeadline(time.Now().Add(30 * time.Second))
 	if err := req.Write(raw); err != nil {
 		raw.Close()

@@ -140,7 +140,11 @@ func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	certPEM, serial, err := s.ca.SignClient(req.CSR, req.Name, clientCertLife)
+	sign := func() ([]byte, string, error) { return s.ca.SignClient(req.CSR, req.Name, clientCertLife) }
+	if kind == catalog.KindNode && len(req.DataHosts) > 0 {
+		sign = func() ([]byte, string, error) { return s.ca.SignNode(req.CSR, req.Name, req.DataHosts, clientCertLife) }
+	}
+	certPEM, serial, err := sign()
 	if err != nil {
 		return badRequest("certificate request: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"sync"
 	"time"
@@ -124,14 +125,19 @@ func (s *Server) nodeTunnel(w http.ResponseWriter, r *http.Request, name string)
 		s.log.Error("node tunnel", "node", name, "err", err)
 		return nil
 	}
-	l := &nodeLink{conn: &node.Conn{Node: name, HC: hc}, cc: cc, addr: r.RemoteAddr, since: s.opts.Clock.Now(), cut: make(chan struct{})}
+	dataURL := r.Header.Get(node.HeaderDataURL)
+	if u, err := url.Parse(dataURL); dataURL != "" && (err != nil || u.Scheme != "https" || u.Host == "") {
+		s.log.Warn("storage node announced a data port that is not https://HOST:PORT; its backups go through the server", "node", name, "data_url", dataURL)
+		dataURL = ""
+	}
+	l := &nodeLink{conn: &node.Conn{Node: name, HC: hc, DataURL: dataURL}, cc: cc, addr: r.RemoteAddr, since: s.opts.Clock.Now(), cut: make(chan struct{})}
 	s.nodes.mu.Lock()
 	if old := s.nodes.links[name]; old != nil {
 		old.close() // a node that reconnects replaces its old tunnel
 	}
 	s.nodes.links[name] = l
 	s.nodes.mu.Unlock()
-	s.log.Info("storage node connected", "node", name, "remote", r.RemoteAddr)
+	s.log.Info("storage node connected", "node", name, "remote", r.RemoteAddr, "data_url", dataURL)
 	s.q.kick() // jobs waiting for it may start
 	defer func() {
 		s.nodes.mu.Lock()

@@ -19,6 +19,7 @@ import (
 // runningNode is a storage node run by a test.
 type runningNode struct {
 	name, home string
+	n          *node.Node
 	stop       func()
 	done       chan error
 }
@@ -36,7 +37,7 @@ func (r *rig) enrollNode(name, url string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := node.Enroll(t.Context(), home, url, tok.Token, name); err != nil {
+	if _, err := node.Enroll(t.Context(), home, url, tok.Token, name, []string{"127.0.0.1"}); err != nil {
 		t.Fatal(err)
 	}
 	return home
@@ -47,12 +48,12 @@ func (r *rig) startNode(name, home string) *runningNode {
 	t := r.t
 	t.Helper()
 	n, err := node.Open(node.Options{Home: home, Log: &logWriter{t: t, prefix: name + ": "},
-		MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+		MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, DataListen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	rn := &runningNode{name: name, home: home, done: make(chan error, 1)}
+	rn := &runningNode{name: name, home: home, n: n, done: make(chan error, 1)}
 	go func() { rn.done <- n.Run(ctx) }()
 	stopped := false
 	rn.stop = func() {
@@ -102,7 +103,7 @@ func TestStorageNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := node.Enroll(ctx, t.TempDir(), r.url, agentTok.Token, "sneaky"); err == nil || !strings.Contains(err.Error(), "node token") {
+	if _, err := node.Enroll(ctx, t.TempDir(), r.url, agentTok.Token, "sneaky", nil); err == nil || !strings.Contains(err.Error(), "node token") {
 		t.Errorf("a node enrolling with an agent's token: %v, want refused", err)
 	}
 	nodeTok, err := r.admin.CreateToken(ctx, api.TokenRequest{Node: true})
@@ -159,6 +160,13 @@ func TestStorageNodes(t *testing.T) {
 		data := filepath.Join(n.home, "vtl", rec.Library, "tapes", rec.Parts[0].Barcode, "000001.data")
 		if _, err := os.Stat(data); err != nil {
 			t.Errorf("saveset %d: its data is not on node %s: %v", ss[i], n.name, err)
+		}
+	}
+	// The agents sent their streams to the nodes' data ports, not to the
+	// server.
+	for _, n := range []*runningNode{sn1, sn2} {
+		if n.n.DataReceived() == 0 {
+			t.Errorf("node %s: no backup data came to its data port", n.name)
 		}
 	}
 	r.restoreAndCheck("c1", ss[0], src1)
