@@ -201,6 +201,7 @@ type Client struct {
 	BWLimit         int64     `json:"bwlimit"` // default bytes/s for its jobs; 0 = no limit
 	Encrypt         bool      `json:"encrypt"` // its agent encrypts its backups (age)
 	Connected       bool      `json:"connected"`
+	Kind            string    `json:"kind"` // "agent" (storage nodes are listed by GET /nodes)
 }
 
 // ClientUpdate changes a client's settings (PATCH /api/v1/clients/NAME).
