@@ -21,7 +21,11 @@ import (
 //   - server:    a library of the server's own, two drives;
 //   - one-node:  a library of one storage node, two drives;
 //   - two-nodes: a library on each of two storage nodes, one drive each
-//     (separate folders, separate node sessions).
+//     (separate folders, separate node sessions);
+//   - node-via-server: a library of a node without a data port, two
+//     drives: the frames go agent → server → node.
+//
+// The first three nodes have data ports: the agents send straight to them.
 //
 // The figure is the aggregate rate of the two backups (MB/s over the
 // slower one's end). Everything runs in this one process on one machine,
@@ -40,8 +44,9 @@ func BenchmarkNodesScaleOut(b *testing.B) {
 	for _, n := range []string{"sn1", "sn2", "sn3"} {
 		r.startNode(n, r.enrollNode(n, ""))
 	}
+	r.startNodeOn("sn4", r.enrollNode("sn4", ""), "")
 	for _, l := range []api.LibraryCreate{{Name: "here", Drives: 2}, {Name: "one", Node: "sn1", Drives: 2},
-		{Name: "a", Node: "sn2", Drives: 1}, {Name: "b", Node: "sn3", Drives: 1}} {
+		{Name: "a", Node: "sn2", Drives: 1}, {Name: "b", Node: "sn3", Drives: 1}, {Name: "via", Node: "sn4", Drives: 2}} {
 		l.Slots, l.TapeSizeBytes = 8, 4<<30
 		if _, err := r.admin.CreateLibrary(ctx, l); err != nil {
 			b.Fatal(err)
@@ -63,7 +68,8 @@ func BenchmarkNodesScaleOut(b *testing.B) {
 	cases := []struct {
 		name string
 		libs [2]string
-	}{{"server", [2]string{"here", "here"}}, {"one-node", [2]string{"one", "one"}}, {"two-nodes", [2]string{"a", "b"}}}
+	}{{"server", [2]string{"here", "here"}}, {"one-node", [2]string{"one", "one"}}, {"two-nodes", [2]string{"a", "b"}},
+		{"node-via-server", [2]string{"via", "via"}}}
 	// pair runs the two backups at once and returns the aggregate MB/s.
 	pair := func(libs [2]string) float64 {
 		start := time.Now()
@@ -106,4 +112,5 @@ func BenchmarkNodesScaleOut(b *testing.B) {
 	}
 	b.ReportMetric(med[1]/med[0], "one-node/server")
 	b.ReportMetric(med[2]/med[1], "two-nodes/one-node")
+	b.ReportMetric(med[3]/med[1], "via-server/one-node")
 }

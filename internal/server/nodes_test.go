@@ -43,12 +43,17 @@ func (r *rig) enrollNode(name, url string) string {
 	return home
 }
 
-// startNode runs the node of home and waits until the server sees it.
-func (r *rig) startNode(name, home string) *runningNode {
+// startNode runs the node of home, with a data port, and waits until the
+// server sees it.
+func (r *rig) startNode(name, home string) *runningNode { return r.startNodeOn(name, home, "127.0.0.1:0") }
+
+// startNodeOn is startNode with the node's data port on dataListen ("":
+// none, its backups go through the server).
+func (r *rig) startNodeOn(name, home, dataListen string) *runningNode {
 	t := r.t
 	t.Helper()
 	n, err := node.Open(node.Options{Home: home, Log: &logWriter{t: t, prefix: name + ": "},
-		MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, DataListen: "127.0.0.1:0"})
+		MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, DataListen: dataListen})
 	if err != nil {
 		t.Fatal(err)
 	}
