@@ -371,11 +371,7 @@ func (l *Libraries) Handler() http.Handler {
 		if err != nil {
 			return nil, err
 		}
-		s.cancel(fmt.Errorf("the server cancelled the backup: %s", r.URL.Query().Get("why")))
-		l.spans.remove(s)
-		if !s.attached.Load() {
-			s.sw.Abort()
-		}
+		s.end(fmt.Errorf("the server cancelled the backup: %s", r.URL.Query().Get("why")))
 		return struct{}{}, nil
 	})
 	mux.HandleFunc("POST /devices/{d}/append", l.appendFile)

@@ -241,11 +241,18 @@ func (l *Libraries) closeSessions() {
 	}
 	l.spans.mu.Unlock()
 	for _, s := range mine {
-		s.cancel(errSessionEnded)
-		l.spans.remove(s)
-		if !s.attached.Load() {
-			s.sw.Abort()
-		}
+		s.end(errSessionEnded)
+	}
+}
+
+// end cancels the session. If no agent stream has attached, it claims the
+// session (none can attach from now on) and aborts the span writer, which
+// is otherwise the stream's to abort.
+func (s *spanSession) end(cause error) {
+	s.cancel(cause)
+	s.owner.spans.remove(s)
+	if s.attached.CompareAndSwap(false, true) {
+		s.sw.Abort()
 	}
 }
 
