@@ -45,7 +45,9 @@ func (r *rig) enrollNode(name, url string) string {
 
 // startNode runs the node of home, with a data port, and waits until the
 // server sees it.
-func (r *rig) startNode(name, home string) *runningNode { return r.startNodeOn(name, home, "127.0.0.1:0") }
+func (r *rig) startNode(name, home string) *runningNode {
+	return r.startNodeOn(name, home, "127.0.0.1:0")
+}
 
 // startNodeOn is startNode with the node's data port on dataListen ("":
 // none, its backups go through the server).
