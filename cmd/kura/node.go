@@ -50,6 +50,9 @@ Enroll once with a node token (kura token create --node), then run it.`,
 			if g.explicitHome() != "" {
 				next += " --home " + shellQuote(h)
 			}
+			if len(dataHosts) > 0 {
+				next += " --data-listen :8421   (the data port agents send backups to; any free port)"
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Enrolled as storage node %q of %s (certificate in %s).\nNow run: %s\n",
 				cfg.Name, cfg.Server, node.Dir(h), next)
 			return nil
