@@ -181,6 +181,22 @@ func TestStorageNodes(t *testing.T) {
 	if j := r.wait(r.submit(api.JobRequest{Kind: api.KindVerify, Saveset: ss[0], Level: "data"})[0]); j.State != catalog.StateSucceeded {
 		t.Errorf("verify of saveset %d on node sn1: %s (%s)", ss[0], j.State, j.Error)
 	}
+	// An encrypted backup (the node can check nothing of it but stores
+	// it), an incremental on top, and a restore of the incremental.
+	on := true
+	if _, err := r.admin.UpdateClient(ctx, "c2", api.ClientUpdate{Encrypt: &on}); err != nil {
+		t.Fatal(err)
+	}
+	enc := r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c2", Paths: []string{src2}, Library: "far2"})[0])
+	if enc.State != catalog.StateSucceeded {
+		t.Fatalf("encrypted backup to node sn2: %s (%s)", enc.State, enc.Error)
+	}
+	makeTree(t, filepath.Join(src2, "more"), 3, 9)
+	incr := r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c2", Paths: []string{src2}, Library: "far2", Level: "incr"})[0])
+	if incr.State != catalog.StateSucceeded || incr.Level != "incr" {
+		t.Fatalf("encrypted incremental to node sn2: %s %s (%s)", incr.State, incr.Level, incr.Error)
+	}
+	r.restoreAndCheck("c2", incr.SavesetID, src2)
 
 	// A copy from the library of one node to that of the other; with the
 	// original's tape exported a restore reads the copy.
