@@ -178,18 +178,21 @@ func newTokenCmd(g *globals) *cobra.Command {
 		expires time.Duration
 		name    string
 		asJSON  bool
+		forNode bool
 	)
 	create := &cobra.Command{
 		Use:   "create",
-		Short: "Make a one-time token that enrolls one agent (it also pins this server's CA)",
+		Short: "Make a one-time token that enrolls one agent, or with --node one storage node (it also pins this server's CA)",
 		Long: `Make a one-time enrollment token. Through the API when logged in to a server;
-on the server machine itself without a login (with --home of the server).`,
+on the server machine itself without a login (with --home of the server).
+With --node the token enrolls a storage node (kura node enroll) and nothing
+else; without it, an agent (kura agent enroll).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if expires < time.Second || expires > 720*time.Hour {
 				return usageErrorf("--expires must be between 1s and 720h")
 			}
-			req := api.TokenRequest{Name: name, ExpiresSeconds: expires.Seconds()}
+			req := api.TokenRequest{Name: name, ExpiresSeconds: expires.Seconds(), Node: forNode}
 			c, err := g.server()
 			if err != nil {
 				return err
@@ -216,7 +219,11 @@ on the server machine itself without a login (with --home of the server).`,
 					return err
 				}
 				defer srv.Close()
-				t, err := srv.NewEnrollToken(name, expires)
+				newToken := srv.NewEnrollToken
+				if forNode {
+					newToken = srv.NewNodeToken
+				}
+				t, err := newToken(name, expires)
 				if err != nil {
 					return err
 				}
@@ -233,6 +240,7 @@ on the server machine itself without a login (with --home of the server).`,
 	create.Flags().DurationVar(&expires, "expires", time.Hour, "how long the token stays valid")
 	create.Flags().BoolVar(&asJSON, "json", false, "print the token and its expiry as JSON")
 	create.Flags().StringVar(&name, "name", "", "the only client name this token may enroll (default: any)")
+	create.Flags().BoolVar(&forNode, "node", false, "a token that enrolls a storage node (kura node enroll), not an agent")
 	cmd.AddCommand(create)
 	return cmd
 }

@@ -11,6 +11,8 @@ var noJSON = map[string]string{
 	"kura server":           "a daemon: its log is its output",
 	"kura agent run":        "a daemon: its log is its output",
 	"kura agent enroll":     "prints the command to run next; the enrollment is in the agent's config.json",
+	"kura node run":         "a daemon: its log is its output",
+	"kura node enroll":      "prints the command to run next; the enrollment is in the node's node.json",
 	"kura agent key export": "prints the key ring itself (an age identity file)",
 	"kura login":            "configures this CLI; `kura version --json` and `client list --json` show the server",
 	"kura logout":           "configures this CLI",

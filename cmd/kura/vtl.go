@@ -21,7 +21,7 @@ func newVtlCmd(g *globals) *cobra.Command {
 		cfg                          library.Config
 		tapeSize, blockSize, bufSize *sizeFlag
 		chunkSize                    *sizeFlag
-		s3URL, changer               string
+		s3URL, changer, onNode       string
 		driveDevs                    []string
 		createJSON                   bool
 	)
@@ -50,17 +50,23 @@ st drives, non-rewinding nodes, in the changer's drive order. Its slots,
 mail slots and cartridges are the changer's (cleaning cartridges, CLN…,
 are left alone); nothing is loaded or written until a backup needs a
 tape, and then a blank cartridge is labelled for Kura. Each device is
-checked first: a missing one is an error and nothing is registered.`,
+checked first: a missing one is an error and nothing is registered.
+
+With --node the library is created on that storage node (kura node enroll),
+in the node's home: its tapes and drives are the node's, the catalog stays
+with the server, and backups, restores, verifies and copies run on it like
+on any library. Through a server only.`,
 		Example: `  kura vtl create lib1 --dir /backup/lib1 --slots 20 --drives 4 --tape-size 100GiB
   kura vtl create small --tape-size 1GiB --block-size 32KiB --buffer 257KiB
   kura vtl create cloud --s3 https://s3.example.com/backups/kura --chunk-size 64MiB
-  kura vtl create lto --changer /dev/sg3 --drive /dev/nst0 --drive /dev/nst1`,
+  kura vtl create lto --changer /dev/sg3 --drive /dev/nst0 --drive /dev/nst1
+  kura vtl create far --node sn1 --slots 20 --drives 2`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Flags not given are 0: the library's defaults.
 			req := api.LibraryCreate{Name: args[0], Dir: cfg.Dir, Slots: cfg.Slots, Drives: cfg.Drives, TapeSizeBytes: tapeSize.v,
 				BlockSizeBytes: int(blockSize.v), BufferSizeBytes: int(bufSize.v), BarcodePrefix: cfg.BarcodePrefix, S3: s3URL, ChunkSizeBytes: chunkSize.v,
-				Changer: changer, DriveDevices: driveDevs}
+				Changer: changer, DriveDevices: driveDevs, Node: onNode}
 			return withService(cmd, g, func(svc api.Service) error {
 				l, err := svc.CreateLibrary(cmdContext(cmd), req)
 				if err != nil {
@@ -71,7 +77,7 @@ checked first: a missing one is an error and nothing is registered.`,
 				}
 				c := l.Config
 				fmt.Fprintf(cmd.OutOrStdout(), "Library %s created in %s: %s, %s, %s, %s tapes, block %s, buffer %s\n",
-					l.Name, l.Dir, units.Count(int64(c.Slots), "slot"), units.Count(int64(c.Drives), "drive"), units.Count(int64(c.MailSlots), "mail slot"),
+					l.Name, libraryDir(*l), units.Count(int64(c.Slots), "slot"), units.Count(int64(c.Drives), "drive"), units.Count(int64(c.MailSlots), "mail slot"),
 					units.FormatSize(c.TapeSizeBytes), units.FormatKiB(int64(c.BlockSizeBytes)), units.FormatKiB(int64(c.BufferSizeBytes)))
 				if c.Media != "" {
 					fmt.Fprintf(cmd.OutOrStdout(), "Its tapes are kept on %s\n", c.Media)
@@ -92,6 +98,7 @@ checked first: a missing one is an error and nothing is registered.`,
 	f.StringVar(&s3URL, "s3", "", "keep the tapes in an S3 bucket: http[s]://HOST[:PORT]/BUCKET[/PREFIX] (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a credentials file)")
 	chunkSize = sizeVar(f, "chunk-size", library.MinBlockSize, 5<<30, "size of the chunk objects of a tape file on S3 (default 64MiB)")
 	f.StringVar(&changer, "changer", "", "a real tape library: its SCSI media changer device, e.g. /dev/sg3 (needs mtx)")
+	f.StringVar(&onNode, "node", "", "create the library on this storage node, in its home (kura node list)")
 	f.StringArrayVar(&driveDevs, "drive", nil, "a drive of the tape library --changer: its st device, e.g. /dev/nst0 (repeat, in the changer's drive order)")
 
 	var listJSON bool
@@ -112,7 +119,7 @@ checked first: a missing one is an error and nothing is registered.`,
 				fmt.Fprintln(tw, "NAME\tSLOTS\tDRIVES\tTAPES\tTAPE SIZE\tBLOCK\tBUFFER\tDIR")
 				for _, l := range libs {
 					if l.Error != "" || l.Config == nil {
-						fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t%s (error: %s)\n", l.Name, l.Dir, l.Error)
+						fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t%s (error: %s)\n", l.Name, libraryDir(l), l.Error)
 						continue
 					}
 					c, tapes := l.Config, 0
@@ -120,7 +127,7 @@ checked first: a missing one is an error and nothing is registered.`,
 						tapes = *l.Tapes
 					}
 					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", l.Name, c.Slots, c.Drives, tapes, units.FormatSize(c.TapeSizeBytes),
-						units.FormatKiB(int64(c.BlockSizeBytes)), units.FormatKiB(int64(c.BufferSizeBytes)), l.Dir)
+						units.FormatKiB(int64(c.BlockSizeBytes)), units.FormatKiB(int64(c.BufferSizeBytes)), libraryDir(l))
 				}
 				return tw.Flush()
 			})
@@ -213,4 +220,12 @@ func orEmpty(s, alt string) string {
 		return alt
 	}
 	return s
+}
+
+// libraryDir is where a library is: its folder, on a storage node NODE:DIR.
+func libraryDir(l api.Library) string {
+	if l.Node != "" {
+		return l.Node + ":" + l.Dir
+	}
+	return l.Dir
 }

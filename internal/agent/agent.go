@@ -13,6 +13,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -157,6 +158,7 @@ type Agent struct {
 	opts Options
 	cfg  Config
 	c    *apiclient.Client
+	tls  *tls.Config // its mutual TLS, also for a storage node's data port
 	log  *slog.Logger
 	tmp  string
 
@@ -217,7 +219,7 @@ func Open(opts Options) (*Agent, error) {
 	if err := private.MkdirAll(tmp); err != nil {
 		return nil, err
 	}
-	a := &Agent{opts: opts, cfg: cfg, c: c, tmp: tmp,
+	a := &Agent{opts: opts, cfg: cfg, c: c, tls: tlsCfg, tmp: tmp,
 		log: slog.New(slog.NewTextHandler(opts.Log, nil)).With("agent", cfg.Name)}
 	if w := private.Check(dir); w != "" {
 		a.log.Warn("agent home " + w)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kura-backup/kura/internal/apiclient"
 	"io"
 	"os"
 	"sync"
@@ -124,7 +125,18 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 		// it; its answer comes after it has closed the tape files (the
 		// job's context bounds that wait).
 		var an answer
-		rc, err := a.callBulk(ctx, "POST", jobPath(o.JobID, "/data"), "application/octet-stream", pw, idle, true)
+		var rc io.ReadCloser
+		var err error
+		if b.DataURL != "" {
+			// The library is on a storage node: the stream goes there.
+			var nc *apiclient.Client
+			if nc, err = apiclient.New(b.DataURL, a.tls, ""); err == nil {
+				defer nc.Close()
+				rc, err = a.callVia(nc, nc.DoBulk, ctx, "POST", "/span/"+b.Ticket, "application/octet-stream", pw, idle, true)
+			}
+		} else {
+			rc, err = a.callBulk(ctx, "POST", jobPath(o.JobID, "/data"), "application/octet-stream", pw, idle, true)
+		}
 		if err != nil {
 			an.err = err
 		} else {

@@ -160,11 +160,18 @@ func (a *Agent) callBulk(ctx context.Context, method, path, ctype string, body i
 
 func (a *Agent) callWith(do func(*http.Request) (*http.Response, error), ctx context.Context, method, path, ctype string,
 	body io.Reader, idle time.Duration, waitAnswer bool) (io.ReadCloser, error) {
+	return a.callVia(a.c, do, ctx, method, path, ctype, body, idle, waitAnswer)
+}
+
+// callVia is callWith to another address than the server's (a storage
+// node's data port): c builds the request, do sends it.
+func (a *Agent) callVia(c *apiclient.Client, do func(*http.Request) (*http.Response, error), ctx context.Context, method, path, ctype string,
+	body io.Reader, idle time.Duration, waitAnswer bool) (io.ReadCloser, error) {
 	w := newWatch(ctx, idle)
 	if body != nil {
 		body = &watchedUpload{r: body, w: w, atEOF: !waitAnswer}
 	}
-	req, err := a.c.NewRequest(w.ctx, method, path, body)
+	req, err := c.NewRequest(w.ctx, method, path, body)
 	if err != nil {
 		w.done()
 		return nil, err

@@ -136,6 +136,9 @@ type ServerInfo struct {
 type TokenRequest struct {
 	Name           string  `json:"name,omitempty"` // the client name it may enroll ("" = any)
 	ExpiresSeconds float64 `json:"expires_seconds,omitempty"`
+	// Node: the token enrolls a storage node (kura node enroll), not an
+	// agent.
+	Node bool `json:"node,omitempty"`
 }
 
 // TokenResponse carries the token text once; the server keeps only its hash.
@@ -149,6 +152,34 @@ type EnrollRequest struct {
 	Token string `json:"token"`
 	Name  string `json:"name"`
 	CSR   []byte `json:"csr"` // DER
+	// Kind is what enrolls: "agent" (or "") or "node"; it must be what
+	// the token was made for.
+	Kind string `json:"kind,omitempty"`
+	// DataHosts (a node only) are the names and addresses of the node's
+	// data port: its certificate is then also a server certificate for
+	// them, and agents send their backups there.
+	DataHosts []string `json:"data_hosts,omitempty"`
+}
+
+// Kinds of machines that enroll.
+const (
+	EnrollAgent = "agent"
+	EnrollNode  = "node"
+)
+
+// Node is an enrolled storage node as the admin sees it: a machine that
+// owns libraries and keeps their tapes, connected to the server through the
+// tunnel it dials.
+type Node struct {
+	Name            string    `json:"name"`
+	CertSerial      string    `json:"cert_serial"`
+	CertFingerprint string    `json:"cert_fingerprint"`
+	Enrolled        time.Time `json:"enrolled"`
+	Revoked         time.Time `json:"revoked"` // zero while the node is active
+	LastSeen        time.Time `json:"last_seen"`
+	Address         string    `json:"address"`   // remote address it last connected from
+	Connected       bool      `json:"connected"` // its tunnel is up now
+	Libraries       []string  `json:"libraries"` // the catalog's libraries that live on it
 }
 
 // EnrollResponse gives the agent its certificate and the server's CA.
@@ -170,6 +201,7 @@ type Client struct {
 	BWLimit         int64     `json:"bwlimit"` // default bytes/s for its jobs; 0 = no limit
 	Encrypt         bool      `json:"encrypt"` // its agent encrypts its backups (age)
 	Connected       bool      `json:"connected"`
+	Kind            string    `json:"kind"` // "agent" (storage nodes are listed by GET /nodes)
 }
 
 // ClientUpdate changes a client's settings (PATCH /api/v1/clients/NAME).
@@ -415,6 +447,11 @@ type BackupOrder struct {
 	Label      []byte   `json:"label,omitempty"`
 	Sources    []Source `json:"sources,omitempty"` // instead of paths: commands and plug-ins
 	PartSize   int      `json:"part_size,omitempty"`
+	// DataURL and Ticket: send the stream to this storage node's data
+	// port (POST DataURL/api/v1/span/Ticket, the agent's certificate),
+	// not to the server; the answer is the same BackupClose.
+	DataURL string `json:"data_url,omitempty"`
+	Ticket  string `json:"ticket,omitempty"`
 }
 
 // Source is a command or plug-in a backup stores the output of (JSON as

@@ -62,6 +62,7 @@ type Slot struct {
 type Library struct {
 	Name      string         `json:"name"`
 	Dir       string         `json:"dir"`
+	Node      string         `json:"node,omitempty"`   // the storage node it lives on ("" for the server)
 	Config    *LibraryConfig `json:"config,omitempty"` // left out when the library cannot be opened
 	Tapes     *int           `json:"tapes,omitempty"`
 	Error     string         `json:"error,omitempty"`
@@ -73,8 +74,11 @@ type Library struct {
 // LibraryCreate creates a library (POST /libraries). Zero values take the
 // library's defaults.
 type LibraryCreate struct {
-	Name            string `json:"name"`
-	Dir             string `json:"dir,omitempty"` // on the server; default: in its home
+	Name string `json:"name"`
+	Dir  string `json:"dir,omitempty"` // on the server; default: in its home
+	// Node creates the library on that storage node (in its home), not on
+	// the server: its tapes and drives are the node's.
+	Node            string `json:"node,omitempty"`
 	Slots           int    `json:"slots,omitempty"`
 	Drives          int    `json:"drives,omitempty"`
 	TapeSizeBytes   int64  `json:"tape_size_bytes,omitempty"`

@@ -30,7 +30,7 @@ var OpenAPI []byte
 // refer to are added on their own).
 var wireTypes = []any{
 	Error{}, ServerInfo{}, TokenRequest{}, TokenResponse{}, EnrollRequest{}, EnrollResponse{},
-	Client{}, ClientUpdate{}, JobRequest{}, PolicyRun{}, JobsSubmitted{}, Job{}, Saveset{},
+	Client{}, ClientUpdate{}, Node{}, JobRequest{}, PolicyRun{}, JobsSubmitted{}, Job{}, Saveset{},
 	Order{}, BackupEnd{}, BackupClose{}, Progress{},
 	RestoreResult{}, Warning{}, WALArchive{},
 }

@@ -183,6 +183,19 @@ func (c *Client) RevokeClient(ctx context.Context, name string) (*api.Client, er
 	return &out, c.call(ctx, "POST", "/clients/"+url.PathEscape(name)+"/revoke", struct{}{}, &out)
 }
 
+// Nodes lists the enrolled storage nodes.
+func (c *Client) Nodes(ctx context.Context) ([]api.Node, error) {
+	var out []api.Node
+	return out, c.call(ctx, "GET", "/nodes", nil, &out)
+}
+
+// RevokeNode revokes a storage node at once: its tunnel is cut and refused
+// from then on.
+func (c *Client) RevokeNode(ctx context.Context, name string) (*api.Node, error) {
+	var out api.Node
+	return &out, c.call(ctx, "POST", "/nodes/"+url.PathEscape(name)+"/revoke", nil, &out)
+}
+
 // UpdateClient changes a client's settings.
 func (c *Client) UpdateClient(ctx context.Context, name string, u api.ClientUpdate) (*api.Client, error) {
 	var out api.Client

@@ -27,7 +27,19 @@ type Client struct {
 	// Encrypt: the client's agent encrypts its backups (age, after
 	// compression) with a key the server never holds.
 	Encrypt bool `json:"encrypt"`
+	// Kind is KindAgent (a machine whose files are backed up) or KindNode
+	// (a storage node that owns libraries); "" is taken as KindAgent.
+	Kind string `json:"kind"`
 }
+
+// Kinds of enrolled machines.
+const (
+	KindAgent = "agent"
+	KindNode  = "node"
+)
+
+// IsNode reports whether the client is a storage node.
+func (cl *Client) IsNode() bool { return cl.Kind == KindNode }
 
 // ValidClientName checks a client name: 1 to MaxClientNameLen characters,
 // each a letter, digit, '.', '_' or '-', not starting with '.' or '-'
@@ -53,7 +65,7 @@ func validFingerprint(s string) bool {
 	return true
 }
 
-const clientColumns = `name, cert_serial, cert_fingerprint, enrolled, revoked, last_seen, address, bwlimit, encrypt`
+const clientColumns = `name, cert_serial, cert_fingerprint, enrolled, revoked, last_seen, address, bwlimit, encrypt, kind`
 
 func scanClient(row interface{ Scan(...any) error }) (*Client, error) {
 	var (
@@ -61,7 +73,7 @@ func scanClient(row interface{ Scan(...any) error }) (*Client, error) {
 		enrolled, revoked, seen sql.NullInt64
 	)
 	if err := row.Scan(&cl.Name, &cl.CertSerial, &cl.CertFingerprint, &enrolled, &revoked, &seen,
-		&cl.Address, &cl.BWLimit, &cl.Encrypt); err != nil {
+		&cl.Address, &cl.BWLimit, &cl.Encrypt, &cl.Kind); err != nil {
 		return nil, err
 	}
 	cl.Enrolled, cl.Revoked, cl.LastSeen = fromDB(enrolled), fromDB(revoked), fromDB(seen)
@@ -86,9 +98,15 @@ func (c *Catalog) EnrollClient(cl Client) error {
 	if cl.Enrolled.IsZero() {
 		cl.Enrolled = now()
 	}
+	if cl.Kind == "" {
+		cl.Kind = KindAgent
+	}
+	if !oneOf(cl.Kind, KindAgent, KindNode) {
+		return fmt.Errorf("catalog: client %q: kind %q: %w", cl.Name, cl.Kind, ErrInvalid)
+	}
 	_, err := c.db.Exec(`INSERT INTO clients (`+clientColumns+`) VALUES (`+placeholders(clientColumns)+`)`,
 		cl.Name, cl.CertSerial, strings.ToLower(cl.CertFingerprint), toDB(cl.Enrolled), toDB(cl.Revoked),
-		toDB(cl.LastSeen), cl.Address, cl.BWLimit, cl.Encrypt)
+		toDB(cl.LastSeen), cl.Address, cl.BWLimit, cl.Encrypt, cl.Kind)
 	if isDuplicate(err) {
 		return fmt.Errorf("catalog: client %q: %w", cl.Name, ErrExists)
 	}

@@ -38,6 +38,7 @@ func testClientLifecycle(t *testing.T) {
 	}
 	cl := Client{Name: "db1", CertSerial: "1f", CertFingerprint: fp1, Enrolled: t0, BWLimit: 1e6}
 	must(t, c.EnrollClient(cl))
+	cl.Kind = KindAgent // the default kind
 	got, err := c.Client("db1")
 	must(t, err)
 	if !reflect.DeepEqual(*got, cl) {

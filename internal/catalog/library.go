@@ -8,11 +8,13 @@ import (
 )
 
 // Library is a virtual tape library known to the catalog: a name and the
-// folder that holds it.
+// folder that holds it. A library on a storage node has the node's name in
+// Node, and Dir is its folder on that node (the server never opens it).
 type Library struct {
 	Name    string
 	Dir     string
 	Created time.Time // set to now by AddLibrary when zero
+	Node    string    // "" for a library of the server's own
 }
 
 // AddLibrary records a library. ErrExists if the name is taken.
@@ -23,8 +25,8 @@ func (c *Catalog) AddLibrary(l Library) error {
 	if l.Created.IsZero() {
 		l.Created = now()
 	}
-	_, err := c.db.Exec(`INSERT INTO libraries (name, dir, created) VALUES (?, ?, ?)`,
-		l.Name, l.Dir, toDB(l.Created))
+	_, err := c.db.Exec(`INSERT INTO libraries (name, dir, created, node) VALUES (?, ?, ?, ?)`,
+		l.Name, l.Dir, toDB(l.Created), l.Node)
 	if isDuplicate(err) {
 		return fmt.Errorf("catalog: library %q: %w", l.Name, ErrExists)
 	}
@@ -36,7 +38,7 @@ func (c *Catalog) AddLibrary(l Library) error {
 
 // Libraries lists the libraries by name.
 func (c *Catalog) Libraries() ([]Library, error) {
-	rows, err := c.db.Query(`SELECT name, dir, created FROM libraries ORDER BY name`)
+	rows, err := c.db.Query(`SELECT name, dir, created, node FROM libraries ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: listing libraries: %w", err)
 	}
@@ -45,7 +47,7 @@ func (c *Catalog) Libraries() ([]Library, error) {
 	for rows.Next() {
 		var l Library
 		var created sql.NullInt64
-		if err := rows.Scan(&l.Name, &l.Dir, &created); err != nil {
+		if err := rows.Scan(&l.Name, &l.Dir, &created, &l.Node); err != nil {
 			return nil, fmt.Errorf("catalog: listing libraries: %w", err)
 		}
 		l.Created = fromDB(created)
@@ -61,7 +63,7 @@ func (c *Catalog) Libraries() ([]Library, error) {
 func (c *Catalog) Library(name string) (Library, error) {
 	l := Library{Name: name}
 	var created sql.NullInt64
-	err := c.db.QueryRow(`SELECT dir, created FROM libraries WHERE name = ?`, name).Scan(&l.Dir, &created)
+	err := c.db.QueryRow(`SELECT dir, created, node FROM libraries WHERE name = ?`, name).Scan(&l.Dir, &created, &l.Node)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Library{}, fmt.Errorf("catalog: library %q: %w", name, ErrNotFound)
 	}

@@ -226,4 +226,11 @@ var migrations = [][]string{
 	{
 		`ALTER TABLE policies ADD COLUMN encrypt INTEGER NOT NULL DEFAULT 0`,
 	},
+	// 12: storage nodes (issue 14): an enrolled machine is an agent or a
+	// storage node ('agent', 'node'), and a library may live on a node
+	// (libraries.node, '' for one of the server's own).
+	{
+		`ALTER TABLE clients ADD COLUMN kind TEXT NOT NULL DEFAULT 'agent'`,
+		`ALTER TABLE libraries ADD COLUMN node TEXT NOT NULL DEFAULT ''`,
+	},
 }

@@ -10,6 +10,7 @@ import (
 // Token kinds.
 const (
 	TokenEnroll = "enroll" // lets one agent enroll, once
+	TokenNode   = "node"   // lets one storage node enroll, once
 )
 
 // Errors returned by UseToken, to be tested with errors.Is.
@@ -25,7 +26,7 @@ var (
 type Token struct {
 	ID      int64     `json:"id"`
 	Hash    string    `json:"hash"` // hash of the secret, as the caller computes it
-	Kind    string    `json:"kind"` // TokenEnroll
+	Kind    string    `json:"kind"` // TokenEnroll or TokenNode
 	Name    string    `json:"name"` // client the token is for; "" for any
 	Created time.Time `json:"created"`
 	Expires time.Time `json:"expires"`
@@ -56,7 +57,7 @@ func (c *Catalog) CreateToken(t *Token) error {
 	switch {
 	case t.Hash == "":
 		return fmt.Errorf("catalog: token without a hash: %w", ErrInvalid)
-	case !oneOf(t.Kind, TokenEnroll):
+	case !oneOf(t.Kind, TokenEnroll, TokenNode):
 		return fmt.Errorf("catalog: token kind %q: %w", t.Kind, ErrInvalid)
 	case t.Expires.IsZero():
 		return fmt.Errorf("catalog: token without an expiry time: %w", ErrInvalid)

@@ -481,6 +481,24 @@ func (b *backupRun) run() error {
 	if producer == nil {
 		producer = LocalProducer{}
 	}
+	if _, onNode := b.lib.(interface{ Node() string }); onNode && b.opts.Producer != nil {
+		// A storage node's library: a producer that can (an agent's,
+		// through the server) has the node write the frames itself.
+		spec.Span = &SpanTarget{Device: tw.cur, Barcode: tw.barcode, Label: partLabel,
+			Tag: fmt.Sprintf("saveset %d data", b.ss.ID)}
+		if tw.allow != nil {
+			tapes, err := b.lib.Tapes()
+			if err != nil {
+				return err
+			}
+			spec.Span.Allow = []string{}
+			for _, t := range tapes {
+				if tw.allow(t.Barcode, t.State == library.StateBlank) {
+					spec.Span.Allow = append(spec.Span.Allow, t.Barcode)
+				}
+			}
+		}
+	}
 	hooks := ProduceHooks{Phase: b.phase, Warn: b.warn,
 		Tick: func(path string) { e.tick(&b.ticker, b.job.ID, b.phase, path) }}
 	prod, err := producer.Produce(b.ctx, spec, sw, idxTmp, hooks)
@@ -489,13 +507,25 @@ func (b *backupRun) run() error {
 	}
 	b.files = prod.Files
 	frames := prod.Frames
-	parts, err := sw.Finish()
-	swDone = true
-	if err != nil {
-		return err
+	var parts []span.Part
+	if prod.Parts != nil {
+		// The frames went to tape on the library's own machine.
+		sw.Abort()
+		swDone = true
+		if err := tw.wroteElsewhere(prod.Tapes); err != nil {
+			return err
+		}
+		parts = prod.Parts
+		b.ss.MediaBytes = prod.MediaBytes
+	} else {
+		parts, err = sw.Finish()
+		swDone = true
+		if err != nil {
+			return err
+		}
+		b.ss.MediaBytes = sw.Bytes()
 	}
 	b.ss.Parts = toCatalogParts(parts)
-	b.ss.MediaBytes = sw.Bytes()
 	// The phase counted the frames; the part labels and filemarks are on tape
 	// too. Count them in the phase so that its Media is the job's.
 	b.phase.Media.Add(b.ss.MediaBytes - b.phase.Media.Total())

@@ -857,6 +857,20 @@ func (e *Env) afterCatalogRestore(ctx context.Context, dirs []string, opts Catal
 	}
 	var open []library.Changer
 	for _, rec := range libs {
+		if rec.Node != "" {
+			// On a storage node: reached through it (Nodes), never as a
+			// folder of this machine.
+			lib, err := e.ChangerOf(rec)
+			if err != nil {
+				note("library %s: %v; its tapes are not scanned", rec.Name, err)
+				continue
+			}
+			if err := e.registerTapes(lib); err != nil {
+				note("library %s: %v", rec.Name, err)
+			}
+			open = append(open, lib)
+			continue
+		}
 		lib, err := library.OpenChanger(rec.Dir, e.TapeHardware)
 		if err != nil {
 			res.Notes = append(res.Notes, CatalogNote{Text: fmt.Sprintf("library %s is not in %s", rec.Name, rec.Dir),

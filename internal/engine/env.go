@@ -75,7 +75,31 @@ type Env struct {
 	// Env opens reach their changers and drives; nil: the real ones (mtx
 	// on PATH, the st driver). Tests set an emulation.
 	TapeHardware *library.Hardware
+	// Nodes reaches the libraries that live on storage nodes (a server
+	// sets it); nil: this process reaches none, and such a library is
+	// refused with ErrOnNode.
+	Nodes Nodes
 }
+
+// Nodes is how an Env reaches the libraries of storage nodes: each is a
+// library.Changer whose drives and tapes are in another process (the
+// server's tunnel to the node, internal/node).
+type Nodes interface {
+	// CreateLibrary creates a folder library on the node (cfg.Dir is the
+	// node's to choose).
+	CreateLibrary(node string, cfg library.Config) (library.Changer, error)
+	// Open opens a registered library of a node; a node that is not
+	// connected is an error saying so (ErrNodeOffline).
+	Open(rec catalog.Library) (library.Changer, error)
+}
+
+// ErrOnNode: a library lives on a storage node, which only a server
+// reaches (and which has no folder here to open).
+var ErrOnNode = errors.New("the library lives on a storage node")
+
+// ErrNodeOffline: the storage node a library lives on is not connected
+// now. The server's queue waits for it; anything else fails with it.
+var ErrNodeOffline = errors.New("storage node is offline")
 
 // notice reports a warning that belongs to no job: as a warning event and
 // to Notice.
@@ -152,6 +176,9 @@ func (e *Env) ExposedFolders() []string {
 		return warns
 	}
 	for _, l := range libs {
+		if l.Node != "" {
+			continue // a folder of the node, not of this machine
+		}
 		if w := private.Check(l.Dir); w != "" {
 			warns = append(warns, "library "+l.Name+" at "+w)
 		}
@@ -236,12 +263,37 @@ func (e *Env) checkNewLibrary(cfg *library.Config) error {
 
 // addLibrary records a library just created, and its tapes, in the
 // catalog.
-func (e *Env) addLibrary(lib library.Changer) error {
+func (e *Env) addLibrary(lib library.Changer) error { return e.addLibraryOn(lib, "") }
+
+// addLibraryOn records a library just created on a node ("" the server).
+func (e *Env) addLibraryOn(lib library.Changer, node string) error {
 	c := lib.Config()
-	if err := e.Catalog.AddLibrary(catalog.Library{Name: c.Name, Dir: c.Dir, Created: e.now()}); err != nil {
+	if err := e.Catalog.AddLibrary(catalog.Library{Name: c.Name, Dir: c.Dir, Created: e.now(), Node: node}); err != nil {
 		return err
 	}
 	return e.registerTapes(lib)
+}
+
+// CreateNodeLibrary creates a folder library on a storage node (through
+// Nodes) and registers it and its tapes: its name and barcode prefix are
+// checked here against every library of the catalog, its folder is in the
+// node's home.
+func (e *Env) CreateNodeLibrary(cfg library.Config, node string) (library.Changer, error) {
+	if e.Nodes == nil {
+		return nil, fmt.Errorf("library %s: %w %s: create it through the server (kura login)", cfg.Name, ErrOnNode, node)
+	}
+	if cfg.Media != nil {
+		return nil, fmt.Errorf("%w: library %s: a storage node's library keeps its tapes in folders", ErrBadOption, cfg.Name)
+	}
+	if err := e.checkNewLibrary(&cfg); err != nil {
+		return nil, err
+	}
+	cfg.Dir = ""
+	lib, err := e.Nodes.CreateLibrary(node, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return lib, e.addLibraryOn(lib, node)
 }
 
 // CreateChanger creates a library of any kind: a tape library when
@@ -328,6 +380,12 @@ func (e *Env) barcodePrefix(name, asked string) (string, error) {
 	}
 	used := map[string]string{}
 	for _, rec := range libs {
+		if rec.Node != "" {
+			if lib, err := e.ChangerOf(rec); err == nil {
+				used[lib.Config().BarcodePrefix] = rec.Name
+			}
+			continue
+		}
 		if lib, err := library.Open(rec.Dir); err == nil {
 			used[lib.Config().BarcodePrefix] = rec.Name
 		}
@@ -405,6 +463,9 @@ func (e *Env) OpenLibrary(name string) (*library.Library, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rec.Node != "" {
+		return nil, fmt.Errorf("library %s: %w %s (it is created, grown and removed there)", name, ErrOnNode, rec.Node)
+	}
 	return library.Open(rec.Dir)
 }
 
@@ -434,6 +495,12 @@ func (e *Env) Changer(name string) (library.Changer, error) {
 // OpenChanger when it is set, otherwise the folder, S3 or tape library in
 // rec.Dir (library.OpenChanger, with TapeHardware).
 func (e *Env) ChangerOf(rec catalog.Library) (library.Changer, error) {
+	if rec.Node != "" {
+		if e.Nodes == nil {
+			return nil, fmt.Errorf("library %s: %w %s: reach it through the server (kura login)", rec.Name, ErrOnNode, rec.Node)
+		}
+		return e.Nodes.Open(rec)
+	}
 	if e.OpenChanger != nil {
 		return e.OpenChanger(rec)
 	}
@@ -498,9 +565,30 @@ func (e *Env) LibraryOfTape(barcode string) (*library.Library, error) {
 
 // AddTapes adds blank tapes to a library and registers them.
 func (e *Env) AddTapes(libName string, n int) ([]string, error) {
-	lib, err := e.OpenLibrary(libName)
-	if err != nil {
-		return nil, err
+	var lib interface {
+		library.Changer
+		AddTapes(n int) ([]string, error)
+	}
+	if rec, err := e.Catalog.Library(libName); err == nil && rec.Node != "" {
+		// A storage node's library grows on the node (node.Remote).
+		c, err := e.ChangerOf(rec)
+		if err != nil {
+			return nil, err
+		}
+		adder, ok := c.(interface {
+			library.Changer
+			AddTapes(n int) ([]string, error)
+		})
+		if !ok {
+			return nil, fmt.Errorf("adding tapes to library %s: %w", libName, library.ErrUnsupported)
+		}
+		lib = adder
+	} else {
+		l, err := e.OpenLibrary(libName)
+		if err != nil {
+			return nil, err
+		}
+		lib = l
 	}
 	codes, err := lib.AddTapes(n)
 	if err != nil {

@@ -12,6 +12,7 @@ type (
 	Produced      = producer.Produced
 	Producer      = producer.Producer
 	LocalProducer = producer.Local
+	SpanTarget    = producer.SpanTarget
 )
 
 // ErrBadIndex: an index from an untrusted producer does not read back, or

@@ -133,3 +133,31 @@ func (w *tapeWriter) appendIndex(idx *os.File, size int64, tag string, parts []c
 	}
 	return catalog.Part{Barcode: w.barcode, File: info.Number, Bytes: info.Bytes}, nil
 }
+
+// wroteElsewhere takes note of the tapes a span writer on the library's own
+// machine wrote (a storage node's: Produced.Tapes, in order, the first the
+// one this writer loaded): each is claimed for the pool, and the drive's
+// device is the last one's again, for the index tape file.
+func (w *tapeWriter) wroteElsewhere(tapes []string) error {
+	if len(tapes) == 0 || tapes[0] != w.barcode && !slices.Contains(w.tapes, tapes[0]) {
+		return fmt.Errorf("the storage node wrote on tapes %v, not starting with tape %s in drive %d", tapes, w.barcode, w.drv.Number())
+	}
+	for _, bc := range tapes[1:] {
+		if err := w.e.claimTape(w.lib, bc, w.pool); err != nil {
+			return err
+		}
+	}
+	w.tapes = slices.Clone(tapes)
+	if last := tapes[len(tapes)-1]; last != w.barcode {
+		w.e.logf(w.job, "the storage node continued on tape %s", last)
+		dev, err := w.drv.Load(last)
+		if err != nil {
+			return err
+		}
+		w.cur, w.barcode = dev, last
+		if w.noteTape != nil {
+			w.noteTape(last)
+		}
+	}
+	return nil
+}

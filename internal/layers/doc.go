@@ -8,7 +8,7 @@
 //	6  edges        server (HTTP → service)  console (+browsertest, for tests)  metrics  bench
 //	5  services     service (api.Service on an engine.Env)
 //	4  engine       engine (backup, restore, verify, copy, prune, scan, catalog DR)
-//	3  jobs, agent  job (leases, phases, figures)   agent (producer/restorer over apiclient)
+//	3  jobs, agent  job (leases, phases, figures)   agent (producer/restorer over apiclient)   node (a storage node: its libraries over a tunnel)
 //	2  records,     catalog  library  producer  restorer  apiclient
 //	   movers
 //	1  formats,     tape (+tapetest, faultfs, faultdev, memtape, sttape, mtx(+mtxtest), s3tape(+versitygw, for tests))  span  stream  walk  catalogbackup  plugin

@@ -21,7 +21,7 @@ var layer = map[string]int{
 	"internal/catalog": 2, "internal/library": 2, "internal/producer": 2, "internal/restorer": 2,
 	"internal/apiclient": 2,
 
-	"internal/job": 3, "internal/agent": 3,
+	"internal/job": 3, "internal/agent": 3, "internal/node": 3,
 
 	"internal/engine": 4,
 

@@ -30,6 +30,21 @@ const maxNameLen = 64
 // beyond the CA), with a random 128-bit serial. It returns the certificate
 // PEM and the serial in lowercase hex (see Serial).
 func (ca *CA) SignClient(csrDER []byte, name string, validity time.Duration) (certPEM []byte, serial string, err error) {
+	return ca.sign(csrDER, name, validity, nil)
+}
+
+// SignNode signs a certificate request for a storage node: a client
+// certificate as SignClient's, which is also a server certificate for
+// hosts (the names and addresses of the node's data port, where agents
+// send their backups), so one key serves both directions.
+func (ca *CA) SignNode(csrDER []byte, name string, hosts []string, validity time.Duration) (certPEM []byte, serial string, err error) {
+	if len(hosts) == 0 {
+		return nil, "", fmt.Errorf("pki: sign node %q: no host names for its data port", name)
+	}
+	return ca.sign(csrDER, name, validity, hosts)
+}
+
+func (ca *CA) sign(csrDER []byte, name string, validity time.Duration, hosts []string) (certPEM []byte, serial string, err error) {
 	if err := checkName(name); err != nil {
 		return nil, "", err
 	}
@@ -62,6 +77,14 @@ func (ca *CA) SignClient(csrDER []byte, name string, validity time.Duration) (ce
 		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if len(hosts) > 0 {
+		dns, ips, err := splitHosts(hosts)
+		if err != nil {
+			return nil, "", err
+		}
+		tmpl.DNSNames, tmpl.IPAddresses = dns, ips
+		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, csr.PublicKey, ca.Key)
 	if err != nil {

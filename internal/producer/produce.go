@@ -17,7 +17,9 @@ import (
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/plugin"
+	"github.com/kura-backup/kura/internal/span"
 	"github.com/kura-backup/kura/internal/stream"
+	"github.com/kura-backup/kura/internal/tape"
 )
 
 // A backup is two halves joined by a stream of frames:
@@ -55,6 +57,12 @@ type Spec struct {
 	// an agent does it (it holds the key); Local refuses.
 	Sealed bool
 	Label  []byte
+	// Span, when set, is where the frames go on tape, for a producer that
+	// can have the drive's own machine write them (a storage node's
+	// library: the agent sends its stream straight to the node). Such a
+	// producer reports the parts in Produced; others ignore it and write
+	// to the sink.
+	Span *SpanTarget
 	// Sources are commands and plug-ins whose output the backup stores
 	// instead of files (Paths is then empty); see command.go.
 	Sources []plugin.Source
@@ -90,6 +98,25 @@ type Produced struct {
 	// Untrusted: the index comes from elsewhere (an agent across the
 	// network); the backup checks it before it goes to tape.
 	Untrusted bool
+	// Parts, MediaBytes and Tapes are set when the producer had the
+	// frames written elsewhere (Spec.Span): the finished data parts, the
+	// bytes on tape, and every tape written on, in order. The caller's
+	// sink then holds nothing.
+	Parts      []span.Part
+	MediaBytes int64
+	Tapes      []string
+}
+
+// SpanTarget is what a span writer on the drive's machine needs: the tape
+// loaded for the first part, the saveset's label (a copy of it heads each
+// part; nil: no header, an encrypted stream), the tape files' tag, and the
+// tapes it may go on to at early warning (nil: any).
+type SpanTarget struct {
+	Device  tape.Device
+	Barcode string
+	Label   *stream.Label
+	Tag     string
+	Allow   []string
 }
 
 // ErrBadIndex: an index from an untrusted producer does not read back, or

@@ -84,6 +84,9 @@ func (s *Server) validateServerOnly(req *api.JobRequest) error {
 		return badField("barcode", "%v", err)
 	}
 	lib, err := s.env.Changer(name)
+	if errors.Is(err, engine.ErrNodeOffline) {
+		return nil // the queue waits for the node, saying so
+	}
 	if err != nil {
 		if errors.Is(err, engine.ErrNotFound) || errors.Is(err, catalog.ErrNotFound) {
 			return service.Err(err)

@@ -39,18 +39,30 @@ func (s *Server) CreateToken(req api.TokenRequest) (api.TokenResponse, error) {
 	if req.ExpiresSeconds == 0 {
 		life = defaultTokenLife
 	}
+	if req.Node {
+		return s.NewNodeToken(req.Name, life)
+	}
 	return s.NewEnrollToken(req.Name, life)
 }
 
-// NewEnrollToken makes a one-time enrollment token; the catalog keeps only
-// its hash.
+// NewEnrollToken makes a one-time enrollment token for an agent; the
+// catalog keeps only its hash.
 func (s *Server) NewEnrollToken(name string, life time.Duration) (api.TokenResponse, error) {
+	return s.newToken(catalog.TokenEnroll, name, life)
+}
+
+// NewNodeToken makes a one-time enrollment token for a storage node.
+func (s *Server) NewNodeToken(name string, life time.Duration) (api.TokenResponse, error) {
+	return s.newToken(catalog.TokenNode, name, life)
+}
+
+func (s *Server) newToken(kind, name string, life time.Duration) (api.TokenResponse, error) {
 	t, err := pki.NewToken(pki.KindEnroll, s.ca.Fingerprint())
 	if err != nil {
 		return api.TokenResponse{}, err
 	}
 	now := s.opts.Clock.Now()
-	rec := &catalog.Token{Hash: pki.HashSecret(t.Secret), Kind: catalog.TokenEnroll, Name: name, Created: now, Expires: now.Add(life)}
+	rec := &catalog.Token{Hash: pki.HashSecret(t.Secret), Kind: kind, Name: name, Created: now, Expires: now.Add(life)}
 	if err := s.env.Catalog.CreateToken(rec); err != nil {
 		return api.TokenResponse{}, err
 	}
@@ -106,6 +118,15 @@ func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) error {
 	if rec.Name != "" && rec.Name != req.Name {
 		return refuse(api.CodeForbidden, "the token is for client "+rec.Name)
 	}
+	kind := catalog.KindAgent
+	switch {
+	case rec.Kind == catalog.TokenNode && req.Kind != api.EnrollNode:
+		return refuse(api.CodeForbidden, "the token enrolls a storage node (kura node enroll), not an agent")
+	case rec.Kind != catalog.TokenNode && req.Kind == api.EnrollNode:
+		return refuse(api.CodeForbidden, "the token enrolls an agent; a storage node needs a node token (kura token create --node)")
+	case rec.Kind == catalog.TokenNode:
+		kind = catalog.KindNode
+	}
 	old, oldErr := s.env.Catalog.Client(req.Name)
 	if oldErr == nil && old.Revoked.IsZero() {
 		return refuse(api.CodeConflict, "a client named "+req.Name+" is enrolled already; revoke it first")
@@ -124,7 +145,11 @@ func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	certPEM, serial, err := s.ca.SignClient(req.CSR, req.Name, clientCertLife)
+	sign := func() ([]byte, string, error) { return s.ca.SignClient(req.CSR, req.Name, clientCertLife) }
+	if kind == catalog.KindNode && len(req.DataHosts) > 0 {
+		sign = func() ([]byte, string, error) { return s.ca.SignNode(req.CSR, req.Name, req.DataHosts, clientCertLife) }
+	}
+	certPEM, serial, err := sign()
 	if err != nil {
 		return badRequest("certificate request: %v", err)
 	}
@@ -133,12 +158,30 @@ func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := s.env.Catalog.EnrollClient(catalog.Client{Name: req.Name, CertSerial: serial,
-		CertFingerprint: pki.Fingerprint(cert), Enrolled: now, Address: r.RemoteAddr}); err != nil {
+		CertFingerprint: pki.Fingerprint(cert), Enrolled: now, Address: r.RemoteAddr, Kind: kind}); err != nil {
 		return err
 	}
 	s.hub.enrolled(req.Name)
-	s.log.Info("client enrolled", "client", req.Name, "remote", r.RemoteAddr, "serial", serial)
+	s.log.Info("client enrolled", "client", req.Name, "kind", kind, "remote", r.RemoteAddr, "serial", serial)
 	return writeJSON(w, api.EnrollResponse{Name: req.Name, CertPEM: string(certPEM), CAPEM: string(s.ca.CertPEM)})
+}
+
+// revoke revokes an agent or a storage node and cuts it off.
+func (s *Server) revoke(name string) error {
+	if err := s.env.Catalog.RevokeClient(name, s.opts.Clock.Now()); err != nil {
+		return err
+	}
+	s.log.Warn("client revoked", "client", name)
+	// Cut it off now: its running jobs end, then its open polls. In that
+	// order: an agent told first closes its data stream, and a job whose
+	// stream broke before it was cancelled failed with the broken stream
+	// instead of the revocation. A node's tunnel is cut: the jobs on its
+	// libraries fail with the broken tunnel, their drives freed on the
+	// node as its session ends.
+	s.cancelJobsOf(name, "client "+name+" was revoked")
+	s.hub.drop(name)
+	s.nodes.drop(name)
+	return nil
 }
 
 func (s *Server) getClients(w http.ResponseWriter, r *http.Request) error {
@@ -148,6 +191,9 @@ func (s *Server) getClients(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := []api.Client{}
 	for _, c := range cs {
+		if c.IsNode() {
+			continue // kura node list
+		}
 		s.hub.lastSeen(c)
 		out = append(out, APIClient(c, c.Revoked.IsZero() && s.hub.online(c.Name)))
 	}
@@ -198,19 +244,12 @@ func (s *Server) revokeClient(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, c)
 }
 
-// RevokeClient revokes a client's certificate and cuts it off now
-// (POST /clients/{name}/revoke, and the console).
+// RevokeClient revokes a client's (or node's) certificate and cuts it
+// off now (POST /clients/{name}/revoke, and the console).
 func (s *Server) RevokeClient(name string) (api.Client, error) {
-	if err := s.env.Catalog.RevokeClient(name, s.opts.Clock.Now()); err != nil {
+	if err := s.revoke(name); err != nil {
 		return api.Client{}, err
 	}
-	s.log.Warn("client revoked", "client", name)
-	// Cut it off now: its running jobs end, then its open polls. In that
-	// order: an agent told first closes its data stream, and a job whose
-	// stream broke before it was cancelled failed with the broken stream
-	// instead of the revocation.
-	s.cancelJobsOf(name, "client "+name+" was revoked")
-	s.hub.drop(name)
 	c, err := s.env.Catalog.Client(name)
 	if err != nil {
 		return api.Client{}, err

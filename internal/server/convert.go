@@ -17,7 +17,7 @@ import (
 func APIClient(c *catalog.Client, connected bool) api.Client {
 	return api.Client{Name: c.Name, CertSerial: c.CertSerial, CertFingerprint: c.CertFingerprint,
 		Enrolled: c.Enrolled, Revoked: c.Revoked, LastSeen: c.LastSeen, Address: c.Address,
-		BWLimit: c.BWLimit, Encrypt: c.Encrypt, Connected: connected}
+		BWLimit: c.BWLimit, Encrypt: c.Encrypt, Connected: connected, Kind: c.Kind}
 }
 
 // APIJob is a job record and its figures on the wire.

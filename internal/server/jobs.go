@@ -78,8 +78,12 @@ func (s *Server) validate(req *api.JobRequest) error {
 				return badField("selection", "client %s has no selection set %q", req.Client, req.Selection)
 			}
 		}
-		// A library or drive that does not exist would wait forever.
+		// A library or drive that does not exist would wait forever; a
+		// library whose storage node is offline waits for it, with why.
 		lib, err := s.env.Changer(req.Library)
+		if errors.Is(err, engine.ErrNodeOffline) {
+			break
+		}
 		if err != nil {
 			return badField("library", "%v", err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/index"
+	"github.com/kura-backup/kura/internal/node"
 	"github.com/kura-backup/kura/internal/plugin"
 	"github.com/kura-backup/kura/internal/stream"
 	"github.com/kura-backup/kura/internal/units"
@@ -85,6 +86,11 @@ func (p *remoteProducer) Produce(ctx context.Context, spec engine.ProduceSpec, s
 			return nil, err
 		}
 		order.Backup.Encrypt, order.Backup.Recipients, order.Backup.Label = true, rec, spec.Label
+	}
+	if spec.Span != nil {
+		if conn, dev, ok := node.SpanOn(spec.Span.Device); ok {
+			return p.produceOnNode(ctx, conn, dev, prod, order)
+		}
 	}
 	if err := s.hub.send(rj.agent, order); err != nil {
 		return nil, err
@@ -624,4 +630,118 @@ func (s *Server) readAgentJSON(w http.ResponseWriter, r *http.Request, rj *runni
 	body, stop := s.agentBody(w, r, rj)
 	defer stop()
 	return decodeJSON(body, v)
+}
+
+// produceOnNode is a backup whose library is on a storage node with a data
+// port: the node opens a span writer on the drive the job holds, the
+// agent sends its stream there (the order names the node's data port and
+// the session's ticket), and the server follows the session over the
+// tunnel: the agent's progress and warnings, then where every frame
+// landed. The index comes to the server as for any backup.
+func (p *remoteProducer) produceOnNode(ctx context.Context, conn *node.Conn, dev int64, prod *production, order api.Order) (*engine.Produced, error) {
+	s, rj, spec := p.s, p.rj, prod.spec
+	prod.claim() // no data stream comes to the server
+	opened, err := conn.OpenSpan(dev, node.SpanRequest{Agent: rj.agent, Label: spec.Span.Label, Tag: spec.Span.Tag,
+		Allow: spec.Span.Allow, Sealed: spec.Sealed})
+	if err != nil {
+		return nil, err
+	}
+	cancelSpan := func(why string) {
+		if err := conn.CancelSpan(opened.Ticket, why); err != nil {
+			s.log.Warn("cancelling a backup stream on a storage node", "node", conn.Node, "job", rj.id, "err", err)
+		}
+	}
+	order.Backup.DataURL, order.Backup.Ticket = opened.DataURL, opened.Ticket
+	if err := s.hub.send(rj.agent, order); err != nil {
+		cancelSpan(err.Error())
+		return nil, err
+	}
+	s.log.Info("backup stream goes to a storage node", "job", rj.id, "node", conn.Node, "data_url", opened.DataURL)
+	// Follow the session; a session that says nothing for the start
+	// timeout (the agent never came) or the idle timeout is cancelled.
+	fctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	type followed struct {
+		res *node.SpanResult
+		err error
+	}
+	done := make(chan followed, 1)
+	heard := make(chan struct{}, 1)
+	var prevSB, prevF int64
+	go func() {
+		res, err := conn.SpanEvents(fctx, opened.Ticket, func(m json.RawMessage) {
+			select {
+			case heard <- struct{}{}:
+			default:
+			}
+			rj.touch(time.Now())
+			var pr api.Progress
+			if json.Unmarshal(m, &pr) != nil {
+				return
+			}
+			if pr.Bytes > prevSB {
+				prod.hooks.Phase.Source.Add(pr.Bytes - prevSB)
+				prevSB = pr.Bytes
+			}
+			if pr.Files > prevF {
+				prod.hooks.Phase.Files.Add(pr.Files - prevF)
+				prevF = pr.Files
+			}
+			if prod.hooks.Tick != nil {
+				prod.hooks.Tick(pr.Path)
+			}
+		}, func(m json.RawMessage) {
+			var wm api.Warning
+			if json.Unmarshal(m, &wm) == nil {
+				prod.hooks.Warn(wm.FilePath(), wm.Message)
+			}
+		})
+		done <- followed{res, err}
+	}()
+	wait := s.opts.StartTimeout
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	var f followed
+	for f.res == nil && f.err == nil {
+		select {
+		case f = <-done:
+		case <-heard:
+			t.Reset(s.opts.IdleTimeout)
+		case <-t.C:
+			why := fmt.Sprintf("agent %s sent nothing to storage node %s for %s", rj.agent, conn.Node, wait)
+			cancelSpan(why)
+			stop(errors.New(why))
+			<-done
+			return nil, fmt.Errorf("%s (is it running, and can it reach %s?)", why, opened.DataURL)
+		case <-ctx.Done():
+			cancelSpan(context.Cause(ctx).Error())
+			<-done
+			return nil, context.Cause(ctx)
+		}
+	}
+	if f.err != nil {
+		cancelSpan(f.err.Error())
+		return nil, f.err
+	}
+	res := f.res
+	if res.Error != "" {
+		return nil, fmt.Errorf("agent %s to storage node %s: %s", rj.agent, conn.Node, res.Error)
+	}
+	prod.hooks.Phase.Media.Add(res.MediaBytes)
+	end := api.BackupEnd{}
+	if res.End != nil {
+		end = *res.End
+	}
+	return &engine.Produced{Frames: res.Frames, Files: end.Files, Entries: end.Entries, Untrusted: true,
+		Parts: res.Parts, MediaBytes: res.MediaBytes, Tapes: res.Tapes,
+		FinishIndex: func(frames []index.Frame, meta []byte) error {
+			if err := conn.CloseSpan(opened.Ticket, api.BackupClose{Frames: apiFrames(frames), Meta: meta}); err != nil {
+				return err
+			}
+			err, werr := waitFor(s, ctx, rj, prod.index)
+			if werr != nil {
+				return werr
+			}
+			return err
+		}}, nil
 }

@@ -134,6 +134,7 @@ type Server struct {
 	started   time.Time
 	bus       *bus
 	hub       *hub
+	nodes     *nodeHub
 	q         *queue
 	metrics   http.Handler // GET /metrics (metrics.go)
 
@@ -210,6 +211,8 @@ func New(opts Options) (*Server, error) {
 	}
 	env.Clock = opts.Clock
 	s.hub = newHub(s)
+	s.nodes = newNodeHub(s)
+	env.Nodes = s.nodes
 	s.q = newQueue(s)
 	if s.metrics, err = s.metricsHandler(); err != nil {
 		return fail(err)
@@ -386,9 +389,10 @@ func (s *Server) routes() []route {
 		agent("GET", "/agent/jobs/{id}/savesets/{ss}/data", s.agentSavesetData),
 		agent("POST", "/agent/jobs/{id}/progress", s.agentProgress),
 		agent("POST", "/agent/jobs/{id}/result", s.agentResult),
+		agent("GET", "/node/tunnel", s.nodeTunnel),
 	}
 	// The admin resources of the service layer, one group per file.
-	for _, group := range [][]route{s.libraryRoutes(), s.tapeRoutes(), s.savesetRoutes(), s.selectionRoutes(), s.jobRoutes(), s.policyRoutes(), s.catalogCopyRoutes(), s.planRoutes()} {
+	for _, group := range [][]route{s.libraryRoutes(), s.tapeRoutes(), s.savesetRoutes(), s.selectionRoutes(), s.jobRoutes(), s.policyRoutes(), s.catalogCopyRoutes(), s.planRoutes(), s.nodeRoutes()} {
 		rs = append(rs, group...)
 	}
 	return rs
@@ -544,6 +548,10 @@ func (s *Server) agentOnly(h func(w http.ResponseWriter, r *http.Request, client
 		if !pki.HashEqual(c.CertFingerprint, pki.Fingerprint(cert)) {
 			s.log.Warn("refused: certificate does not match the enrolled one", "client", name, "remote", r.RemoteAddr)
 			return apiErr(api.CodeForbidden, "client %q: this certificate is not the enrolled one", name)
+		}
+		if c.IsNode() != (r.URL.Path == api.Prefix+"/node/tunnel") {
+			s.log.Warn("refused: an agent call from a storage node, or the reverse", "client", name, "path", r.URL.Path)
+			return apiErr(api.CodeForbidden, "%s is enrolled as a %s and may not call %s", name, c.Kind, r.URL.Path)
 		}
 		s.hub.seen(name, r.RemoteAddr)
 		return h(w, r, name)

@@ -50,7 +50,7 @@ func (w *logWriter) String() string {
 
 // rig is a server on 127.0.0.1 with its admin client.
 type rig struct {
-	t     *testing.T
+	t     testing.TB
 	home  string
 	srv   *server.Server
 	url   string
@@ -67,13 +67,13 @@ type rig struct {
 var fastOpts = server.Options{PollTimeout: time.Second, IdleTimeout: 3 * time.Second, StartTimeout: 10 * time.Second,
 	SchedulerEvery: -1}
 
-func startServer(t *testing.T, home, addr string) *rig {
+func startServer(t testing.TB, home, addr string) *rig {
 	t.Helper()
 	return startServerWith(t, home, addr, fastOpts)
 }
 
 // startServerWith starts a server with opts (Home, Log and Name are set here).
-func startServerWith(t *testing.T, home, addr string, opts server.Options) *rig {
+func startServerWith(t testing.TB, home, addr string, opts server.Options) *rig {
 	t.Helper()
 	lw := &logWriter{t: t, prefix: "server: "}
 	opts.Home, opts.Log, opts.Name = home, lw, "test"
@@ -220,7 +220,7 @@ func makeTree(t *testing.T, dir string, files int, seed uint64) {
 }
 
 // treeSum hashes every regular file's path (relative to root) and content.
-func treeSum(t *testing.T, root string) map[string][32]byte {
+func treeSum(t testing.TB, root string) map[string][32]byte {
 	t.Helper()
 	out := map[string][32]byte{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -243,7 +243,7 @@ func treeSum(t *testing.T, root string) map[string][32]byte {
 	return out
 }
 
-func sameTree(t *testing.T, want, got string) {
+func sameTree(t testing.TB, want, got string) {
 	t.Helper()
 	w, g := treeSum(t, want), treeSum(t, got)
 	if len(w) == 0 {

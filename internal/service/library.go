@@ -56,11 +56,11 @@ func (l *Local) Libraries(ctx context.Context) ([]api.Library, error) {
 	for _, rec := range recs {
 		lib, err := l.env.ChangerOf(rec)
 		if err != nil {
-			out = append(out, api.Library{Name: rec.Name, Dir: rec.Dir, Error: err.Error()})
+			out = append(out, api.Library{Name: rec.Name, Dir: rec.Dir, Node: rec.Node, Error: err.Error()})
 			continue
 		}
 		s := summary(lib)
-		s.Name, s.Dir = rec.Name, rec.Dir
+		s.Name, s.Dir, s.Node = rec.Name, rec.Dir, rec.Node
 		out = append(out, *s)
 	}
 	return out, nil
@@ -76,6 +76,9 @@ func (l *Local) Library(ctx context.Context, name string) (*api.Library, error) 
 		return nil, Err(err)
 	}
 	out := summary(lib)
+	if rec, err := l.env.Catalog.Library(out.Name); err == nil {
+		out.Node = rec.Node
+	}
 	out.Slots = slots(st.Slots)
 	ms := slots(st.MailSlots)
 	out.MailSlots = &ms
@@ -97,6 +100,15 @@ func (l *Local) CreateLibrary(ctx context.Context, req api.LibraryCreate) (*api.
 	}
 	if req.Changer != "" {
 		cfg.Media = &library.MediaConfig{Kind: library.MediaChanger, Changer: req.Changer, DriveDevices: req.DriveDevices}
+	}
+	if req.Node != "" {
+		lib, err := l.env.CreateNodeLibrary(cfg, req.Node)
+		if err != nil {
+			return nil, Err(err)
+		}
+		out := summary(lib)
+		out.Node = req.Node
+		return out, nil
 	}
 	lib, err := l.env.CreateChanger(cfg)
 	if err != nil {

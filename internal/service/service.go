@@ -111,7 +111,8 @@ func Err(err error) error {
 		errors.Is(err, library.ErrNoFreeSlot), errors.Is(err, library.ErrMailSlotsFull), errors.Is(err, ErrNotLoaded),
 		errors.Is(err, engine.ErrTapeInUse), errors.Is(err, engine.ErrNoDataPath), errors.Is(err, library.ErrUnsupported),
 		errors.Is(err, library.ErrNoDevice), errors.Is(err, library.ErrChanger), errors.Is(err, library.ErrTapeLibrary),
-		errors.Is(err, engine.ErrSealed), errors.Is(err, engine.ErrNotSealable):
+		errors.Is(err, engine.ErrSealed), errors.Is(err, engine.ErrNotSealable),
+		errors.Is(err, engine.ErrOnNode), errors.Is(err, engine.ErrNodeOffline):
 		return api.Wrap(api.CodeConflict, "", err)
 	}
 	return api.Wrap(api.CodeInternal, "", err)
