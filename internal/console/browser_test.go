@@ -117,7 +117,7 @@ func TestBrowseAndRestoreInBrowser(t *testing.T) {
 	}
 	got := f.b.requests()
 	if len(got) != 1 || got[0].Kind != api.KindRestore || got[0].Saveset != 8 || got[0].ToClient != "c2" || got[0].To != "/srv/back" ||
-		fmt.Sprint(got[0].Includes) != "[/data/f0002.txt]" {
+		fmt.Sprint(got[0].RestorePaths) != "[/data/f0002.txt]" || len(got[0].Includes) != 0 {
 		t.Errorf("queued %+v; want a restore of saveset 8's /data/f0002.txt to c2:/srv/back", got)
 	}
 }

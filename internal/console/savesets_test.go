@@ -233,7 +233,7 @@ func TestRestoreFromBrowse(t *testing.T) {
 	}
 	got := f.b.requests()
 	want := api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: 8, To: "/srv/restore", ToClient: "c2",
-		Includes: []string{"/data/f0001.txt", "/data/sub"}, Overwrite: "never"}
+		RestorePaths: []string{"/data/f0001.txt", "/data/sub"}, Overwrite: "never"}
 	if len(got) != 1 || fmt.Sprint(got[0]) != fmt.Sprint(want) {
 		t.Fatalf("queued %+v; want %+v", got, want)
 	}
