@@ -121,3 +121,59 @@ func TestBrowseAndRestoreInBrowser(t *testing.T) {
 		t.Errorf("queued %+v; want a restore of saveset 8's /data/f0002.txt to c2:/srv/back", got)
 	}
 }
+
+// In a real browser: search the savesets for a name (client c1's, newest
+// first), open the folder of a match, see the saveset's stock-tool recipe,
+// and start a verify at level data, which lands on the queued job's
+// monitor.
+func TestSearchAndVerifyInBrowser(t *testing.T) {
+	f := newFixture(t)
+	f.b.clients = []api.Client{{Name: "c1"}, {Name: "c2"}}
+	ts := httptest.NewUnstartedServer(f.c)
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	ctx := browsertest.Tab(t)
+	browsertest.Do(t, ctx, "sign in",
+		chromedp.Navigate(ts.URL+"/savesets"), chromedp.WaitVisible(chromedp.CSS("#signin")),
+		chromedp.SendKeys(chromedp.CSS("#password"), adminToken))
+	browsertest.Navigate(t, ctx, "sign in", chromedp.Click(chromedp.CSS("#signin")))
+	browsertest.Do(t, ctx, "the savesets page's search", chromedp.WaitVisible(chromedp.CSS("#search-name")),
+		chromedp.SendKeys(chromedp.CSS("#search-name"), "report-01"))
+	browsertest.Navigate(t, ctx, "search", chromedp.Click(chromedp.CSS("#search")))
+	browsertest.Do(t, ctx, "narrow the search to c1", chromedp.WaitVisible(chromedp.CSS("#matches")),
+		chromedp.SetValue(chromedp.CSS("#search-client"), "c1"))
+	browsertest.Navigate(t, ctx, "search c1", chromedp.Click(chromedp.CSS("#search")))
+	browsertest.Do(t, ctx, "the matches", chromedp.WaitVisible(chromedp.CSS("#matches a.found")))
+	rows := browsertest.Eval[[]string](t, ctx, `[...document.querySelectorAll("#matches tbody tr")].map(r => r.dataset.saveset + " " + r.querySelector("a.found").textContent)`)
+	if len(rows) != 20 || rows[0] != "8 /home/me/report-010.odt" || rows[10] != "7 /home/me/report-010.odt" {
+		t.Errorf("the search shows %q; want report-010…019 of saveset 8, then of 7", rows)
+	}
+	browsertest.Screenshot(t, ctx, "console-search")
+	browsertest.Navigate(t, ctx, "open a match's folder", chromedp.Click(chromedp.CSS("#matches a.found")))
+	browsertest.Do(t, ctx, "the saveset page", chromedp.WaitVisible(chromedp.CSS("#verify-form")))
+	f.b.mu.Lock()
+	got := f.b.listings[len(f.b.listings)-1]
+	f.b.mu.Unlock()
+	if got.SavesetID != 8 || got.Path != "/home/me" {
+		t.Errorf("the match opened %+v; want saveset 8's folder /home/me", got)
+	}
+
+	browsertest.Navigate(t, ctx, "open the recipe", chromedp.Click(chromedp.CSS("#recipe-link")))
+	browsertest.Do(t, ctx, "the recipe", chromedp.WaitVisible(chromedp.CSS("#recipe")))
+	if r := browsertest.Eval[string](t, ctx, `document.getElementById("recipe").textContent`); r != "cat /vtl/KUR001/file-8 | zstd -d | tar -xvf - # <b>" {
+		t.Errorf("the recipe shows %q", r)
+	}
+	browsertest.Do(t, ctx, "back to the saveset", chromedp.Navigate(ts.URL+"/savesets/8"), chromedp.WaitVisible(chromedp.CSS("#verify-form")),
+		chromedp.SetValue(chromedp.CSS("#verify-level"), "data"))
+	browsertest.Screenshot(t, ctx, "console-verify")
+	if status := browsertest.Navigate(t, ctx, "verify", chromedp.Click(chromedp.CSS("#verify"))); status != 200 {
+		t.Fatalf("verify: the page after it is %d", status)
+	}
+	browsertest.Do(t, ctx, "the verify's job monitor", chromedp.WaitVisible(chromedp.CSS("#monitor")))
+	if job := browsertest.Eval[string](t, ctx, `document.getElementById("monitor").dataset.job`); job != "101" {
+		t.Errorf("after the verify the page shows job %q; want the queued verify, 101", job)
+	}
+	if got := f.b.requests(); len(got) != 1 || got[0].Kind != api.KindVerify || got[0].Saveset != 8 || got[0].Level != "data" {
+		t.Errorf("queued %+v; want a data verify of saveset 8", got)
+	}
+}

@@ -58,8 +58,9 @@ type Backend interface {
 	// channel closes), or until ctx ends. A job that has ended sends only
 	// job_ended.
 	Events(ctx context.Context, id int64) (<-chan api.Event, error)
-	// Submit queues a job (a restore from the savesets page) and returns
-	// its ID: the job runs in the server's queue, not in a request.
+	// Submit queues a job (a restore or a verify from the savesets page)
+	// and returns its ID: the job runs in the server's queue, not in a
+	// request.
 	Submit(ctx context.Context, req api.JobRequest) ([]int64, error)
 }
 
@@ -169,8 +170,11 @@ func (c *Console) routes() []route {
 		{"GET /jobs/{id}/events", watch, c.jobEvents},
 		{"POST /jobs/{id}/cancel", change, c.cancel},
 		{"GET /savesets", watch, c.savesets},
+		{"GET /savesets/search", watch, c.search},
 		{"GET /savesets/{id}", watch, c.browse},
+		{"GET /savesets/{id}/recipe", watch, c.recipe},
 		{"POST /savesets/{id}/restore", change, c.restore},
+		{"POST /savesets/{id}/verify", change, c.verify},
 	}
 }
 
@@ -183,7 +187,7 @@ type navItem struct {
 
 // nav is the console's sections, in header order.
 var nav = []navItem{{"/", "Dashboard", []string{"dashboard"}}, {"/jobs", "Jobs", []string{"jobs", "job"}},
-	{"/savesets", "Savesets", []string{"savesets", "saveset"}}}
+	{"/savesets", "Savesets", []string{"savesets", "saveset", "search", "recipe"}}}
 
 // ServeHTTP serves the console.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -31,6 +31,7 @@ type fakeBackend struct {
 	feed        chan api.Event // nil: a job's events are its end
 	submitted   []api.JobRequest
 	listings    []api.EntriesQuery
+	finds       []api.FindQuery
 }
 
 func (f *fakeBackend) Jobs(ctx context.Context, flt api.JobFilter) ([]api.Job, error) {

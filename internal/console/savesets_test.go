@@ -61,6 +61,8 @@ func (f *fakeBackend) Entries(ctx context.Context, q api.EntriesQuery) (*api.Ent
 		}
 	case "/data/sub":
 		all = []api.Entry{{Path: "/data/sub/x.txt", Type: "file", Mode: "0644", Size: 5}}
+	case "/home/me": // where the search's matches are (search_test.go)
+		all = []api.Entry{{Path: "/home/me/report-010.odt", Type: "file", Mode: "0644", Size: 10}}
 	default:
 		return nil, &api.Error{Code: api.CodeNotFound, Message: "saveset holds no " + q.Path}
 	}
