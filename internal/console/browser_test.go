@@ -2,6 +2,7 @@ package console
 
 import (
 	"fmt"
+	"slices"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -48,6 +49,13 @@ func TestJobMonitorFollowsEvents(t *testing.T) {
 	browsertest.WaitFor(t, ctx, "the first point", `document.getElementById("chart").getAttribute("data-points") === "1"`)
 	send(api.Event{Kind: api.EventProgress, Time: t0.Add(2 * time.Second), Phase: "backup", Files: 3, Bytes: 400 << 10, Rate: 300 << 10})
 	browsertest.WaitFor(t, ctx, "the second point", `document.getElementById("chart").getAttribute("data-points") === "2"`)
+	// The chart's axes say their units, and its legend names the lines.
+	texts := browsertest.Eval[[]string](t, ctx, `[...document.querySelectorAll("#chart text")].map(e => e.textContent)`)
+	for _, w := range []string{"KB/s", "seconds since the job started", "0 s", "Average", "Peak", "KB/s (each progress event)"} {
+		if !slices.Contains(texts, w) {
+			t.Errorf("the chart has no text %q (it has %q)", w, texts)
+		}
+	}
 	want := map[string]string{"files": "3", "bytes": "400.00 KiB", "avg": "200", "peak": "300"} // 400 KiB in 2 s; the highest rate
 	for id, w := range want {
 		if got := browsertest.Eval[string](t, ctx, fmt.Sprintf(`document.getElementById(%q).textContent`, id)); got != w {
