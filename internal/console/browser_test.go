@@ -2,8 +2,8 @@ package console
 
 import (
 	"fmt"
-	"slices"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
