@@ -74,6 +74,8 @@ func (c Chart) size() (vg.Length, vg.Length) {
 		}
 	}
 	w := vg.Length(len(c.Groups))*groupW + 1.0*vg.Inch + legendWidth(leg, c.Series)
+	// The title is centred over the plot, beside the legend: room for it whole.
+	w = max(w, p.Title.TextStyle.Width(c.Title)+0.3*vg.Inch+legendWidth(leg, c.Series))
 	return max(w, 7*vg.Inch), chartHeight
 }
 
@@ -225,7 +227,7 @@ func (b *groupedBars) Plot(c draw.Canvas, p *plot.Plot) {
 				c.StrokeLine2(whisker, xm-capW, yhi, xm+capW, yhi)
 				above = max(above, yhi)
 			}
-			c.FillText(label, vg.Point{X: xm, Y: above + vg.Points(2)}, formatValue(v))
+			c.FillText(label, vg.Point{X: xm, Y: above + vg.Points(2)}, FormatValue(v))
 		}
 	}
 }
@@ -237,8 +239,9 @@ func (s swatch) Thumbnail(c *draw.Canvas) {
 	c.FillPolygon(color.RGBA(s), []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Min.X, Y: c.Max.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Max.X, Y: c.Min.Y}})
 }
 
-// formatValue writes a value with three significant digits at most.
-func formatValue(v float64) string {
+// FormatValue writes a value with three significant digits at most, as
+// the charts label their bars.
+func FormatValue(v float64) string {
 	switch a := math.Abs(v); {
 	case a == 0:
 		return "0"

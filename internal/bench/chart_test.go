@@ -182,8 +182,8 @@ func TestChartPNG(t *testing.T) {
 
 func TestFormatValue(t *testing.T) {
 	for v, want := range map[float64]string{0: "0", 310.4: "310", 95.54: "95.5", 8.254: "8.25", 0.4: "0.4", 0.0123: "0.012"} {
-		if got := formatValue(v); got != want {
-			t.Errorf("formatValue(%v) = %q, want %q", v, got, want)
+		if got := FormatValue(v); got != want {
+			t.Errorf("FormatValue(%v) = %q, want %q", v, got, want)
 		}
 	}
 }

@@ -3,6 +3,8 @@ package console
 import (
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -184,4 +186,38 @@ func TestSearchAndVerifyInBrowser(t *testing.T) {
 	if got := f.b.requests(); len(got) != 1 || got[0].Kind != api.KindVerify || got[0].Saveset != 8 || got[0].Level != "data" {
 		t.Errorf("queued %+v; want a data verify of saveset 8", got)
 	}
+}
+
+// In a real browser: the Benchmarks page's charts load (the console's own
+// SVG, allowed by its Content-Security-Policy) and the figures unfold.
+func TestBenchmarksInBrowser(t *testing.T) {
+	f := newFixture(t)
+	dir := filepath.Join(t.TempDir(), "run1")
+	b, err := os.ReadFile(storedReport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.c.opts.BenchDir = filepath.Dir(dir)
+	ts := httptest.NewUnstartedServer(f.c)
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	ctx := browsertest.Tab(t)
+	browsertest.Do(t, ctx, "sign in",
+		chromedp.Navigate(ts.URL+"/benchmarks"), chromedp.WaitVisible(chromedp.CSS("#signin")),
+		chromedp.SendKeys(chromedp.CSS("#password"), adminToken))
+	browsertest.Navigate(t, ctx, "sign in", chromedp.Click(chromedp.CSS("#signin")))
+	browsertest.Do(t, ctx, "the Benchmarks page", chromedp.WaitVisible(chromedp.CSS("#bench-run")))
+	browsertest.WaitFor(t, ctx, "every chart loaded",
+		`[...document.querySelectorAll("img.bench-chart")].every(i => i.complete && i.naturalWidth > 0)`)
+	if n := browsertest.Eval[int](t, ctx, `document.querySelectorAll("img.bench-chart").length`); n < 3 {
+		t.Errorf("the page shows %d charts; want the report's (table 5-1/5-5, drives, links …)", n)
+	}
+	browsertest.Do(t, ctx, "unfold the first chart's figures", chromedp.Click(chromedp.CSS("section.bench summary")))
+	browsertest.Screenshot(t, ctx, "console-benchmarks")
 }

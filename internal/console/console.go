@@ -79,6 +79,9 @@ type Options struct {
 	StaleAfter time.Duration
 	Now        func() time.Time
 	Log        *slog.Logger
+	// BenchDir holds benchmark report folders (kura bench run --out
+	// BenchDir/NAME); the Benchmarks page shows the newest. "": none.
+	BenchDir string
 }
 
 // Console is the web console's HTTP handler and its sessions.
@@ -175,6 +178,8 @@ func (c *Console) routes() []route {
 		{"GET /savesets/{id}/recipe", watch, c.recipe},
 		{"POST /savesets/{id}/restore", change, c.restore},
 		{"POST /savesets/{id}/verify", change, c.verify},
+		{"GET /benchmarks", watch, c.benchmarks},
+		{"GET /benchmarks/{name}", watch, c.benchChartSVG},
 	}
 }
 
@@ -187,7 +192,8 @@ type navItem struct {
 
 // nav is the console's sections, in header order.
 var nav = []navItem{{"/", "Dashboard", []string{"dashboard"}}, {"/jobs", "Jobs", []string{"jobs", "job"}},
-	{"/savesets", "Savesets", []string{"savesets", "saveset", "search", "recipe"}}}
+	{"/savesets", "Savesets", []string{"savesets", "saveset", "search", "recipe"}},
+	{"/benchmarks", "Benchmarks", []string{"benchmarks"}}}
 
 // ServeHTTP serves the console.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
