@@ -77,16 +77,18 @@ func warnings(err error) error {
 }
 
 func newFindCmd(g *globals) *cobra.Command {
-	var asJSON bool
+	var asJSON, newest bool
 	cmd := &cobra.Command{
 		Use:   "find PATTERN",
 		Short: "Find every saveset and version that holds a matching path",
 		Long: `Search the indexes of all complete savesets. A PATTERN with * ? or [ is a glob
 matched against the whole path and the base name; otherwise it matches any
-path that contains it. The matches are printed page by page as they come.`,
+path that contains it. The matches are printed page by page as they come,
+oldest saveset first (--newest-first: the newest first). With a server,
+--client searches that client's savesets only.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			q := api.FindQuery{Pattern: args[0]}
+			q := api.FindQuery{Pattern: args[0], Client: g.client, NewestFirst: newest}
 			return withService(cmd, g, func(svc api.Service) error {
 				l := newListing(cmd, asJSON)
 				if !asJSON {
@@ -119,6 +121,7 @@ path that contains it. The matches are printed page by page as they come.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	cmd.Flags().BoolVar(&newest, "newest-first", false, "search the newest saveset first")
 	return cmd
 }
 

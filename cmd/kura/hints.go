@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kura-backup/kura/internal/agent"
@@ -10,6 +11,7 @@ import (
 	"github.com/kura-backup/kura/internal/bench"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/library"
+	"github.com/kura-backup/kura/internal/restorer"
 	"github.com/kura-backup/kura/internal/tape/s3tape"
 )
 
@@ -86,7 +88,10 @@ func hint(err error) string {
 	case errors.Is(err, engine.ErrNotComplete):
 		return savesetsHint
 	case errors.As(err, &nm):
-		return fmt.Sprintf(" (see `kura ls %d`; paths have no leading /)", nm.Saveset)
+		if slices.ContainsFunc(nm.Picks, func(k restorer.Pick) bool { return !k.Literal }) {
+			return fmt.Sprintf(" (see `kura ls %d`; paths have no leading /)", nm.Saveset)
+		}
+		return fmt.Sprintf(" (see `kura ls %d`)", nm.Saveset) // --path takes one either way
 	case errors.Is(err, engine.ErrTapesOffline):
 		return importHint
 	case errors.Is(err, engine.ErrNoCopyLibrary):

@@ -52,6 +52,8 @@ func TestHintsSayWhatToRunNext(t *testing.T) {
 	for _, tc := range []step{
 		{[]string{"restore", "1", "--include", "nosuch", "--to", to}, exitFailure,
 			"nothing to restore: no path in saveset 1 matches --include nosuch (see `kura ls 1`; paths have no leading /)"},
+		{[]string{"restore", "1", "--path", "/nosuch", "--to", to}, exitFailure,
+			"nothing to restore: no path in saveset 1 matches --path /nosuch (see `kura ls 1`)"},
 		{[]string{"policy", "create", "p1", "--full", "@daily"}, exitUsage,
 			"a policy needs --selection NAME (make one with `kura selection create`)"},
 		{[]string{"policy", "create", "p1", "--full", "@daily", "--selection", "nosel"}, exitUsage,

@@ -13,6 +13,7 @@ import (
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/plugin"
+	"github.com/kura-backup/kura/internal/rules"
 )
 
 func init() { commands = append(commands, newRestoreCmd) }
@@ -41,9 +42,17 @@ they came from, over what is there now. Files that already exist are
 handled as --overwrite says (default always: replaced; never: kept; older:
 replaced only when older than the backed-up copy).
 
+Choose what to restore with --include and --path (both repeatable; a file
+either selects is restored; with neither, everything). --include takes a
+path or a glob and also matches base names: "*.txt" finds text files at
+any depth, and "etc" also selects a folder named etc deeper down. --path
+takes an exact path literally: '/srv/a*' is the file named a*, and a
+folder means everything below it.
+
 Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 		Example: `  kura restore 12 --to /tmp/restore
   kura restore --latest --to /tmp/r --include home/me/docs/report.odt
+  kura restore 12 --to /tmp/r --path '/srv/data/a[1].csv'   # exactly this file: no globs
   kura restore --at "2026-11-29 18:00" --selection home --to /srv/old
   kura restore 12 --in-place --overwrite older
   kura restore 14 --to-command 'tar -xf - -C /srv/etc'   # a --from-command backup
@@ -66,6 +75,11 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 			}
 			if o.SavesetID == 0 && !o.Latest && o.At.IsZero() {
 				return usageErrorf("say which saveset to restore: an ID, --latest or --at TIME")
+			}
+			for _, p := range o.Paths {
+				if _, err := rules.RestorePath(p); err != nil {
+					return usageErrorf("--path: %v", err)
+				}
 			}
 			if o.Into.Jobs == 0 {
 				o.Into.Jobs = 1
@@ -129,7 +143,7 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 					}
 				}
 				req := api.JobRequest{Kind: api.KindRestore, Client: g.client, BWLimit: bw, Saveset: o.SavesetID, Latest: o.Latest,
-					Selection: o.Selection, At: o.At, To: o.To, InPlace: o.InPlace, ToClient: toClient, Includes: o.Includes,
+					Selection: o.Selection, At: o.At, To: o.To, InPlace: o.InPlace, ToClient: toClient, Includes: o.Includes, RestorePaths: o.Paths,
 					Overwrite: o.Overwrite, Sync: o.Sync, ToCommand: o.Into.Command, ToDB: o.Into.Database, ToCluster: o.Into.Cluster,
 					WAL: wal, WALRestoreCommand: o.Into.Recovery.Command}
 				if o.Into.Database != "" {
@@ -165,7 +179,8 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 	f.StringVar(&at, "at", "", "restore the newest saveset made at or before this time (2006-01-02 15:04[:05] or RFC 3339)")
 	f.StringVar(&o.To, "to", "", "restore into this folder (this or --in-place is required)")
 	f.BoolVar(&o.InPlace, "in-place", false, "restore to the original places, over the files there (see --overwrite)")
-	f.StringArrayVar(&o.Includes, "include", nil, "restore only this path (and what is below it) or glob; repeatable")
+	f.StringArrayVar(&o.Includes, "include", nil, "restore only this path (and what is below it) or glob, also matched against base names; repeatable")
+	f.StringArrayVar(&o.Paths, "path", nil, "restore only this exact path (a folder: and what is below it), taken literally: no globs, no base-name matches; repeatable")
 	enumVar(f, &o.Overwrite, "overwrite", engine.OverwriteAlways, overwriteWords, "with --in-place or into a folder holding files: always (replace; the default), never (keep), older (replace when older than the backup)")
 	f.StringVar(&o.Into.Command, "to-command", "", "pipe the saveset's file (a --from-command or plug-in backup) into this shell command; its exit status decides")
 	f.StringVar(&o.Into.Database, "to-db", "", "restore a database dump into this new database (PostgreSQL: createdb, pg_restore; MariaDB: mariadb-admin create, mariadb)")

@@ -58,6 +58,15 @@ func TestIncrementalThenRestore(t *testing.T) {
 	k.ok("restore", itoa64(incr.SavesetID), "--include", indexPath(filepath.Join(src, "sub")), "--to", out)
 	sameTree(t, map[string]string{"sub/": "", "sub/c.txt": "sea\n"}, readTree(t, restoredAt(out, src)))
 
+	// The same folder as an exact path, as the console sends ticks; a
+	// --path that is not clean is a usage error.
+	out = filepath.Join(k.dir, "exact")
+	k.ok("restore", itoa64(incr.SavesetID), "--path", filepath.Join(src, "sub"), "--to", out)
+	sameTree(t, map[string]string{"sub/": "", "sub/c.txt": "sea\n"}, readTree(t, restoredAt(out, src)))
+	if r := k.expect(exitUsage, "restore", itoa64(incr.SavesetID), "--path", src+"/../etc", "--to", out); !strings.Contains(r.stderr, "not a clean path") {
+		t.Errorf("restore --path with '..' should say it is not clean:\n%s", r)
+	}
+
 	// --at before any backup: a clear error, nothing restored.
 	out = filepath.Join(k.dir, "at")
 	r := k.expect(exitUsage, "restore", "--at", "2000-01-01 00:00", "--to", out) // names no saveset

@@ -60,6 +60,7 @@ func TestSavesetVerbsSameThroughServerAndLocally(t *testing.T) {
 		{[]string{"ls", "999"}, exitUsage},
 		{[]string{"ls", id, dir + "/nothing"}, exitFailure},
 		{[]string{"find", "f0012"}, 0},
+		{[]string{"find", "--newest-first", "a.txt"}, 0},
 		{[]string{"find", "--json", "b.txt"}, 0},
 		{[]string{"find", "no-such-name"}, 0},
 		{[]string{"selection", "list"}, 0},

@@ -266,11 +266,11 @@ func (a *Agent) restore(ctx context.Context, o api.Order) error {
 			into.Recovery, err = a.recovery(r)
 		}
 		if err == nil {
-			out, err = restorer.Pipe(ctx, store, restorerSaveset(&r.Saveset), restorer.Into(ctx, into, r.Includes), job)
+			out, err = restorer.Pipe(ctx, store, restorerSaveset(&r.Saveset), restorer.Into(ctx, into, restorer.Selection{Includes: r.Includes, Paths: r.Paths}), job)
 		}
 	} else {
 		out, err = restorer.Run(ctx, store, restorerSaveset(&r.Saveset), restorer.Options{To: r.To, InPlace: r.InPlace,
-			Includes: r.Includes, Overwrite: r.Overwrite, Sync: r.Sync}, job)
+			Includes: r.Includes, Paths: r.Paths, Overwrite: r.Overwrite, Sync: r.Sync}, job)
 	}
 	close(done)
 	wg.Wait()

@@ -252,15 +252,19 @@ type JobRequest struct {
 	PartSize int      `json:"part_size,omitempty"` // bytes of a command's output per stored part; 0 = 16 MiB
 
 	// restore
-	Saveset   int64     `json:"saveset,omitempty"`
-	Latest    bool      `json:"latest,omitempty"`
-	At        time.Time `json:"at,omitempty"`
-	To        string    `json:"to,omitempty"`        // restore into this folder on the client, or:
-	InPlace   bool      `json:"in_place,omitempty"`  // restore to the original places (exactly one of to and in_place)
-	ToClient  string    `json:"to_client,omitempty"` // restore onto another client's machine
-	Includes  []string  `json:"includes,omitempty"`
-	Overwrite string    `json:"overwrite,omitempty"`
-	Sync      bool      `json:"sync,omitempty"`
+	Saveset  int64     `json:"saveset,omitempty"`
+	Latest   bool      `json:"latest,omitempty"`
+	At       time.Time `json:"at,omitempty"`
+	To       string    `json:"to,omitempty"`        // restore into this folder on the client, or:
+	InPlace  bool      `json:"in_place,omitempty"`  // restore to the original places (exactly one of to and in_place)
+	ToClient string    `json:"to_client,omitempty"` // restore onto another client's machine
+	Includes []string  `json:"includes,omitempty"`  // paths or globs (also matched against base names)
+	// RestorePaths are exact paths in the saveset (/srv/a* is the file
+	// named a*), a folder with everything below it; beside includes, a
+	// path is restored when either selects it. Both empty: everything.
+	RestorePaths []string `json:"restore_paths,omitempty"`
+	Overwrite    string   `json:"overwrite,omitempty"`
+	Sync         bool     `json:"sync,omitempty"`
 	// Instead of to or in_place: pipe the saveset's one file into a
 	// command on the client, or restore a PostgreSQL dump into a new
 	// database there (jobs: pg_restore jobs).
@@ -471,6 +475,7 @@ type RestoreOrder struct {
 	To        string   `json:"to"`
 	InPlace   bool     `json:"in_place,omitempty"` // To is empty: write over the original places
 	Includes  []string `json:"includes,omitempty"`
+	Paths     []string `json:"paths,omitempty"` // exact paths in the saveset, taken literally (no globs)
 	Overwrite string   `json:"overwrite,omitempty"`
 	Sync      bool     `json:"sync,omitempty"`
 	Total     int64    `json:"total"`

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/kura-backup/kura/internal/rules"
 )
 
 // SavesetService is the savesets and what is in them: /savesets.
@@ -120,13 +122,18 @@ type EntriesQuery struct {
 	Limit     int    `json:"limit,omitempty"`  // entries a page at most; 0 is DefaultPageLimit
 }
 
-// FindQuery asks for a page of a search (GET /savesets/find?pattern=&cursor=&limit=).
+// FindQuery asks for a page of a search
+// (GET /savesets/find?pattern=&client=&newest_first=&cursor=&limit=).
 // A pattern with * ? or [ is a glob matched against the whole path and
-// the base name; otherwise it matches any path that contains it.
+// the base name; otherwise it matches any path that contains it. Client
+// searches one client's savesets only; NewestFirst searches the newest
+// saveset first (the console's "which backups hold this file").
 type FindQuery struct {
-	Pattern string `json:"pattern"`
-	Cursor  string `json:"cursor,omitempty"`
-	Limit   int    `json:"limit,omitempty"`
+	Pattern     string `json:"pattern"`
+	Client      string `json:"client,omitempty"`
+	NewestFirst bool   `json:"newest_first,omitempty"`
+	Cursor      string `json:"cursor,omitempty"`
+	Limit       int    `json:"limit,omitempty"`
 }
 
 // Entry is a file, folder or link of a saveset's index (`kura ls --json`).
@@ -228,6 +235,11 @@ func (q *EntriesQuery) Validate() error {
 
 // Validate checks a search's page (an empty pattern matches every path).
 func (q *FindQuery) Validate() error {
+	if q.Client != "" {
+		if err := rules.ClientName(q.Client); err != nil {
+			return bad("client", "%v", err)
+		}
+	}
 	return pageLimit(q.Limit)
 }
 

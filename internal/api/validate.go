@@ -175,6 +175,11 @@ func (r *JobRequest) Validate() error {
 				return bad("includes", "%q: %v", p, err)
 			}
 		}
+		for _, p := range r.RestorePaths {
+			if _, err := rules.RestorePath(p); err != nil {
+				return bad("restore_paths", "%v", err)
+			}
+		}
 		switch r.Overwrite {
 		case "", rules.OverwriteNever, rules.OverwriteOlder, rules.OverwriteAlways:
 		default:
@@ -282,6 +287,7 @@ func (r *JobRequest) setFields() []string {
 	add(r.InPlace, "in_place")
 	add(r.ToClient != "", "to_client")
 	add(len(r.Includes) > 0, "includes")
+	add(len(r.RestorePaths) > 0, "restore_paths")
 	add(r.Overwrite != "", "overwrite")
 	add(r.Sync, "sync")
 	add(r.Copy != 0, "copy")

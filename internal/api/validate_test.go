@@ -58,3 +58,22 @@ func TestValidateAdminJobKinds(t *testing.T) {
 		}
 	}
 }
+
+// A restore's exact paths are checked like the CLI's --path: clean, not
+// empty, no NUL; '*', '?' and '[' are characters of a name.
+func TestValidateRestorePaths(t *testing.T) {
+	ok := JobRequest{Kind: KindRestore, Client: "c1", Saveset: 3, To: "/x", RestorePaths: []string{"/srv/a*", "srv/b[1]/", "/etc"}}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("%+v: %v", ok, err)
+	}
+	for _, p := range []string{"", "/", "/srv//a", "/srv/../etc", "/srv/./a", "/a\x00b"} {
+		r := JobRequest{Kind: KindRestore, Client: "c1", Saveset: 3, To: "/x", RestorePaths: []string{p}}
+		var fe *FieldError
+		if err := r.Validate(); !errors.As(err, &fe) || fe.Field != "restore_paths" {
+			t.Errorf("restore_paths %q: %v; want refused naming restore_paths", p, err)
+		}
+	}
+	if err := (&JobRequest{Kind: KindVerify, Saveset: 3, RestorePaths: []string{"/x"}}).Validate(); err == nil {
+		t.Error("a verify job took restore_paths")
+	}
+}

@@ -30,6 +30,14 @@ func limit(n int) string {
 	return strconv.Itoa(n)
 }
 
+// boolParam is "true", or "" (left out) for false.
+func boolParam(b bool) string {
+	if b {
+		return "true"
+	}
+	return ""
+}
+
 func savesetQuery(q api.SavesetQuery) string {
 	return query("client", q.Client, "selection", q.Selection, "tape", q.Tape, "status", q.Status)
 }
@@ -56,5 +64,6 @@ func (c *Client) Entries(ctx context.Context, q api.EntriesQuery) (*api.EntryPag
 }
 
 func (c *Client) Find(ctx context.Context, q api.FindQuery) (*api.MatchPage, error) {
-	return get[*api.MatchPage](c, ctx, "/savesets/find"+query("pattern", q.Pattern, "cursor", q.Cursor, "limit", limit(q.Limit)))
+	return get[*api.MatchPage](c, ctx, "/savesets/find"+query("pattern", q.Pattern, "client", q.Client, "newest_first", boolParam(q.NewestFirst),
+		"cursor", q.Cursor, "limit", limit(q.Limit)))
 }

@@ -2,21 +2,26 @@ package bench
 
 import (
 	"bytes"
-	"fmt"
-	"html"
 	"image/color"
 	"math"
 	"strconv"
 	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // A Chart is a grouped bar chart like the seeds' graphs: for every group
 // (a set, a combination, a link) one bar per series (local and remote,
-// one or two drives, a compression level). It is drawn once into a list
-// of shapes (layout), which both the SVG and the PNG writer render, so the
-// two files show the same picture. Text is measured in the PNG's bitmap
-// font (6 × scale pixels per character); the SVG uses a monospace font of
-// the same advance.
+// one or two drives, a compression level), each the median of its runs
+// with an error bar from the lowest to the highest run. It is drawn with
+// gonum.org/v1/plot (real fonts, axes, a legend), the same picture as SVG
+// and as PNG.
 type Chart struct {
 	Name   string // file name without extension
 	Title  string
@@ -24,42 +29,10 @@ type Chart struct {
 	Groups []string // "\n" breaks a label into lines
 	Series []string
 	Values [][]float64 // [group][series]; NaN = not measured
-	Note   string      // one line under the chart
-}
-
-// shape kinds.
-const (
-	shapeRect = iota
-	shapeBar  // a rect that is a value
-	shapeLine
-	shapeText
-)
-
-// text anchors.
-const (
-	anchorStart = iota
-	anchorMiddle
-	anchorEnd
-)
-
-// A shape is one thing drawn: a rect (X, Y, W, H), a line from (X, Y) to
-// (X2, Y2), or text whose baseline starts, centres or ends at (X, Y).
-type shape struct {
-	kind          int
-	X, Y, W, H    int
-	X2, Y2        int
-	Color         color.RGBA
-	Text          string
-	Scale         int // text: glyph scale
-	Anchor        int
-	Series, Group int // bars: which value
-}
-
-// canvas is a laid-out chart.
-type canvas struct {
-	W, H   int
-	Title  string
-	Shapes []shape
+	// Lo and Hi are the lowest and highest value of the runs behind each
+	// value ([group][series]; nil or NaN: no error bar, e.g. one run).
+	Lo, Hi [][]float64
+	Note   string // one line under the chart
 }
 
 // palette is Okabe and Ito's colour-blind-safe set.
@@ -70,157 +43,205 @@ var palette = []color.RGBA{
 
 var (
 	colorInk   = color.RGBA{0x22, 0x22, 0x22, 0xff}
-	colorGrid  = color.RGBA{0xdd, 0xdd, 0xdd, 0xff}
 	colorFaint = color.RGBA{0x66, 0x66, 0x66, 0xff}
-	colorWhite = color.RGBA{0xff, 0xff, 0xff, 0xff}
+	colorGrid  = color.RGBA{0xdd, 0xdd, 0xdd, 0xff}
 )
 
-// Text metrics of the bitmap font.
+// value is [g][s] of a grid, NaN when it has none.
+func value(grid [][]float64, g, s int) float64 {
+	if g < len(grid) && s < len(grid[g]) {
+		return grid[g][s]
+	}
+	return math.NaN()
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// Chart sizes: the PNG is drawn at pngDPI.
 const (
-	glyphW, glyphH = 5, 7
-	advance        = glyphW + 1
+	chartHeight = 4.5 * vg.Inch
+	pngDPI      = 144
 )
 
-func textWidth(s string, scale int) int { return len([]rune(s)) * advance * scale }
-
-// layout places every shape of the chart.
-func (c Chart) layout() canvas {
-	const (
-		big, small = 2, 1
-		pad        = 16
-		barW       = 30
-		barGap     = 4
-	)
-	lineH := glyphH*big + 6
-	// Group width: the bars, or the widest label line.
-	groupW := len(c.Series)*(barW+barGap) - barGap + 2*pad
-	labelLines := 1
+// size is the chart's width and height: each group as wide as its bars
+// or its widest label line, the value axis and the legend beside them.
+func (c Chart) size() (vg.Length, vg.Length) {
+	p, leg := c.plot()
+	groupW := vg.Length(len(c.Series))*0.3*vg.Inch + 0.15*vg.Inch
 	for _, g := range c.Groups {
-		lines := strings.Split(g, "\n")
-		labelLines = max(labelLines, len(lines))
-		for _, l := range lines {
-			groupW = max(groupW, textWidth(l, big)+pad)
+		for _, line := range strings.Split(g, "\n") {
+			groupW = max(groupW, p.X.Tick.Label.Width(line)+0.15*vg.Inch)
 		}
 	}
-	// Value axis.
+	w := vg.Length(len(c.Groups))*groupW + 1.0*vg.Inch + legendWidth(leg, c.Series)
+	// The title is centred over the plot, beside the legend: room for it whole.
+	w = max(w, p.Title.TextStyle.Width(c.Title)+0.3*vg.Inch+legendWidth(leg, c.Series))
+	return max(w, 7*vg.Inch), chartHeight
+}
+
+// legendWidth is the width of the legend's column.
+func legendWidth(leg plot.Legend, series []string) vg.Length {
+	w := vg.Length(0)
+	for _, s := range series {
+		w = max(w, leg.TextStyle.Width(s))
+	}
+	return w + leg.ThumbnailWidth + 0.35*vg.Inch
+}
+
+// plot builds the chart's plot and its legend, drawn beside it.
+func (c Chart) plot() (*plot.Plot, plot.Legend) {
+	p := plot.New()
+	leg := plot.NewLegend()
+	for _, f := range []*font.Font{&p.Title.TextStyle.Font, &p.X.Label.TextStyle.Font, &p.Y.Label.TextStyle.Font,
+		&p.X.Tick.Label.Font, &p.Y.Tick.Label.Font, &leg.TextStyle.Font} {
+		f.Variant = "Sans" // Liberation Sans, embedded in gonum's font cache
+	}
+	p.Title.Text = c.Title
+	p.Title.Padding = vg.Points(8)
+	p.Title.TextStyle.Font.Size = 13
+	p.Y.Label.Text = c.Unit
+	p.X.Label.Text = c.Note
+	p.X.Label.TextStyle.Color = colorFaint
+	p.X.Label.TextStyle.Font.Size = 9
+	p.Y.Min = 0
 	top := 0.0
-	for _, row := range c.Values {
-		for _, v := range row {
-			if !math.IsNaN(v) && !math.IsInf(v, 0) {
-				top = max(top, v)
-			}
-		}
-	}
-	step, ticks := niceTicks(top)
-	tickW := 0
-	for i := 0; i <= ticks; i++ {
-		tickW = max(tickW, textWidth(formatTick(float64(i)*step, step), big))
-	}
-	left := pad + max(tickW, textWidth(c.Unit, big)/2) + 10
-	width := max(left+len(c.Groups)*groupW+pad, textWidth(c.Title, big)+2*pad, 480)
-	if len(c.Groups) > 0 {
-		groupW = max(groupW, (width-left-pad)/len(c.Groups)) // fill the width
-	}
-	plotW := len(c.Groups) * groupW
-
-	cv := canvas{W: width, Title: c.Title}
-	add := func(s shape) { cv.Shapes = append(cv.Shapes, s) }
-	y := pad + glyphH*big
-	add(shape{kind: shapeText, X: pad, Y: y, Text: c.Title, Scale: big, Color: colorInk})
-
-	// Legend, wrapped to the width.
-	y += lineH + 4
-	x := pad
-	for i, s := range c.Series {
-		w := 14 + 6 + textWidth(s, big) + 20
-		if x > pad && x+w > width-pad {
-			x, y = pad, y+lineH
-		}
-		add(shape{kind: shapeRect, X: x, Y: y - glyphH*big, W: 14, H: 14, Color: palette[i%len(palette)]})
-		add(shape{kind: shapeText, X: x + 20, Y: y, Text: s, Scale: big, Color: colorInk})
-		x += w
-	}
-	// Unit above the axis.
-	y += lineH + 4
-	add(shape{kind: shapeText, X: left, Y: y, Text: c.Unit, Scale: big, Color: colorFaint, Anchor: anchorMiddle})
-	plotTop := y + 18
-	plotH := 280
-	plotBottom := plotTop + plotH
-	scaleY := func(v float64) int {
-		if step <= 0 {
-			return plotBottom
-		}
-		return plotBottom - int(math.Round(v/(step*float64(ticks))*float64(plotH)))
-	}
-	for i := 0; i <= ticks; i++ {
-		v := float64(i) * step
-		ty := scaleY(v)
-		add(shape{kind: shapeLine, X: left, Y: ty, X2: left + plotW, Y2: ty, Color: colorGrid})
-		add(shape{kind: shapeText, X: left - 8, Y: ty + glyphH*big/2, Text: formatTick(v, step), Scale: big, Color: colorFaint, Anchor: anchorEnd})
-	}
-	add(shape{kind: shapeLine, X: left, Y: plotTop, X2: left, Y2: plotBottom, Color: colorInk})
-	add(shape{kind: shapeLine, X: left, Y: plotBottom, X2: left + plotW, Y2: plotBottom, Color: colorInk})
-
-	for g, label := range c.Groups {
-		gx := left + g*groupW
-		barsW := len(c.Series)*(barW+barGap) - barGap
-		bx := gx + (groupW-barsW)/2
+	for g := range c.Groups {
 		for s := range c.Series {
-			v := math.NaN()
-			if g < len(c.Values) && s < len(c.Values[g]) {
-				v = c.Values[g][s]
+			for _, v := range []float64{value(c.Values, g, s), value(c.Hi, g, s)} {
+				if finite(v) {
+					top = max(top, v)
+				}
 			}
-			x := bx + s*(barW+barGap)
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				add(shape{kind: shapeText, X: x + barW/2, Y: plotBottom - 4, Text: "n/a", Scale: small, Color: colorFaint, Anchor: anchorMiddle})
+		}
+	}
+	if top <= 0 {
+		top = 1
+	}
+	p.Y.Max = top * 1.12 // room for the value labels
+	grid := plotter.NewGrid()
+	grid.Vertical.Color = nil // groups are categories: no vertical lines
+	grid.Horizontal.Color = colorGrid
+	p.Add(grid)
+	p.Add(&groupedBars{c: c})
+	p.NominalX(c.Groups...)
+	p.X.Tick.Label.Font.Size = 10
+	p.Y.Tick.Label.Font.Size = 10
+	leg.Top, leg.Left = true, true
+	leg.TextStyle.Font.Size = 10
+	for s, name := range c.Series {
+		leg.Add(name, swatch(palette[s%len(palette)]))
+	}
+	return p, leg
+}
+
+// render draws the chart onto a canvas of the given format: the plot,
+// and its legend in a column on the right, out of the bars' way.
+func (c Chart) render(cv vg.CanvasWriterTo, w, h vg.Length) error {
+	p, leg := c.plot()
+	dc := draw.New(cv)
+	dc.FillPolygon(color.White, []vg.Point{{X: 0, Y: 0}, {X: 0, Y: h}, {X: w, Y: h}, {X: w, Y: 0}})
+	legendW := legendWidth(leg, c.Series)
+	plotArea, legendArea := dc, dc
+	plotArea.Max.X -= legendW
+	legendArea.Min.X = plotArea.Max.X + 0.1*vg.Inch
+	legendArea.Max.Y -= 0.45 * vg.Inch // below the title's height
+	p.Draw(plotArea)
+	leg.Draw(legendArea)
+	return nil
+}
+
+// SVG renders the chart as a standalone SVG document (its fonts named,
+// not embedded: a browser draws them with its own sans-serif).
+func (c Chart) SVG() ([]byte, error) {
+	w, h := c.size()
+	cv := vgsvg.New(w, h)
+	if err := c.render(cv, w, h); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if _, err := cv.WriteTo(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// PNG renders the chart as a PNG image at pngDPI.
+func (c Chart) PNG() ([]byte, error) {
+	w, h := c.size()
+	cv := vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(pngDPI), vgimg.UseBackgroundColor(color.White))}
+	if err := c.render(cv, w, h); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if _, err := cv.WriteTo(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// groupedBars draws every value of a chart: group g's bars side by side
+// around x = g, each with its min–max error bar and its value above it;
+// a value not measured is "n/a" on the axis.
+type groupedBars struct{ c Chart }
+
+var _ plot.Plotter = (*groupedBars)(nil)
+var _ plot.DataRanger = (*groupedBars)(nil)
+
+// groupSpan is the part of a group's width its bars take.
+const groupSpan = 0.8
+
+func (b *groupedBars) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return -0.5, float64(len(b.c.Groups)) - 0.5, 0, 0
+}
+
+func (b *groupedBars) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	n := len(b.c.Series)
+	if n == 0 {
+		return
+	}
+	w := groupSpan / float64(n)
+	label := draw.TextStyle{Color: colorInk, Font: font.From(p.X.Tick.Label.Font, 8), XAlign: draw.XCenter,
+		Handler: p.X.Tick.Label.Handler}
+	faint := label
+	faint.Color = colorFaint
+	whisker := draw.LineStyle{Color: colorInk, Width: vg.Points(1)}
+	for g := range b.c.Groups {
+		for s := range n {
+			x0 := float64(g) - groupSpan/2 + float64(s)*w
+			xl, xr, xm := trX(x0+w*0.06), trX(x0+w*0.94), trX(x0+w/2)
+			v := value(b.c.Values, g, s)
+			if !finite(v) {
+				c.FillText(faint, vg.Point{X: xm, Y: trY(0) + vg.Points(3)}, "n/a")
 				continue
 			}
-			ty := scaleY(v)
-			add(shape{kind: shapeBar, X: x, Y: ty, W: barW, H: plotBottom - ty, Color: palette[s%len(palette)], Series: s, Group: g})
-			add(shape{kind: shapeText, X: x + barW/2, Y: ty - 4, Text: formatValue(v), Scale: small, Color: colorInk, Anchor: anchorMiddle})
-		}
-		for i, l := range strings.Split(label, "\n") {
-			add(shape{kind: shapeText, X: gx + groupW/2, Y: plotBottom + 8 + glyphH*big + i*lineH, Text: l, Scale: big, Color: colorInk, Anchor: anchorMiddle})
-		}
-	}
-	cv.H = plotBottom + 8 + labelLines*lineH + pad
-	if c.Note != "" {
-		cv.H += lineH
-		add(shape{kind: shapeText, X: pad, Y: cv.H - pad, Text: c.Note, Scale: small, Color: colorFaint})
-		cv.W = max(cv.W, textWidth(c.Note, small)+2*pad)
-	}
-	return cv
-}
-
-// niceTicks returns a tick step of 1, 2 or 5 × 10^k and the number of steps
-// (about five) that reach at least top.
-func niceTicks(top float64) (float64, int) {
-	if top <= 0 {
-		return 1, 1
-	}
-	raw := top / 5
-	mag := math.Pow(10, math.Floor(math.Log10(raw)))
-	step := mag
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*mag >= raw {
-			step = m * mag
-			break
+			bottom, top := trY(0), trY(v)
+			c.FillPolygon(palette[s%len(palette)], c.ClipPolygonY([]vg.Point{{X: xl, Y: bottom}, {X: xl, Y: top}, {X: xr, Y: top}, {X: xr, Y: bottom}}))
+			above := top
+			lo, hi := value(b.c.Lo, g, s), value(b.c.Hi, g, s)
+			if finite(lo) && finite(hi) && hi > lo {
+				ylo, yhi := trY(lo), trY(hi)
+				capW := (xr - xl) / 4
+				c.StrokeLine2(whisker, xm, ylo, xm, yhi)
+				c.StrokeLine2(whisker, xm-capW, ylo, xm+capW, ylo)
+				c.StrokeLine2(whisker, xm-capW, yhi, xm+capW, yhi)
+				above = max(above, yhi)
+			}
+			c.FillText(label, vg.Point{X: xm, Y: above + vg.Points(2)}, FormatValue(v))
 		}
 	}
-	return step, int(math.Ceil(top/step - 1e-9))
 }
 
-// formatTick writes an axis value with as many decimals as the step needs.
-func formatTick(v, step float64) string {
-	d := 0
-	if step > 0 && step < 1 {
-		d = int(math.Ceil(-math.Log10(step) - 1e-9))
-	}
-	return strconv.FormatFloat(v, 'f', d, 64)
+// swatch is a legend entry's filled square.
+type swatch color.RGBA
+
+func (s swatch) Thumbnail(c *draw.Canvas) {
+	c.FillPolygon(color.RGBA(s), []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Min.X, Y: c.Max.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Max.X, Y: c.Min.Y}})
 }
 
-// formatValue writes a value with three significant digits at most.
-func formatValue(v float64) string {
+// FormatValue writes a value with three significant digits at most, as
+// the charts label their bars.
+func FormatValue(v float64) string {
 	switch a := math.Abs(v); {
 	case a == 0:
 		return "0"
@@ -233,34 +254,3 @@ func formatValue(v float64) string {
 	}
 	return strconv.FormatFloat(v, 'g', 2, 64)
 }
-
-// SVG renders the chart as a standalone SVG document.
-func (c Chart) SVG() []byte {
-	cv := c.layout()
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="DejaVu Sans Mono, Menlo, Consolas, monospace">`+"\n",
-		cv.W, cv.H, cv.W, cv.H)
-	fmt.Fprintf(&b, "<title>%s</title>\n", html.EscapeString(cv.Title))
-	fmt.Fprintf(&b, `<rect x="0" y="0" width="%d" height="%d" fill="%s"/>`+"\n", cv.W, cv.H, hexColor(colorWhite))
-	for _, s := range cv.Shapes {
-		switch s.kind {
-		case shapeRect:
-			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n", s.X, s.Y, s.W, s.H, hexColor(s.Color))
-		case shapeBar:
-			fmt.Fprintf(&b, `<rect class="bar" x="%d" y="%d" width="%d" height="%d" fill="%s"><title>%s, %s: %s %s</title></rect>`+"\n",
-				s.X, s.Y, s.W, s.H, hexColor(s.Color), html.EscapeString(strings.ReplaceAll(c.Groups[s.Group], "\n", " ")),
-				html.EscapeString(c.Series[s.Series]), formatValue(c.Values[s.Group][s.Series]), html.EscapeString(c.Unit))
-		case shapeLine:
-			fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="1" shape-rendering="crispEdges"/>`+"\n",
-				s.X, s.Y, s.X2, s.Y2, hexColor(s.Color))
-		case shapeText:
-			anchor := [...]string{"start", "middle", "end"}[s.Anchor]
-			fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="%d" text-anchor="%s" fill="%s">%s</text>`+"\n",
-				s.X, s.Y, advance*s.Scale*10/6, anchor, hexColor(s.Color), html.EscapeString(s.Text))
-		}
-	}
-	b.WriteString("</svg>\n")
-	return b.Bytes()
-}
-
-func hexColor(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/xml"
 	"image"
+	"image/color"
 	"image/png"
 	"io"
 	"math"
-	"strconv"
-	"strings"
+	"slices"
 	"testing"
 )
 
@@ -67,29 +67,88 @@ func svgCounts(t *testing.T, doc []byte) (map[string]int, int, [2]string) {
 	return counts, bars, size
 }
 
-func TestChartSVGIsValidAndHasABarPerValue(t *testing.T) {
-	c := testChart()
-	doc := c.SVG()
-	counts, bars, size := svgCounts(t, doc)
-	if bars != 5 { // six values, one not measured
-		t.Errorf("%d bars, want 5", bars)
-	}
-	if counts["title"] < 1 || counts["text"] < 10 || counts["line"] < 3 {
-		t.Errorf("elements %v: want a title, texts and grid lines", counts)
-	}
-	cv := c.layout()
-	if size[0] != strconv.Itoa(cv.W) || size[1] != strconv.Itoa(cv.H) {
-		t.Errorf("svg size %v, layout %d × %d", size, cv.W, cv.H)
-	}
-	s := string(doc)
-	for _, want := range []string{"Backup &lt;local&gt; &amp; remote", ">n/a<", ">310<", ">8.25<", "median of 3 runs"} {
-		if !strings.Contains(s, want) {
-			t.Errorf("SVG lacks %q", want)
+// svgTexts parses an SVG document strictly and returns its root's
+// width and height, the text of its text elements, and how many paths
+// it draws.
+func svgTexts(t *testing.T, doc []byte) (w, h string, texts []string, paths int) {
+	t.Helper()
+	dec := xml.NewDecoder(bytes.NewReader(doc))
+	dec.Strict = true
+	depth, inText := 0, false
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
 		}
+		if err != nil {
+			t.Fatalf("SVG is not well-formed XML: %v\n%s", err, doc)
+		}
+		switch e := tok.(type) {
+		case xml.StartElement:
+			if depth == 0 {
+				if e.Name.Local != "svg" || e.Name.Space != "http://www.w3.org/2000/svg" {
+					t.Fatalf("root element is %v, want svg in the SVG namespace", e.Name)
+				}
+				for _, a := range e.Attr {
+					switch a.Name.Local {
+					case "width":
+						w = a.Value
+					case "height":
+						h = a.Value
+					}
+				}
+			}
+			depth++
+			inText = e.Name.Local == "text"
+			if e.Name.Local == "path" {
+				paths++
+			}
+		case xml.CharData:
+			if inText {
+				texts = append(texts, string(e))
+			}
+		case xml.EndElement:
+			depth--
+			inText = false
+		}
+	}
+	return w, h, texts, paths
+}
+
+// The SVG is a well-formed standalone document with the title, the unit,
+// every group label line, a legend entry per series, every value over its
+// bar, "n/a" where a value was not measured, and the note; the min–max
+// error bars are three strokes each.
+func TestChartSVG(t *testing.T) {
+	c := testChart()
+	doc, err := c.SVG()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, h, texts, plain := svgTexts(t, doc)
+	if w == "" || h == "" {
+		t.Errorf("the svg element has no size (%q × %q)", w, h)
+	}
+	for _, want := range []string{"Backup <local> & remote", "MiB/s", "test1", "32-257 KiB", "256-8193 KiB", "test3",
+		"local", "remote", "120", "95.5", "8.25", "310", "0.4", "n/a", "median of 3 runs"} {
+		if !slices.Contains(texts, want) {
+			t.Errorf("the SVG has no text %q (it has %q)", want, texts)
+		}
+	}
+	c.Lo = [][]float64{{100, 90}, {math.NaN(), 8}, {280, 0.4}}
+	c.Hi = [][]float64{{130, 99}, {math.NaN(), 9}, {310, 0.4}} // 0.4: one value, no bar; 310 keeps the axis
+	doc, err = c.SVG()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, bars := svgTexts(t, doc); bars != plain+4*3 {
+		t.Errorf("with four min-max ranges the SVG draws %d paths, without %d; want 12 more (three strokes each)", bars, plain)
 	}
 }
 
-func TestChartPNGMatchesTheLayout(t *testing.T) {
+// The PNG is the chart's size at pngDPI, and each series' bars are in its
+// palette colour.
+func TestChartPNG(t *testing.T) {
 	c := testChart()
 	b, err := c.PNG()
 	if err != nil {
@@ -99,77 +158,32 @@ func TestChartPNGMatchesTheLayout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("not a PNG: %v", err)
 	}
-	cv := c.layout()
-	if img.Bounds() != image.Rect(0, 0, cv.W, cv.H) {
-		t.Fatalf("PNG is %v, layout %d × %d", img.Bounds(), cv.W, cv.H)
+	w, h := c.size()
+	if got, want := img.Bounds().Size(), image.Pt(int(math.Ceil(w.Dots(pngDPI))), int(math.Ceil(h.Dots(pngDPI)))); got != want {
+		t.Errorf("the PNG is %v, want %v", got, want)
 	}
-	// Every bar is filled with its series' colour, in its middle.
-	n := 0
-	for _, s := range cv.Shapes {
-		if s.kind != shapeBar {
-			continue
-		}
-		n++
-		if s.H <= 0 {
-			continue
-		}
-		r, g, bl, _ := img.At(s.X+s.W/2, s.Y+s.H/2).RGBA()
-		want := palette[s.Series]
-		if uint8(r>>8) != want.R || uint8(g>>8) != want.G || uint8(bl>>8) != want.B {
-			t.Errorf("bar %d/%d: pixel (%d,%d,%d), want series colour %v", s.Group, s.Series, r>>8, g>>8, bl>>8, want)
+	count := map[color.RGBA]int{}
+	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y++ {
+		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			count[color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(bl >> 8), 0xff}]++
 		}
 	}
-	if n != 5 {
-		t.Errorf("%d bars laid out, want 5", n)
-	}
-	// Bars are as tall as their values: 310 is the tallest, 0.4 barely shows.
-	var h310, h95 int
-	for _, s := range cv.Shapes {
-		if s.kind == shapeBar && s.Group == 2 && s.Series == 0 {
-			h310 = s.H
-		}
-		if s.kind == shapeBar && s.Group == 0 && s.Series == 1 {
-			h95 = s.H
+	// local: 120 and 310 are tall bars; remote: 95.5 is one, the rest small.
+	for s := range c.Series {
+		if n := count[palette[s]]; n < 5000 {
+			t.Errorf("series %s: %d pixels of its colour %v; want its bars (thousands)", c.Series[s], n, palette[s])
 		}
 	}
-	if h310 <= 3*h95 || h95 <= 0 {
-		t.Errorf("bar heights 310 → %d px, 95.5 → %d px: not in proportion", h310, h95)
+	if n := count[palette[2]]; n != 0 {
+		t.Errorf("%d pixels of a third series' colour in a chart of two series", n)
 	}
 }
 
-func TestFontGlyphsAreFiveBySeven(t *testing.T) {
-	for r, g := range font {
-		for i, row := range g {
-			if len(row) != glyphW || strings.Trim(row, "#.") != "" {
-				t.Errorf("glyph %q row %d = %q: want %d of # and .", r, i, row, glyphW)
-			}
-		}
-	}
-	// Every character the charts write has a glyph of its own.
-	for _, r := range "abcdefghijklmnopqrstuvwxyz0123456789 .,:-+/()%×–|<>&'" {
-		if g := glyph(r); g == font['?'] && r != '?' {
-			t.Errorf("no glyph for %q", r)
-		}
-	}
-}
-
-func TestNiceTicks(t *testing.T) {
-	for _, tc := range []struct {
-		top   float64
-		step  float64
-		ticks int
-	}{{310, 100, 4}, {50, 10, 5}, {4.1, 1, 5}, {27.5, 10, 3}, {0.9, 0.2, 5}, {0, 1, 1}, {100, 20, 5}} {
-		step, ticks := niceTicks(tc.top)
-		if math.Abs(step-tc.step) > 1e-9 || ticks != tc.ticks {
-			t.Errorf("niceTicks(%v) = %v × %d, want %v × %d", tc.top, step, ticks, tc.step, tc.ticks)
-		}
-		if float64(ticks)*step < tc.top {
-			t.Errorf("niceTicks(%v): axis ends at %v, below the top", tc.top, float64(ticks)*step)
-		}
-	}
-	for in, want := range map[[2]float64]string{{20, 10}: "20", {0.4, 0.2}: "0.4", {0.15, 0.05}: "0.15"} {
-		if got := formatTick(in[0], in[1]); got != want {
-			t.Errorf("formatTick(%v, %v) = %q, want %q", in[0], in[1], got, want)
+func TestFormatValue(t *testing.T) {
+	for v, want := range map[float64]string{0: "0", 310.4: "310", 95.54: "95.5", 8.254: "8.25", 0.4: "0.4", 0.0123: "0.012"} {
+		if got := FormatValue(v); got != want {
+			t.Errorf("FormatValue(%v) = %q, want %q", v, got, want)
 		}
 	}
 }
@@ -187,6 +201,15 @@ func TestReportChartsFromResults(t *testing.T) {
 		if len(c.Values) != len(c.Groups) {
 			t.Errorf("%s: %d rows for %d groups", c.Name, len(c.Values), len(c.Groups))
 		}
+		// Every measured value has its runs' range around it.
+		for g := range c.Groups {
+			for s := range c.Series {
+				v, lo, hi := value(c.Values, g, s), value(c.Lo, g, s), value(c.Hi, g, s)
+				if finite(v) && !(lo <= v && v <= hi) {
+					t.Errorf("%s %q %s: %v outside its runs' range %v–%v", c.Name, c.Groups[g], c.Series[s], v, lo, hi)
+				}
+			}
+		}
 	}
 	for _, want := range []string{chartTable55, chartDrives, chartLink + "1", chartLink + "2", chartLink + "3", chartFiles, chartFilesDelete, chartPhases, chartPeersBackup, chartPeersRest} {
 		if _, ok := names[want]; !ok {
@@ -203,6 +226,12 @@ func TestReportChartsFromResults(t *testing.T) {
 	r, _ := comboMedian(res, TestTable55, "test1", Combos[0])
 	if c.Values[0][0] != l.AvgKBps/1024 || c.Values[0][1] != r.AvgKBps/1024 {
 		t.Errorf("first group %v, want local %v, remote %v MiB/s", c.Values[0], l.AvgKBps/1024, r.AvgKBps/1024)
+	}
+	lo, hi := res.Spread(func(r Run) bool {
+		return r.Test == TestTable51 && r.Phase == PhaseBackup && r.Set == "test1" && r.Block == Combos[0].Block && r.Buffer == Combos[0].Buffer
+	}, func(r Run) float64 { return r.AvgKBps / 1024 })
+	if c.Lo[0][0] != lo || c.Hi[0][0] != hi || !(lo < hi) {
+		t.Errorf("first group's local error bar %v–%v, want the runs' %v–%v (and a range: the fake has several runs)", c.Lo[0][0], c.Hi[0][0], lo, hi)
 	}
 	// A run without remote parts draws no remote series.
 	local := fakeResults()

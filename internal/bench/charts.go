@@ -48,6 +48,7 @@ func ReportCharts(res *Results) []Chart {
 			}
 		}
 		c.Series, c.Values = series, vals
+		c.Lo, c.Hi = pick(c.Lo, idx), pick(c.Hi, idx)
 		out = append(out, c)
 	}
 	grid := func(groups, series int) [][]float64 {
@@ -60,11 +61,18 @@ func ReportCharts(res *Results) []Chart {
 		}
 		return v
 	}
-	median := func(keep func(Run) bool, value func(Run) float64) float64 {
-		if r, _, ok := res.Median(keep); ok {
-			return value(r)
+	// measure sets value [g][s] of c to the median run's, and its error
+	// bar to the lowest and highest of the runs.
+	measure := func(c *Chart, g, s int, keep func(Run) bool, value func(Run) float64) {
+		if c.Lo == nil {
+			c.Lo, c.Hi = grid(len(c.Values), len(c.Series)), grid(len(c.Values), len(c.Series))
 		}
-		return math.NaN()
+		r, _, ok := res.Median(keep)
+		if !ok {
+			return
+		}
+		c.Values[g][s] = value(r)
+		c.Lo[g][s], c.Hi[g][s] = res.Spread(keep, value)
 	}
 	avgMiB := func(r Run) float64 { return r.AvgKBps / 1024 }
 	wallMiB := func(r Run) float64 { return r.MiBps }
@@ -82,7 +90,7 @@ func ReportCharts(res *Results) []Chart {
 	for i, s := range sets {
 		for j, cb := range Combos {
 			for k, test := range []string{TestTable51, TestTable55} {
-				c.Values[i*len(Combos)+j][k] = median(func(r Run) bool {
+				measure(&c, i*len(Combos)+j, k, func(r Run) bool {
 					return r.Test == test && r.Phase == PhaseBackup && r.Set == s && r.Block == cb.Block && r.Buffer == cb.Buffer
 				}, avgMiB)
 			}
@@ -98,7 +106,7 @@ func ReportCharts(res *Results) []Chart {
 	c.Values = grid(len(sets), len(drivesVariants))
 	for i, s := range sets {
 		for k, v := range drivesVariants {
-			c.Values[i][k] = median(func(r Run) bool { return r.Test == TestDrives && r.Set == s && r.Variant == v }, wallMiB)
+			measure(&c, i, k, func(r Run) bool { return r.Test == TestDrives && r.Set == s && r.Variant == v }, wallMiB)
 		}
 	}
 	keep(c)
@@ -113,10 +121,12 @@ func ReportCharts(res *Results) []Chart {
 			c.Note = "under each level: the bytes sent; no --bwlimit; lower is better"
 		}
 		c.Values = grid(len(LinkLevels), 1)
+		c.Lo, c.Hi = grid(len(LinkLevels), 1), grid(len(LinkLevels), 1)
 		for i, lv := range LinkLevels {
 			label := lv
 			if r, ok := linkMedian(res, l.Name, lv); ok {
 				c.Values[i][0] = linkTime(r)
+				c.Lo[i][0], c.Hi[i][0] = res.Spread(func(r Run) bool { return r.Test == TestLink && r.Link == l.Name && r.Level == lv }, linkTime)
 				label += "\n" + formatBytes(r.OutBytes)
 			}
 			c.Groups = append(c.Groups, label)
@@ -132,7 +142,7 @@ func ReportCharts(res *Results) []Chart {
 	for i, fs := range res.FileSets {
 		c.Groups = append(c.Groups, fs.Label)
 		for k, tp := range [][2]string{{ToolKura, PhaseBackup}, {ToolKura, PhaseRestore}, {ToolCp, PhaseCopy}} {
-			c.Values[i][k] = median(func(r Run) bool {
+			measure(&c, i, k, func(r Run) bool {
 				return r.Test == TestFiles && r.Set == fs.Name && r.Tool == tp[0] && r.Phase == tp[1]
 			}, wallMiB)
 		}
@@ -144,7 +154,7 @@ func ReportCharts(res *Results) []Chart {
 	for i, fs := range res.FileSets {
 		c.Groups = append(c.Groups, fs.Label)
 		for k, tool := range []string{ToolKura, ToolCp} {
-			c.Values[i][k] = median(func(r Run) bool {
+			measure(&c, i, k, func(r Run) bool {
 				return r.Test == TestFiles && r.Set == fs.Name && r.Tool == tool && r.Phase == PhaseDelete
 			},
 				func(r Run) float64 { return r.FilesPerSec })
@@ -159,7 +169,7 @@ func ReportCharts(res *Results) []Chart {
 	c.Values = grid(len(sets), 3)
 	for i, s := range sets {
 		for k, ph := range []struct{ test, phase string }{{TestTable51, PhaseBackup}, {TestPhases, PhaseVerify}, {TestPhases, PhaseRestore}} {
-			c.Values[i][k] = median(func(r Run) bool {
+			measure(&c, i, k, func(r Run) bool {
 				return r.Test == ph.test && r.Tool == ToolKura && r.Phase == ph.phase && r.Set == s && r.Block == DefaultCombo.Block && r.Buffer == DefaultCombo.Buffer
 			}, wallMiB)
 		}
@@ -192,10 +202,24 @@ func ReportCharts(res *Results) []Chart {
 		c.Values = grid(len(sets), len(pc.tools))
 		for i, s := range sets {
 			for k, tool := range pc.tools {
-				c.Values[i][k] = median(func(r Run) bool { return r.Set == s && r.Tool == tool && r.Phase == pc.phase && kuraOrPeer(r) }, wallMiB)
+				measure(&c, i, k, func(r Run) bool { return r.Set == s && r.Tool == tool && r.Phase == pc.phase && kuraOrPeer(r) }, wallMiB)
 			}
 		}
 		keep(c)
+	}
+	return out
+}
+
+// pick keeps the columns idx of every row of a grid (nil stays nil).
+func pick(grid [][]float64, idx []int) [][]float64 {
+	if grid == nil {
+		return nil
+	}
+	out := make([][]float64, len(grid))
+	for g, row := range grid {
+		for _, s := range idx {
+			out[g] = append(out[g], row[s])
+		}
 	}
 	return out
 }
@@ -211,7 +235,11 @@ func setNames(res *Results) []string {
 // writeCharts writes every chart as SVG and PNG into dir.
 func writeCharts(dir string, charts []Chart) error {
 	for _, c := range charts {
-		if err := os.WriteFile(filepath.Join(dir, c.Name+".svg"), c.SVG(), 0o644); err != nil {
+		svg, err := c.SVG()
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, c.Name+".svg"), svg, 0o644); err != nil {
 			return err
 		}
 		b, err := c.PNG()

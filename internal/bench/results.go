@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"debug/buildinfo"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"runtime"
@@ -310,6 +311,25 @@ func (res *Results) Median(keep func(Run) bool) (Run, int, bool) {
 		return 0
 	})
 	return rs[(len(rs)-1)/2], len(rs), true
+}
+
+// Spread returns the lowest and highest value among the successful runs
+// matching keep (NaN, NaN when there are none): the error bar of a median.
+func (res *Results) Spread(keep func(Run) bool, value func(Run) float64) (lo, hi float64) {
+	lo, hi = math.NaN(), math.NaN()
+	for _, r := range res.Runs {
+		if !keep(r) || !r.OK() {
+			continue
+		}
+		v := value(r)
+		if math.IsNaN(lo) || v < lo {
+			lo = v
+		}
+		if math.IsNaN(hi) || v > hi {
+			hi = v
+		}
+	}
+	return lo, hi
 }
 
 // DescribeMachine gathers the machine's description from /proc, findmnt

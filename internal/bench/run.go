@@ -314,22 +314,32 @@ func (rn *runner) write(final bool) error {
 // Render writes report.md and the charts of dir/results.json again (after
 // the report's layout changed, or to redraw a copied run).
 func Render(dir string) (*Results, error) {
+	res, err := LoadResults(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeCharts(dir, ReportCharts(res)); err != nil {
+		return nil, err
+	}
+	var md bytes.Buffer
+	if err := WriteReport(&md, res); err != nil {
+		return nil, err
+	}
+	return res, os.WriteFile(filepath.Join(dir, "report.md"), md.Bytes(), 0o644)
+}
+
+// LoadResults reads the results.json of a report folder (kura bench run
+// --out DIR).
+func LoadResults(dir string) (*Results, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
 	if err != nil {
 		return nil, err
 	}
 	var res Results
 	if err := json.Unmarshal(b, &res); err != nil {
-		return nil, fmt.Errorf("results.json: %w", err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "results.json"), err)
 	}
-	if err := writeCharts(dir, ReportCharts(&res)); err != nil {
-		return nil, err
-	}
-	var md bytes.Buffer
-	if err := WriteReport(&md, &res); err != nil {
-		return nil, err
-	}
-	return &res, os.WriteFile(filepath.Join(dir, "report.md"), md.Bytes(), 0o644)
+	return &res, nil
 }
 
 func (rn *runner) logf(format string, a ...any) {

@@ -70,8 +70,9 @@ type Backend interface {
 	// channel closes), or until ctx ends. A job that has ended sends only
 	// job_ended.
 	Events(ctx context.Context, id int64) (<-chan api.Event, error)
-	// Submit queues a job (a restore from the savesets page) and returns
-	// its ID: the job runs in the server's queue, not in a request.
+	// Submit queues a job (a restore or a verify from the savesets page)
+	// and returns its ID: the job runs in the server's queue, not in a
+	// request.
 	Submit(ctx context.Context, req api.JobRequest) ([]int64, error)
 }
 
@@ -90,6 +91,9 @@ type Options struct {
 	StaleAfter time.Duration
 	Now        func() time.Time
 	Log        *slog.Logger
+	// BenchDir holds benchmark report folders (kura bench run --out
+	// BenchDir/NAME); the Benchmarks page shows the newest. "": none.
+	BenchDir string
 }
 
 // Console is the web console's HTTP handler and its sessions.
@@ -181,7 +185,9 @@ func (c *Console) routes() []route {
 		{"GET /jobs/{id}/events", watch, c.jobEvents},
 		{"POST /jobs/{id}/cancel", change, c.cancel},
 		{"GET /savesets", watch, c.savesets},
+		{"GET /savesets/search", watch, c.search},
 		{"GET /savesets/{id}", watch, c.browse},
+		{"GET /savesets/{id}/recipe", watch, c.recipe},
 		{"POST /savesets/{id}/restore", change, c.restore},
 		{"GET /libraries", watch, c.libraries},
 		{"GET /libraries/{name}", watch, c.library},
@@ -201,6 +207,9 @@ func (c *Console) routes() []route {
 		{"GET /policies/{name}/edit", change, c.editPolicy},
 		{"POST /policies/{name}", change, c.updatePolicy},
 		{"GET /planner", watch, c.planner},
+		{"POST /savesets/{id}/verify", change, c.verify},
+		{"GET /benchmarks", watch, c.benchmarks},
+		{"GET /benchmarks/{name}", watch, c.benchChartSVG},
 	}
 }
 
@@ -213,9 +222,9 @@ type navItem struct {
 
 // nav is the console's sections, in header order.
 var nav = []navItem{{"/", "Dashboard", []string{"dashboard"}}, {"/jobs", "Jobs", []string{"jobs", "job"}},
-	{"/savesets", "Savesets", []string{"savesets", "saveset"}}, {"/libraries", "Library", []string{"libraries", "library", "tape"}},
+	{"/savesets", "Savesets", []string{"savesets", "saveset", "search", "recipe"}}, {"/libraries", "Library", []string{"libraries", "library", "tape"}},
 	{"/clients", "Clients", []string{"clients"}}, {"/policies", "Policies", []string{"policies", "policy", "policyedit"}},
-	{"/planner", "Planner", []string{"planner"}}}
+	{"/planner", "Planner", []string{"planner"}}, {"/benchmarks", "Benchmarks", []string{"benchmarks"}}}
 
 // ServeHTTP serves the console.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {

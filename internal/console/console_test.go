@@ -32,6 +32,7 @@ type fakeBackend struct {
 	submitted   []api.JobRequest
 	listings    []api.EntriesQuery
 	tokens      []api.TokenRequest
+	finds       []api.FindQuery
 }
 
 func (f *fakeBackend) Jobs(ctx context.Context, flt api.JobFilter) ([]api.Job, error) {

@@ -32,8 +32,8 @@ func nightly() url.Values {
 		"incr_cron": {"0 1 * * *"}, "zone": {"UTC"}, "keep_generations": {"2"}, "keep_days": {"0"}}
 }
 
-// cell is the text of the calendar's day (2026-05-09).
-func cell(page, date string) string {
+// dayCell is the text of the calendar's day (2026-05-09).
+func dayCell(page, date string) string {
 	m := regexp.MustCompile(`(?s)data-date="` + date + `">(.*?)</td>`).FindStringSubmatch(page)
 	if m == nil {
 		return "(no such day)"
@@ -63,12 +63,12 @@ func TestPolicyPages(t *testing.T) {
 
 	b := f.page(ck, "/policies/nightly")
 	for date, want := range map[string]string{"2026-05-04": "", "2026-05-05": "01:00 incr", "2026-05-09": "01:00 full", "2026-05-31": "01:00 incr"} {
-		got := strings.Join(strings.Fields(strings.TrimPrefix(strings.Join(strings.Fields(cell(b, date)), " "), "")), " ")
+		got := strings.Join(strings.Fields(strings.TrimPrefix(strings.Join(strings.Fields(dayCell(b, date)), " "), "")), " ")
 		if !strings.HasSuffix(got, want) || (want == "" && strings.Contains(got, "01:00")) {
 			t.Errorf("calendar %s shows %q; want %q", date, got, want)
 		}
 	}
-	if c := cell(b, "2026-06-01"); c != "(no such day)" {
+	if c := dayCell(b, "2026-06-01"); c != "(no such day)" {
 		t.Errorf("the calendar goes past four weeks: 2026-06-01 shows %q", c)
 	}
 	if !strings.Contains(b, `<time datetime="2026-05-05T01:00:00Z">Tue 5 May 01:00</time> incr`) {
@@ -134,7 +134,7 @@ func TestPolicyPages(t *testing.T) {
 	if err != nil || p.KeepGenerations != 3 || p.FullCron != "0 2 * * 0" || !p.Verify || p.IncrCron != "0 1 * * *" {
 		t.Errorf("after the edit: %+v, %v", p, err)
 	}
-	if c := cell(f.page(ck, "/policies/nightly"), "2026-05-10"); !strings.Contains(c, "02:00 full") {
+	if c := dayCell(f.page(ck, "/policies/nightly"), "2026-05-10"); !strings.Contains(c, "02:00 full") {
 		t.Errorf("after the edit Sunday 10 May shows %q; want the 02:00 full", c)
 	}
 }

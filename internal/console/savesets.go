@@ -111,7 +111,10 @@ func (c *Console) browse(w http.ResponseWriter, r *http.Request, s *session) err
 
 // restore starts a restore job of the selected files and folders of a
 // saveset to a client and folder (admins; CSRF-checked), and shows the
-// job: the restore runs in the server's queue, not in this request.
+// job: the restore runs in the server's queue, not in this request. The
+// ticks are exact paths (restore_paths), never patterns: a file named a*
+// restores that file alone, and a top-level folder not its namesakes
+// deeper down.
 func (c *Console) restore(w http.ResponseWriter, r *http.Request, s *session) error {
 	id, err := savesetID(r)
 	if err != nil {
@@ -129,7 +132,7 @@ func (c *Console) restore(w http.ResponseWriter, r *http.Request, s *session) er
 		return err
 	}
 	req := api.JobRequest{Kind: api.KindRestore, Client: ss.Client, Saveset: id, To: strings.TrimSpace(r.PostFormValue("to")),
-		Includes: sel, Overwrite: r.PostFormValue("overwrite")}
+		RestorePaths: sel, Overwrite: r.PostFormValue("overwrite")}
 	if to := r.PostFormValue("to_client"); to != "" && to != ss.Client {
 		req.ToClient = to
 	}

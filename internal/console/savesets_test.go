@@ -61,6 +61,8 @@ func (f *fakeBackend) Entries(ctx context.Context, q api.EntriesQuery) (*api.Ent
 		}
 	case "/data/sub":
 		all = []api.Entry{{Path: "/data/sub/x.txt", Type: "file", Mode: "0644", Size: 5}}
+	case "/home/me": // where the search's matches are (search_test.go)
+		all = []api.Entry{{Path: "/home/me/report-010.odt", Type: "file", Mode: "0644", Size: 10}}
 	default:
 		return nil, &api.Error{Code: api.CodeNotFound, Message: "saveset holds no " + q.Path}
 	}
@@ -233,7 +235,7 @@ func TestRestoreFromBrowse(t *testing.T) {
 	}
 	got := f.b.requests()
 	want := api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: 8, To: "/srv/restore", ToClient: "c2",
-		Includes: []string{"/data/f0001.txt", "/data/sub"}, Overwrite: "never"}
+		RestorePaths: []string{"/data/f0001.txt", "/data/sub"}, Overwrite: "never"}
 	if len(got) != 1 || fmt.Sprint(got[0]) != fmt.Sprint(want) {
 		t.Fatalf("queued %+v; want %+v", got, want)
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/kura-backup/kura/internal/catalog"
@@ -156,7 +158,7 @@ type Match struct {
 // the whole path or the base name) or containing the pattern as a substring
 // when it has no glob characters.
 func (e *Env) Find(pattern string, each func(Match) error) error {
-	skipped, err := e.find(pattern, FindCursor{}, nil, func(m Match) (bool, error) { return true, each(m) })
+	skipped, err := e.find(FindSpec{Pattern: pattern}, FindCursor{}, nil, func(m Match) (bool, error) { return true, each(m) })
 	if err != nil {
 		return err
 	}
@@ -182,6 +184,17 @@ func PathMatcher(pattern string) func(p string) bool {
 	}
 }
 
+// FindSpec says what a search looks for and where: the pattern (see
+// PathMatcher), only one client's savesets (Client; "" for every
+// client's), and in which order the savesets are searched: oldest first,
+// or with NewestFirst the newest first (by ID, the order they were made
+// in), as a "which backups hold this file" view wants.
+type FindSpec struct {
+	Pattern     string
+	Client      string
+	NewestFirst bool
+}
+
 // FindCursor is where a search read in pages goes on: after the entry at
 // Path of saveset SavesetID.
 type FindCursor struct {
@@ -202,9 +215,9 @@ type FindPage struct {
 // index is checked whole when the search enters it (a damaged cache is
 // rebuilt from tape and reported to warn, nil: Notice) and opened as it
 // is when a page resumes inside it.
-func (e *Env) FindPage(pattern string, after FindCursor, limit int, warn func(string)) (*FindPage, error) {
+func (e *Env) FindPage(spec FindSpec, after FindCursor, limit int, warn func(string)) (*FindPage, error) {
 	page := &FindPage{}
-	skipped, err := e.find(pattern, after, warn, func(m Match) (bool, error) {
+	skipped, err := e.find(spec, after, warn, func(m Match) (bool, error) {
 		page.Matches = append(page.Matches, m)
 		if limit > 0 && len(page.Matches) == limit {
 			page.Next = &FindCursor{SavesetID: m.SavesetID, Path: m.Entry.Path}
@@ -222,15 +235,23 @@ func (e *Env) FindPage(pattern string, after FindCursor, limit int, warn func(st
 // find calls each with the matches after the cursor until it returns
 // false or an error, and returns the invalid matching entries it passed
 // over.
-func (e *Env) find(pattern string, after FindCursor, warn func(string), each func(Match) (bool, error)) ([]Skipped, error) {
-	sets, err := e.Catalog.Savesets(catalog.SavesetFilter{Statuses: []string{"complete"}})
+func (e *Env) find(spec FindSpec, after FindCursor, warn func(string), each func(Match) (bool, error)) ([]Skipped, error) {
+	f := catalog.SavesetFilter{Statuses: []string{"complete"}}
+	if spec.Client != "" {
+		f.Clients = []string{spec.Client}
+	}
+	sets, err := e.Catalog.Savesets(f)
 	if err != nil {
 		return nil, err
 	}
+	sort.Slice(sets, func(i, j int) bool { return sets[i].ID < sets[j].ID })
+	if spec.NewestFirst {
+		slices.Reverse(sets)
+	}
 	var skipped []Skipped
-	match := PathMatcher(pattern)
+	match := PathMatcher(spec.Pattern)
 	for _, ss := range sets {
-		if ss.ID < after.SavesetID {
+		if after.SavesetID != 0 && (!spec.NewestFirst && ss.ID < after.SavesetID || spec.NewestFirst && ss.ID > after.SavesetID) {
 			continue
 		}
 		if ss.Encryption != "" {

@@ -117,3 +117,30 @@ func BenchmarkBrowse1M(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkFind1M is the console's search by name on the saveset of
+// BenchmarkBrowse1M (1,000,101 entries): FindPage as Service.Find calls
+// it, newest first, a page of 50. rare is a name that one file holds
+// (the whole index is read to find it), glob a glob of it, common the
+// first page of a name that 10,000 files hold.
+func BenchmarkFind1M(b *testing.B) {
+	const page = 50
+	env, _ := bigSaveset(b, 100, 10_000)
+	for _, c := range []struct {
+		name, pattern string
+		want          int
+	}{
+		{"rare", "f504999.txt", 1},
+		{"glob", "f50499?.txt", 10},
+		{"common", "d050/", page},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				p, err := env.FindPage(engine.FindSpec{Pattern: c.pattern, NewestFirst: true}, engine.FindCursor{}, page, nil)
+				if err != nil || len(p.Matches) != c.want {
+					b.Fatalf("find %s: %d matches, %v", c.pattern, len(p.Matches), err)
+				}
+			}
+		})
+	}
+}

@@ -59,30 +59,70 @@ func TestPagesGiveTheWholeListing(t *testing.T) {
 			}
 		}
 
-		var matches []engine.Match
-		var cur engine.FindCursor
-		for pages := 0; ; pages++ {
-			p, err := env.FindPage("f[0-9][0-9]", cur, limit, nil)
-			if err != nil {
-				t.Fatal(err)
+		// Newest first: the second saveset's matches, then the first's,
+		// each in index order.
+		newest := append(append([]engine.Match{}, found[25:]...), found[:25]...)
+		for _, c := range []struct {
+			spec engine.FindSpec
+			want []engine.Match
+		}{
+			{engine.FindSpec{Pattern: "f[0-9][0-9]"}, found},
+			{engine.FindSpec{Pattern: "f[0-9][0-9]", NewestFirst: true}, newest},
+		} {
+			var matches []engine.Match
+			var cur engine.FindCursor
+			for pages := 0; ; pages++ {
+				p, err := env.FindPage(c.spec, cur, limit, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(p.Matches) > limit || pages > 60 {
+					t.Fatalf("limit %d: a page of %d matches, page %d", limit, len(p.Matches), pages)
+				}
+				matches = append(matches, p.Matches...)
+				if p.Next == nil {
+					break
+				}
+				cur = *p.Next
 			}
-			if len(p.Matches) > limit || pages > 60 {
-				t.Fatalf("limit %d: a page of %d matches, page %d", limit, len(p.Matches), pages)
+			if len(matches) != len(c.want) {
+				t.Fatalf("%+v limit %d: %d matches, want %d", c.spec, limit, len(matches), len(c.want))
 			}
-			matches = append(matches, p.Matches...)
-			if p.Next == nil {
-				break
+			for i := range c.want {
+				if matches[i].SavesetID != c.want[i].SavesetID || matches[i].Entry.Path != c.want[i].Entry.Path {
+					t.Fatalf("%+v limit %d: match %d is %d %s, want %d %s", c.spec, limit, i, matches[i].SavesetID, matches[i].Entry.Path,
+						c.want[i].SavesetID, c.want[i].Entry.Path)
+				}
 			}
-			cur = *p.Next
 		}
-		if len(matches) != len(found) {
-			t.Fatalf("limit %d: %d matches, want %d", limit, len(matches), len(found))
+	}
+}
+
+// A search of one client's savesets reads only theirs.
+func TestFindOneClient(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(src, "report.odt"), []byte("x"), 0o644))
+	mine := backup(t, env, engine.BackupOptions{Paths: []string{src}}).Figures.SavesetID
+	env.Client = "c2"
+	theirs := backup(t, env, engine.BackupOptions{Paths: []string{src}}).Figures.SavesetID
+	env.Client = ""
+	for _, c := range []struct {
+		client string
+		want   []int64
+	}{{"", []int64{theirs, mine}}, {"c2", []int64{theirs}}, {"c3", nil}} {
+		p, err := env.FindPage(engine.FindSpec{Pattern: "report", Client: c.client, NewestFirst: true}, engine.FindCursor{}, 0, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for i := range found {
-			if matches[i].SavesetID != found[i].SavesetID || matches[i].Entry.Path != found[i].Entry.Path {
-				t.Fatalf("limit %d: match %d is %d %s, want %d %s", limit, i, matches[i].SavesetID, matches[i].Entry.Path,
-					found[i].SavesetID, found[i].Entry.Path)
+		var got []int64
+		for _, m := range p.Matches {
+			if filepath.Base(m.Entry.Path) == "report.odt" {
+				got = append(got, m.SavesetID)
 			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("find report in client %q's savesets: savesets %v; want %v", c.client, got, c.want)
 		}
 	}
 }

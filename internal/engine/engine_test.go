@@ -987,6 +987,45 @@ func TestRestoreIncludeMatchingNothing(t *testing.T) {
 	}
 }
 
+// TestRestoreExactPaths: --path restores exactly the named file (a* is the
+// file named a*, not a glob), counts only its bytes as the restore's
+// total, warns of a path that names nothing, and fails when none names
+// anything; a path that is not clean is refused before anything runs.
+func TestRestoreExactPaths(t *testing.T) {
+	env := newEnv(t)
+	src := t.TempDir()
+	for name, body := range map[string]string{"a*": "star", "ab": "not this", "a[1]": "bracket", "a1": "nor this"} {
+		must(t, os.WriteFile(filepath.Join(src, name), []byte(body), 0o644))
+	}
+	id := backup(t, env, engine.BackupOptions{Paths: []string{src}}).Figures.SavesetID
+
+	to := t.TempDir()
+	res, err := env.Restore(context.Background(), engine.RestoreOptions{SavesetID: id, To: to,
+		Paths: []string{filepath.Join(src, "a*"), filepath.Join(src, "a[1]"), filepath.Join(src, "gone")}})
+	if !errors.Is(err, engine.ErrWarnings) || len(res.Warnings) != 1 ||
+		res.Warnings[0] != fmt.Sprintf("--path %s: matches nothing in saveset %d", filepath.Join(src, "gone"), id) {
+		t.Fatalf("restore with one path naming nothing: %v %q, want a warning naming it", err, res.Warnings)
+	}
+	ents, _ := os.ReadDir(filepath.Join(to, src))
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	if fmt.Sprint(got) != "[a* a[1]]" || res.Figures.SourceBytes != int64(len("star")+len("bracket")) {
+		t.Errorf("--path a* --path a[1] restored %q (%d bytes); want exactly those two files (11 bytes)", got, res.Figures.SourceBytes)
+	}
+
+	_, err = env.Restore(context.Background(), engine.RestoreOptions{SavesetID: id, To: t.TempDir(), Paths: []string{filepath.Join(src, "a")}})
+	if !errors.Is(err, engine.ErrNothingToRestore) || !strings.Contains(err.Error(), "--path "+filepath.Join(src, "a")) {
+		t.Errorf("restore of a path naming nothing: %v, want ErrNothingToRestore naming it", err)
+	}
+	for _, bad := range []string{"/", "", src + "/../x", src + "//a*"} {
+		if _, err := env.Restore(context.Background(), engine.RestoreOptions{SavesetID: id, To: t.TempDir(), Paths: []string{bad}}); !errors.Is(err, engine.ErrBadOption) {
+			t.Errorf("restore --path %q: %v, want ErrBadOption", bad, err)
+		}
+	}
+}
+
 // A tape that was exported when the catalog was lost comes back with
 // `kura tape import`, which reserves the saveset IDs on it: a backup made
 // before it is scanned never takes one of them.

@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+
+	"github.com/kura-backup/kura/internal/restorer"
 )
 
 // The engine says what is wrong; the CLI says which command to run next
@@ -65,15 +67,14 @@ func (e *UnregisteredLibraryError) Error() string {
 func (e *UnregisteredLibraryError) Unwrap() error { return ErrUnregisteredLibrary }
 
 // NoMatchError is an ErrNothingToRestore: no path in saveset Saveset
-// matches the --include patterns of a restore.
+// matches the --include patterns or --path paths of a restore.
 type NoMatchError struct {
-	Saveset  int64
-	Includes []string
+	Saveset int64
+	Picks   []restorer.Pick
 }
 
 func (e *NoMatchError) Error() string {
-	return fmt.Sprintf("%v: no path in saveset %d matches --include %s", ErrNothingToRestore, e.Saveset,
-		joinIncludes(e.Includes))
+	return fmt.Sprintf("%v: no path in saveset %d matches %s", ErrNothingToRestore, e.Saveset, joinPicks(e.Picks))
 }
 
 func (e *NoMatchError) Unwrap() error { return ErrNothingToRestore }

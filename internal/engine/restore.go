@@ -35,7 +35,8 @@ type RestoreOptions struct {
 	At        time.Time // the newest complete saveset made at or before this time
 	To        string    // target folder; exactly one of To and InPlace
 	InPlace   bool      // restore to the original places ("/"), over what is there
-	Includes  []string  // paths or globs; empty = everything
+	Includes  []string  // paths or globs; with Paths empty = everything (see restorer.Selection)
+	Paths     []string  // exact paths in the saveset, taken literally, a folder with its subtree
 	Overwrite string    // never, older, always (default)
 	Sync      bool      // wait until the restored files are on disk (one syncfs at the end)
 	// Into is a command or database to restore one file into, instead of
@@ -43,11 +44,16 @@ type RestoreOptions struct {
 	Into plugin.Target
 }
 
+// selection is what the options select.
+func (o RestoreOptions) selection() restorer.Selection {
+	return restorer.Selection{Includes: o.Includes, Paths: o.Paths}
+}
+
 // ErrRestoreTarget: a restore says neither where to write (To) nor that it
 // may write over the original places (InPlace), or says both.
 var ErrRestoreTarget = restorer.ErrRestoreTarget
 
-// ErrNothingToRestore: the --include patterns of a restore select nothing
+// ErrNothingToRestore: the --include patterns and --path paths of a restore select nothing
 // in the saveset. A restore that would write nothing is not a success.
 var ErrNothingToRestore = restorer.ErrNothingToRestore
 
@@ -178,9 +184,9 @@ func (e *Env) RestoreFiles(ctx context.Context, store SavesetStore, ss *catalog.
 	var o *restorer.Outcome
 	var err error
 	if opts.Into.IsSet() {
-		o, err = restorer.Pipe(ctx, newRestorerStore(store, ss), restorerSaveset(ss), restorer.Into(ctx, opts.Into, opts.Includes), job)
+		o, err = restorer.Pipe(ctx, newRestorerStore(store, ss), restorerSaveset(ss), restorer.Into(ctx, opts.Into, opts.selection()), job)
 	} else {
-		ro := restorer.Options{To: opts.To, InPlace: opts.InPlace, Includes: opts.Includes, Overwrite: opts.Overwrite, Sync: opts.Sync}
+		ro := restorer.Options{To: opts.To, InPlace: opts.InPlace, Includes: opts.Includes, Paths: opts.Paths, Overwrite: opts.Overwrite, Sync: opts.Sync}
 		o, err = restorer.Run(ctx, newRestorerStore(store, ss), restorerSaveset(ss), ro, job)
 	}
 	out := &RestoreOutcome{To: o.To, Phase: catalog.Phase(o.Phase), Files: o.Files, Bytes: o.Bytes,
@@ -314,9 +320,10 @@ type chainPlan struct {
 	// warnings found while planning (a damaged index cache rebuilt), for
 	// the job's warnings.
 	warnings []string
-	// unmatched are the --include patterns that select nothing (warnings
-	// of the restore; when all do, checkChain fails with ErrNothingToRestore).
-	unmatched []string
+	// unmatched are the --include patterns and --path paths that select
+	// nothing (warnings of the restore; when all do, checkChain fails
+	// with ErrNothingToRestore).
+	unmatched []restorer.Pick
 }
 
 // checkChain makes sure that every saveset a restore will read exists, is
@@ -325,7 +332,7 @@ type chainPlan struct {
 // tapes are all online (see readable); only when no copy is either does the
 // restore fail, naming the saveset's own exported tapes with the command
 // that brings them back.
-func (e *Env) checkChain(ss *catalog.Saveset, includes []string, copies bool) (*chainPlan, error) {
+func (e *Env) checkChain(ss *catalog.Saveset, sel restorer.Selection, copies bool) (*chainPlan, error) {
 	plan := &chainPlan{ss: ss}
 	var offline []string
 	// use finds the record to read s through (nil: none is online).
@@ -371,19 +378,11 @@ func (e *Env) checkChain(ss *catalog.Saveset, includes []string, copies bool) (*
 		return nil, err
 	}
 	need := map[int64]bool{}
-	matched := make([]bool, len(includes))
+	tally := sel.Tally()
 	it := idx.Iter()
 	for it.Next() {
 		en := it.Entry()
-		in := len(includes) == 0
-		for i, pat := range includes {
-			// Each pattern is tried until it has matched once, and on
-			// files until one pattern takes the file.
-			if (!matched[i] || (!in && en.Type == index.TypeFile)) && restorer.IncludedBy(en.Path, pat) {
-				matched[i], in = true, true
-			}
-		}
-		if en.Type != index.TypeFile || !in {
+		if !tally.Add(en.Path, en.Type == index.TypeFile) || en.Type != index.TypeFile {
 			continue
 		}
 		plan.total += en.Size
@@ -396,13 +395,9 @@ func (e *Env) checkChain(ss *catalog.Saveset, includes []string, copies bool) (*
 	if err != nil {
 		return nil, fmt.Errorf("reading the index of saveset %d: %w", ss.ID, err)
 	}
-	for i, pat := range includes {
-		if !matched[i] {
-			plan.unmatched = append(plan.unmatched, pat)
-		}
-	}
-	if len(includes) > 0 && len(plan.unmatched) == len(includes) {
-		return nil, &NoMatchError{Saveset: ss.ID, Includes: includes}
+	plan.unmatched = tally.Unmatched()
+	if !sel.All() && len(plan.unmatched) == len(sel.Picks()) {
+		return nil, &NoMatchError{Saveset: ss.ID, Picks: sel.Picks()}
 	}
 	ids := make([]int64, 0, len(need))
 	for id := range need {
@@ -450,8 +445,14 @@ func (e *Env) sealedChain(ss *catalog.Saveset, plan *chainPlan, use func(*catalo
 	return nil
 }
 
-// joinIncludes lists --include patterns as a user typed them.
-func joinIncludes(includes []string) string { return strings.Join(includes, ", --include ") }
+// joinPicks lists --include patterns and --path paths as a user typed them.
+func joinPicks(picks []restorer.Pick) string {
+	out := make([]string, len(picks))
+	for i, k := range picks {
+		out[i] = k.String()
+	}
+	return strings.Join(out, ", ")
+}
 
 // offlineError names the exported tapes a restore needs.
 func offlineError(barcodes []string) error {
@@ -478,6 +479,13 @@ func (e *Env) RestoreWith(ctx context.Context, job *catalog.Job, opts RestoreOpt
 	if err != nil {
 		return nil, err
 	}
+	paths := make([]string, len(opts.Paths))
+	for i, p := range opts.Paths {
+		if paths[i], err = rules.RestorePath(p); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadOption, err)
+		}
+	}
+	opts.Paths = paths
 	ss, err := e.ChooseSaveset(opts)
 	if err != nil {
 		return nil, err
@@ -488,7 +496,7 @@ func (e *Env) RestoreWith(ctx context.Context, job *catalog.Job, opts RestoreOpt
 		return nil, fmt.Errorf("%w: saveset %d holds the output of commands or plug-ins (%s): restore it --to DIR, --to-command or --to-db, not --in-place",
 			ErrBadOption, ss.ID, strings.Join(ss.Paths, ", "))
 	}
-	plan, err := e.checkChain(ss, opts.Includes, true)
+	plan, err := e.checkChain(ss, opts.selection(), true)
 	if err != nil {
 		return nil, err
 	}
@@ -514,10 +522,10 @@ func (e *Env) RestoreWith(ctx context.Context, job *catalog.Job, opts RestoreOpt
 	}
 	out.Warnings = append(append([]string{}, plan.warnings...), out.Warnings...)
 	out.WarningCount += int64(len(plan.warnings))
-	for _, pat := range plan.unmatched {
+	for _, k := range plan.unmatched {
 		// Like a missing path of a backup: the rest is restored, the job
 		// ends with warnings.
-		out.Warnings = append([]string{fmt.Sprintf("--include %s: matches nothing in saveset %d", pat, ss.ID)}, out.Warnings...)
+		out.Warnings = append([]string{fmt.Sprintf("%s: matches nothing in saveset %d", k, ss.ID)}, out.Warnings...)
 		out.WarningCount++
 	}
 	return e.FinishRestore(job, plan.ss, opts, out, runErr)

@@ -6,7 +6,8 @@
 // same home or a job recorded by the CLI cannot make a figure drift.
 //
 // The families and the alert they are for are in docs/operations.md
-// ("Web console and metrics").
+// ("Web console and metrics"); docs/monitoring holds example alert rules
+// and a Grafana dashboard, checked against Describe by TestMonitoringDocs.
 package metrics
 
 import (

@@ -23,7 +23,7 @@ type Sink interface {
 
 // PipeOptions say which file of a saveset to restore into a sink.
 type PipeOptions struct {
-	Includes []string // paths or globs; empty = every file
+	Selection // which files may be chosen; everything = every file
 	// Want narrows the files further (nil: every file), e.g. to database
 	// dumps; the restore needs exactly one file left.
 	Want func(path string) bool
@@ -73,6 +73,7 @@ func (r *restoreRun) pipe(opts PipeOptions) error {
 	// The chosen file and its parts.
 	var chosen []index.Entry
 	var names []string
+	sel := opts.matcher()
 	it := idx.Iter()
 	for it.Next() {
 		e := *it.Entry()
@@ -85,7 +86,7 @@ func (r *restoreRun) pipe(opts PipeOptions) error {
 			}
 			continue
 		}
-		if !included(e.Path, opts.Includes) || (opts.Want != nil && !opts.Want(e.Path)) {
+		if !sel.selects(e.Path) || (opts.Want != nil && !opts.Want(e.Path)) {
 			continue
 		}
 		names = append(names, index.DisplayPath(e.Path))
@@ -102,7 +103,7 @@ func (r *restoreRun) pipe(opts PipeOptions) error {
 	case len(names) == 0:
 		return fmt.Errorf("%w: no file of saveset %d is selected", ErrNothingToRestore, r.ss.ID)
 	case len(names) > 1:
-		return fmt.Errorf("%w: saveset %d holds %s; choose one with --include", ErrAmbiguous, r.ss.ID, strings.Join(names, ", "))
+		return fmt.Errorf("%w: saveset %d holds %s; choose one with --include or --path", ErrAmbiguous, r.ss.ID, strings.Join(names, ", "))
 	}
 	for _, e := range chosen {
 		if e.Flags&index.FlagUnchanged != 0 {
@@ -151,8 +152,8 @@ func (r *restoreRun) pipeEntry(sink Sink, e *index.Entry) error {
 
 // Into are the options of a restore into a command or a database (a
 // database takes a pg_dump file; --include chooses among several).
-func Into(ctx context.Context, t plugin.Target, includes []string) PipeOptions {
-	po := PipeOptions{Includes: includes, Open: func(name string) (Sink, error) { return t.Open(ctx, name) }}
+func Into(ctx context.Context, t plugin.Target, sel Selection) PipeOptions {
+	po := PipeOptions{Selection: sel, Open: func(name string) (Sink, error) { return t.Open(ctx, name) }}
 	switch {
 	case t.Database != "":
 		po.Want = func(p string) bool { return plugin.DumpDatabase(p) != "" || plugin.MariaDBDatabase(p) != "" }

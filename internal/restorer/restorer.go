@@ -14,7 +14,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -42,7 +41,8 @@ const (
 type Options struct {
 	To        string   // target folder; exactly one of To and InPlace
 	InPlace   bool     // restore to the original places ("/"), over what is there
-	Includes  []string // paths or globs; empty = everything
+	Includes  []string // paths or globs; with Paths empty = everything (see Selection)
+	Paths     []string // exact paths, taken literally (see Selection)
 	Overwrite string   // never, older, always (default)
 	Sync      bool     // wait until the restored files are on disk (one syncfs at the end)
 }
@@ -138,7 +138,7 @@ func Run(ctx context.Context, store Store, ss *Saveset, opts Options, job Job) (
 		return out, fmt.Errorf("restore target: %w", err)
 	}
 	defer root.Close()
-	r := &restoreRun{ctx: ctx, opts: opts, ss: ss, job: job, root: root, store: store,
+	r := &restoreRun{ctx: ctx, opts: opts, sel: Selection{Includes: opts.Includes, Paths: opts.Paths}.matcher(), ss: ss, job: job, root: root, store: store,
 		phase: monitor.StartPhase(job.Clock, "restore"), sources: map[int64]*sourceReader{},
 		asRoot: os.Geteuid() == 0, privXattrs: mayPrivilegedXattrs()}
 	r.ticker.total = job.Total
@@ -238,6 +238,7 @@ func (s tapeNoting) OpenAt(loc stream.Location) (io.ReadCloser, error) {
 type restoreRun struct {
 	ctx    context.Context
 	opts   Options
+	sel    *matcher // what opts select
 	ss     *Saveset
 	job    Job
 	root   *os.Root
@@ -344,35 +345,7 @@ func (r *restoreRun) close() {
 	}
 }
 
-// included reports whether a path is selected by the --include patterns: a
-// pattern selects a path equal to it or below it, or matching it as a glob
-// (against the whole path or the base name).
-func included(p string, patterns []string) bool {
-	if len(patterns) == 0 {
-		return true
-	}
-	for _, pat := range patterns {
-		if IncludedBy(p, pat) {
-			return true
-		}
-	}
-	return false
-}
-
-// IncludedBy reports whether one --include pattern selects index path p.
-func IncludedBy(p, pat string) bool {
-	pat = strings.Trim(pat, "/")
-	if pat == "" || p == pat || strings.HasPrefix(p, pat+"/") {
-		return true
-	}
-	if ok, _ := path.Match(pat, p); ok {
-		return true
-	}
-	ok, _ := path.Match(pat, path.Base(p))
-	return ok
-}
-
-// ErrNothingToRestore: the --include patterns of a restore select nothing
+// ErrNothingToRestore: the --include patterns or --path paths of a restore select nothing
 // in the saveset. A restore that would write nothing is not a success.
 var ErrNothingToRestore = errors.New("nothing to restore")
 
@@ -427,7 +400,7 @@ func (r *restoreRun) run() error {
 			continue
 		}
 		r.head = head{}
-		if !included(e.Path, r.opts.Includes) {
+		if !r.sel.selects(e.Path) {
 			continue
 		}
 		if err := safeName(e.Path); err != nil {
@@ -485,7 +458,7 @@ func (r *restoreRun) run() error {
 // itself, and the rest of the saveset restores.
 func (r *restoreRun) invalid(it *index.Iter) {
 	for _, b := range it.Invalid() {
-		if len(r.opts.Includes) == 0 || included(b.Path, r.opts.Includes) {
+		if r.sel.selects(b.Path) {
 			r.warn(b.Path, b.Error()+"; skipped")
 		}
 	}
@@ -849,7 +822,7 @@ func (r *restoreRun) makeLink(l *index.Entry) error {
 	if err := safeName(l.Link); err != nil {
 		return err
 	}
-	if !included(l.Link, r.opts.Includes) {
+	if !r.sel.selects(l.Link) {
 		return fmt.Errorf("its target %s was not restored", l.Link)
 	}
 	if fi, err := r.root.Lstat(l.Path); err == nil {

@@ -125,3 +125,24 @@ func FrameSize(n int) error {
 	}
 	return nil
 }
+
+// RestorePath checks a literal path a restore selects (--path) and returns
+// it as the index writes paths: relative, without a leading or trailing
+// '/' ("/srv/a*/" is "srv/a*", the folder named "a*" under srv). It is
+// taken literally — '*', '?' and '[' are characters of a name — so it
+// must be clean: not empty or "/", no "//", "." or "..", no NUL.
+func RestorePath(p string) (string, error) {
+	if strings.IndexByte(p, 0) >= 0 {
+		return "", fmt.Errorf("restore path %q: contains a NUL byte", p)
+	}
+	rel := strings.TrimSuffix(strings.TrimPrefix(p, "/"), "/")
+	if rel == "" {
+		return "", fmt.Errorf("restore path %q: names no file or folder (leave it out to restore everything)", p)
+	}
+	for _, c := range strings.Split(rel, "/") {
+		if c == "" || c == "." || c == ".." {
+			return "", fmt.Errorf("restore path %q: not a clean path (no '//', '.' or '..')", p)
+		}
+	}
+	return rel, nil
+}

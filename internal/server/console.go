@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"github.com/kura-backup/kura/internal/api"
@@ -147,7 +148,7 @@ func (b consoleBackend) Events(ctx context.Context, id int64) (<-chan api.Event,
 func (s *Server) Console(idle time.Duration) (http.Handler, error) {
 	return console.New(console.Options{Backend: consoleBackend{Local: s.svc, s: s},
 		Users: console.OpenUsers(console.UsersFile(s.env.Home)), AdminToken: s.isAdminToken,
-		Idle: idle, Now: s.opts.Clock.Now, Log: s.log})
+		Idle: idle, Now: s.opts.Clock.Now, Log: s.log, BenchDir: filepath.Join(s.env.Home, "benchmarks")})
 }
 
 // isAdminToken reports whether text is the admin token.

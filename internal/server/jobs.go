@@ -338,7 +338,7 @@ func (s *Server) copyStep(policy string, id int64) {
 func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob) error {
 	req := rj.req
 	opts := engine.RestoreOptions{SavesetID: req.Saveset, Latest: req.Latest, Selection: req.Selection, At: req.At,
-		To: req.To, InPlace: req.InPlace, Includes: req.Includes, Overwrite: req.Overwrite, Sync: req.Sync,
+		To: req.To, InPlace: req.InPlace, Includes: req.Includes, Paths: req.RestorePaths, Overwrite: req.Overwrite, Sync: req.Sync,
 		Into: plugin.Target{Command: req.ToCommand, Database: req.ToDB, Jobs: req.Jobs, Cluster: req.ToCluster}}
 	env := s.jobEnv(req.Client)
 	_, err := env.RestoreWith(ctx, j, opts, func(ss *catalog.Saveset, _, total int64) (*engine.RestoreOutcome, error) {
@@ -379,7 +379,7 @@ func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob)
 			}
 		}
 		order := api.Order{JobID: j.ID, Kind: api.KindRestore, Issued: s.opts.Clock.Now(),
-			Restore: &api.RestoreOrder{Saveset: APISaveset(ss), To: req.To, InPlace: req.InPlace, Includes: req.Includes, Overwrite: req.Overwrite, Sync: req.Sync,
+			Restore: &api.RestoreOrder{Saveset: APISaveset(ss), To: req.To, InPlace: req.InPlace, Includes: req.Includes, Paths: req.RestorePaths, Overwrite: req.Overwrite, Sync: req.Sync,
 				Total: total, BWLimit: bw, ToCommand: req.ToCommand, ToDB: req.ToDB, Jobs: req.Jobs, ToCluster: req.ToCluster,
 				WAL: req.WAL, WALRestoreCommand: req.WALRestoreCommand}}
 		if req.WAL != "" && !req.At.IsZero() {

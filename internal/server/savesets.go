@@ -26,6 +26,19 @@ func queryLimit(r *http.Request) (int, error) {
 	return n, nil
 }
 
+// queryBool reads a true/false query parameter (absent: false).
+func queryBool(r *http.Request, name string) (bool, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, badField(name, "must be true or false, not %q", s)
+	}
+	return b, nil
+}
+
 // savesetRoutes are the saveset resources: the listing, retention's
 // verdicts, the restore recipe, and the pages of a folder's listing and of
 // a search (a large listing is read page by page: the server never builds
@@ -44,7 +57,12 @@ func (s *Server) savesetRoutes() []route {
 				return nil, err
 			}
 			q := r.URL.Query()
-			return s.svc.Find(r.Context(), api.FindQuery{Pattern: q.Get("pattern"), Cursor: q.Get("cursor"), Limit: n})
+			newest, err := queryBool(r, "newest_first")
+			if err != nil {
+				return nil, err
+			}
+			return s.svc.Find(r.Context(), api.FindQuery{Pattern: q.Get("pattern"), Client: q.Get("client"), NewestFirst: newest,
+				Cursor: q.Get("cursor"), Limit: n})
 		}),
 		call("GET", "/savesets/{id}", http.StatusOK, func(r *http.Request) (any, error) {
 			id, err := pathID(r, "id")

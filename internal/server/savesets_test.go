@@ -20,6 +20,8 @@ func TestSavesetAndSelectionRequestsValidated(t *testing.T) {
 	wantField(t, "a page limit above the most", err, "limit")
 	_, err = r.admin.Find(ctx, api.FindQuery{Pattern: "x", Limit: api.MaxPageLimit + 1})
 	wantField(t, "a search page limit above the most", err, "limit")
+	_, err = r.admin.Find(ctx, api.FindQuery{Pattern: "x", Client: "../c"})
+	wantField(t, "a search of a client that cannot be", err, "client")
 	for _, c := range []string{"x", "0:a", "-3:a", "7:", "7"} {
 		_, err = r.admin.Find(ctx, api.FindQuery{Pattern: "x", Cursor: c})
 		wantField(t, "the search cursor "+c, err, "cursor")

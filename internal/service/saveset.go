@@ -227,7 +227,7 @@ func (l *Local) Find(ctx context.Context, q api.FindQuery) (*api.MatchPage, erro
 		return nil, Err(err)
 	}
 	out := &api.MatchPage{Matches: []api.Match{}, Notices: []string{}}
-	page, err := l.env.FindPage(q.Pattern, after, limit(q.Limit), func(msg string) {
+	page, err := l.env.FindPage(engine.FindSpec{Pattern: q.Pattern, Client: q.Client, NewestFirst: q.NewestFirst}, after, limit(q.Limit), func(msg string) {
 		out.Notices = append(out.Notices, msg)
 	})
 	if err != nil {

@@ -31,7 +31,9 @@ function svgEl(name, attrs) {
   return e;
 }
 
-// Chart draws KB/s over time with the Average and Peak lines.
+// Chart draws KB/s over time with the Average and Peak lines: a value
+// axis in KB/s, a time axis in seconds since the job started, and a
+// legend of the three lines.
 class Chart {
   constructor(svg, started) {
     this.svg = svg;
@@ -48,7 +50,7 @@ class Chart {
     this.draw();
   }
   draw() {
-    const W = 800, H = 240, L = 56, R = 10, T = 10, B = 24;
+    const W = 800, H = 260, L = 70, R = 10, T = 30, B = 40;
     const svg = this.svg;
     while (svg.firstChild) svg.removeChild(svg.firstChild);
     const xmax = Math.max(10, this.points.length ? this.points[this.points.length - 1][0] : 0);
@@ -63,9 +65,27 @@ class Chart {
       lab.textContent = kbps(v);
       svg.appendChild(lab);
     }
-    const xl = svgEl("text", {x: W - R, y: H - 6, class: "tick", "text-anchor": "end"});
-    xl.textContent = Math.round(xmax) + " s";
-    svg.appendChild(xl);
+    for (let k = 0; k <= 4; k++) {
+      const s = xmax * k / 4;
+      const lab = svgEl("text", {x: x(s), y: H - B + 14, class: "tick", "text-anchor": k === 0 ? "start" : k === 4 ? "end" : "middle"});
+      lab.textContent = (xmax < 40 ? s.toFixed(1).replace(/\.0$/, "") : Math.round(s)) + " s";
+      svg.appendChild(lab);
+    }
+    const yt = svgEl("text", {x: 14, y: (T + H - B) / 2, class: "axis-title", "text-anchor": "middle",
+      transform: "rotate(-90 14 " + (T + H - B) / 2 + ")"});
+    yt.textContent = "KB/s";
+    svg.appendChild(yt);
+    const xt = svgEl("text", {x: (L + W - R) / 2, y: H - 4, class: "axis-title", "text-anchor": "middle"});
+    xt.textContent = "seconds since the job started";
+    svg.appendChild(xt);
+    // The legend, in the chart itself (the figcaption says it in words too).
+    [["rate", "KB/s (each progress event)"], ["avg", "Average"], ["peak", "Peak"]].forEach(([cls, name], i) => {
+      const lx = L + 10 + i * 230;
+      svg.appendChild(svgEl("line", {x1: lx, y1: 12, x2: lx + 24, y2: 12, class: cls + " legend"}));
+      const t = svgEl("text", {x: lx + 30, y: 16, class: "tick legend"});
+      t.textContent = name;
+      svg.appendChild(t);
+    });
     if (this.points.length) {
       const pts = this.points.map(([s, r]) => x(s).toFixed(1) + "," + y(r).toFixed(1)).join(" ");
       svg.appendChild(svgEl("polyline", {points: pts, class: "rate"}));
