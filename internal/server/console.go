@@ -33,7 +33,7 @@ func (b consoleBackend) Clients(ctx context.Context) ([]api.Client, error) {
 	for _, c := range cs {
 		out = append(out, APIClient(c, c.Revoked.IsZero() && b.s.hub.online(c.Name)))
 	}
-	return out, nil
+	return b.s.withSpools(out)
 }
 
 func (b consoleBackend) Cancel(ctx context.Context, id int64, why string) error {
