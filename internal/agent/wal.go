@@ -199,14 +199,20 @@ func (a *Agent) SendSpool(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	if len(list) > 0 {
-		// The server hears how it went, whatever happens.
-		defer a.ReportSpool(ctx)
+		// The server hears how it went, whatever happens — also when
+		// ctx ran out (kura wal archive's --send-for): on a context of
+		// its own, briefly.
+		defer func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), spoolReportAfter)
+			defer cancel()
+			a.ReportSpool(rctx)
+		}()
 	}
 	sent := 0
 	for _, s := range list {
 		if err := a.sendWAL(ctx, s); err != nil {
 			err = fmt.Errorf("sending WAL file %s/%s: %w", s.Cluster, s.File, err)
-			if ctx.Err() == nil {
+			if !errors.Is(ctx.Err(), context.Canceled) { // not a stop of this process
 				noteSpool(a.opts.Home, s.Cluster, func(st *spoolState) { st.LastError, st.LastErrorAt = err.Error(), time.Now() })
 			}
 			return sent, err
@@ -308,8 +314,12 @@ func SpoolReport(home string, now time.Time) (rep api.WALSpoolReport, ok bool, e
 	return rep, true, nil
 }
 
-// spoolReportIdle bounds a spool report's call.
-const spoolReportIdle = 30 * time.Second
+// spoolReportIdle bounds a spool report's call; spoolReportAfter the
+// report after a send, which may come when its caller's time is up.
+const (
+	spoolReportIdle  = 30 * time.Second
+	spoolReportAfter = 5 * time.Second
+)
 
 // ReportSpool tells the server the state of this agent's WAL spools
 // (POST /agent/walspool): its alarm, kura client list and /metrics. A

@@ -60,6 +60,24 @@ func TestSendSpoolOneSenderAndKeepsUnsent(t *testing.T) {
 	if c := rep.Clusters[0]; c.Files != 2 || c.Oldest != "000000010000000000000002" || !strings.Contains(c.LastError, "000000010000000000000002") {
 		t.Errorf("the report after a failed send: %+v", c)
 	}
+	// A sender whose time ran out (kura wal archive --send-for) notes it
+	// too; one stopped (its process ends) does not.
+	noteSpool(home, "main", func(st *spoolState) { st.LastError = "" })
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if _, err := a.SendSpool(ctx); err == nil {
+		t.Fatal("a send past its deadline succeeded")
+	}
+	if st := readSpoolState(home, "main"); !strings.Contains(st.LastError, "deadline") {
+		t.Errorf("after a send past its deadline: %+v", st)
+	}
+	noteSpool(home, "main", func(st *spoolState) { st.LastError = "" })
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	_, _ = a.SendSpool(stopped)
+	if st := readSpoolState(home, "main"); st.LastError != "" {
+		t.Errorf("a stopped sender noted an error: %+v", st)
+	}
 }
 
 // The report to the server: per cluster that ever spooled, the files
