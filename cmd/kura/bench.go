@@ -134,7 +134,7 @@ func newBenchRunCmd() *cobra.Command {
 REPORTDIR/results.json (every run with its command line and configuration)
 and REPORTDIR/chart-*.svg and .png.
 
-Parts (--parts, default all but network and s3):
+Parts (--parts, default all but network, s3, encrypt and pglink):
 
   local   Table 5-1: kura backup of each set into a fresh library for each
           (block, buffer) of (32 KiB, 257 KiB), (256 KiB, 8193 KiB), (1024
@@ -180,6 +180,15 @@ Parts (--parts, default all but network and s3):
           library, in interleaved pairs (--runs pairs, folder first in odd
           pairs): MB/s of each side, medians, and the S3 ÷ folder ratio of
           each pair and its median. Not in the default: it needs a bucket
+  pglink  seed 003 on a real database: PostgreSQL is started for the run
+          (Debian's postgresql package, a fresh cluster in a temporary
+          folder), a database made with pgbench -i -s --pgbench-scale is
+          backed up through an agent with --plugin postgresql at every
+          level over the link test's three links (at 10 Mbit/s a database
+          of --pgbench-slow-scale): bytes sent, time, rate, and whether
+          auto is within 10 % of the best level. Not in the default: it
+          needs PostgreSQL and builds its database first (scale 100, a 1 GB
+          dump, takes a few minutes)
 
 Every run is a separate process of this binary or the peer; as root the page
 cache is dropped before each one (restores then read the disk, not memory).
@@ -226,6 +235,9 @@ the quick suite and 64 MiB in the seed suite (at 10 Mbit/s an uncompressed
 				}
 				o.DBBytes = n
 			}
+			if o.PGBenchScale < 0 || o.PGBenchSlowScale < 0 || o.PGBenchScale > 10000 || o.PGBenchSlowScale > 10000 {
+				return usageErrorf("--pgbench-scale and --pgbench-slow-scale: want 1 to 10000")
+			}
 			if o.FilesScale < 0 || o.FilesScale > 100 {
 				return usageErrorf("--files-scale %g: want more than 0 and at most 100", o.FilesScale)
 			}
@@ -270,6 +282,8 @@ the quick suite and 64 MiB in the seed suite (at 10 Mbit/s an uncompressed
 	f.StringVar(&parts, "parts", "", "only these parts, comma-separated: local, remote, drives, link, files, network, s3, encrypt (default: all but network, s3 and encrypt)")
 	f.StringVar(&o.S3, "s3", "", "the bucket of the s3 part: http[s]://HOST[:PORT]/BUCKET[/PREFIX] (credentials from the environment)")
 	f.StringVar(&dbArg, "db-size", "", "size of the link test's db dump (default: quick 32MiB, seed 64MiB)")
+	f.IntVar(&o.PGBenchScale, "pgbench-scale", 0, "pglink part: pgbench scale of the database for the unlimited and 100 Mbit/s links (default: quick 5, seed 100 ≈ a 1 GB dump)")
+	f.IntVar(&o.PGBenchSlowScale, "pgbench-slow-scale", 0, "pglink part: pgbench scale of the database for the 10 Mbit/s link (default: quick 1, seed 10)")
 	f.Float64Var(&o.FilesScale, "files-scale", 0, "scale of the files test's shapes (default: the data's scale)")
 	f.BoolVar(&o.NoDropCaches, "no-drop-caches", false, "do not drop the page cache before each run")
 	return cmd

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,10 +21,11 @@ func newClientCmd(g *globals) *cobra.Command {
 		Use:   "client",
 		Short: "The clients (agents) enrolled with the server",
 	}
-	var asJSON bool
+	var asJSON, showJSON bool
+	var walWarn time.Duration
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List enrolled clients: connected or not, last seen, bandwidth limit, revoked",
+		Short: "List enrolled clients: connected or not, last seen, bandwidth limit, WAL archiving; exit 3 when a client's WAL archiving falls behind",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.needServer()
@@ -34,33 +37,63 @@ func newClientCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			now := time.Now()
 			if asJSON {
 				out := []clientJSON{}
 				for _, cl := range cs {
-					out = append(out, toClientJSON(cl))
+					out = append(out, toClientJSONAt(cl, now, walWarn))
 				}
-				return printJSON(cmd.OutOrStdout(), out)
+				if err := printJSON(cmd.OutOrStdout(), out); err != nil {
+					return err
+				}
+				return walBehindError(cs, now, walWarn)
 			}
 			tw := table(cmd.OutOrStdout())
-			fmt.Fprintln(tw, "CLIENT\tSTATE\tLAST SEEN\tADDRESS\tBWLIMIT\tENROLLED")
+			fmt.Fprintln(tw, "CLIENT\tSTATE\tLAST SEEN\tADDRESS\tBWLIMIT\tWAL ARCHIVE\tENROLLED")
 			for _, cl := range cs {
-				state := "offline"
-				switch {
-				case !cl.Revoked.IsZero():
-					state = "revoked"
-				case cl.Connected:
-					state = "connected"
-				}
 				bw := "-"
 				if cl.BWLimit > 0 {
 					bw = units.FormatRate(float64(cl.BWLimit))
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cl.Name, state, timeOrDash(cl.LastSeen), dash(cl.Address), bw, timeOrDash(cl.Enrolled))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cl.Name, clientState(cl), timeOrDash(cl.LastSeen), dash(cl.Address), bw,
+					walColumn(cl, now, walWarn), timeOrDash(cl.Enrolled))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			return walBehindError(cs, now, walWarn)
 		},
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	show := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Show one client: its state, settings and the WAL spools of its agent; exit 3 when its WAL archiving falls behind",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.needServer()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			cl, err := c.Client(cmdContext(cmd), args[0])
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			if showJSON {
+				if err := printJSON(cmd.OutOrStdout(), toClientJSONAt(*cl, now, walWarn)); err != nil {
+					return err
+				}
+			} else {
+				printClient(cmd.OutOrStdout(), *cl, now, walWarn)
+			}
+			return walBehindError([]api.Client{*cl}, now, walWarn)
+		},
+	}
+	show.Flags().BoolVar(&showJSON, "json", false, "print as JSON (as client list does)")
+	for _, c := range []*cobra.Command{list, show} {
+		c.Flags().DurationVar(&walWarn, "wal-warn-after", api.WALBehindAfter, "warn (exit 3) when a client's oldest spooled WAL file waits longer")
+	}
 	var revokeJSON, setJSON bool
 	revoke := &cobra.Command{
 		Use:   "revoke NAME",
@@ -146,7 +179,7 @@ key (kura agent key export on the client): a lost key means lost backups.
 	set.Flags().BoolVar(&setJSON, "json", false, "print the client as JSON (as client list does)")
 	set.Flags().StringVar(&bw, "bwlimit", "", "default bandwidth limit of the client's jobs (100Mbit, 12.5MB/s; 0 = none)")
 	set.Flags().BoolVar(&encrypt, "encrypt", false, "encrypt the client's new backups on its agent (--encrypt=false: stop)")
-	cmd.AddCommand(list, revoke, set)
+	cmd.AddCommand(list, show, revoke, set)
 	return cmd
 }
 
@@ -160,6 +193,113 @@ func parseRate(s string) (int64, error) {
 		return 0, usageErrorf("--bwlimit: %v", err)
 	}
 	return int64(r), nil
+}
+
+func clientState(cl api.Client) string {
+	switch {
+	case !cl.Revoked.IsZero():
+		return "revoked"
+	case cl.Connected:
+		return "connected"
+	}
+	return "offline"
+}
+
+// walColumn sums up a client's WAL spools in one cell: "-" when it
+// archives no WAL, else each cluster ok or what waits.
+func walColumn(cl api.Client, now time.Time, warnAfter time.Duration) string {
+	if len(cl.WALSpools) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, s := range cl.WALSpools {
+		switch {
+		case s.Files == 0:
+			parts = append(parts, s.Cluster+" ok")
+		case s.Behind(now, warnAfter):
+			parts = append(parts, fmt.Sprintf("%s BEHIND %d waiting %s", s.Cluster, s.Files, ageOf(now, s.OldestSince)))
+		default:
+			parts = append(parts, fmt.Sprintf("%s %d waiting %s", s.Cluster, s.Files, ageOf(now, s.OldestSince)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ageOf is how long ago t was, to the second.
+func ageOf(now, t time.Time) time.Duration { return max(0, now.Sub(t)).Truncate(time.Second) }
+
+// walBehindError is the warning (exit 3) of the clients whose WAL
+// archiving falls behind, or nil.
+func walBehindError(cs []api.Client, now time.Time, warnAfter time.Duration) error {
+	var msgs []string
+	for _, cl := range cs {
+		if !cl.Revoked.IsZero() {
+			continue
+		}
+		for _, s := range cl.WALSpools {
+			if !s.Behind(now, warnAfter) {
+				continue
+			}
+			m := fmt.Sprintf("client %s: WAL archiving of cluster %s falls behind: %d files wait on the agent, the oldest (%s) for %s (more than %s)",
+				cl.Name, s.Cluster, s.Files, s.Oldest, ageOf(now, s.OldestSince), warnAfter)
+			if s.LastError != "" {
+				m += "; last error: " + s.LastError
+			}
+			if !cl.Connected {
+				m += "; its agent is not connected"
+			}
+			msgs = append(msgs, m)
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return &exitError{Code: exitWarnings, Err: errors.New(strings.Join(msgs, "\n"))}
+}
+
+// printClient is client show.
+func printClient(w io.Writer, cl api.Client, now time.Time, warnAfter time.Duration) {
+	tw := table(w)
+	bw := "none"
+	if cl.BWLimit > 0 {
+		bw = units.FormatRate(float64(cl.BWLimit))
+	}
+	fmt.Fprintf(tw, "Client:\t%s\n", cl.Name)
+	fmt.Fprintf(tw, "State:\t%s\n", clientState(cl))
+	fmt.Fprintf(tw, "Last seen:\t%s\t%s\n", timeOrDash(cl.LastSeen), cl.Address)
+	fmt.Fprintf(tw, "Enrolled:\t%s\tcertificate %s\n", timeOrDash(cl.Enrolled), cl.CertSerial)
+	if !cl.Revoked.IsZero() {
+		fmt.Fprintf(tw, "Revoked:\t%s\n", timeOrDash(cl.Revoked))
+	}
+	fmt.Fprintf(tw, "Bandwidth limit:\t%s\n", bw)
+	fmt.Fprintf(tw, "Encrypts:\t%v\n", cl.Encrypt)
+	tw.Flush()
+	if len(cl.WALSpools) == 0 {
+		fmt.Fprintln(w, "WAL archive: none through this agent")
+		return
+	}
+	fmt.Fprintln(w, "WAL archive (as the agent reported it):")
+	tw = table(w)
+	fmt.Fprintln(tw, "  CLUSTER\tWAITING\tOLDEST\tLAST ARCHIVED\tREPORTED\tLAST ERROR")
+	for _, s := range cl.WALSpools {
+		oldest := "-"
+		if s.Files > 0 {
+			oldest = fmt.Sprintf("%s, %s", s.Oldest, ageOf(now, s.OldestSince))
+			if s.Behind(now, warnAfter) {
+				oldest += " BEHIND"
+			}
+		}
+		last := "-"
+		if s.LastArchived != "" {
+			last = s.LastArchived + " " + timeOrDash(s.LastArchivedAt)
+		}
+		errText := "-"
+		if s.LastError != "" {
+			errText = timeOrDash(s.LastErrorAt) + " " + s.LastError
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\n", s.Cluster, s.Files, oldest, last, timeOrDash(s.Reported), errText)
+	}
+	tw.Flush()
 }
 
 func timeOrDash(t time.Time) string {

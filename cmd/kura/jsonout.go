@@ -195,12 +195,47 @@ type clientJSON struct {
 	Encrypt         bool       `json:"encrypt"`      // its agent encrypts its backups
 	CertSerial      string     `json:"cert_serial"`
 	CertFingerprint string     `json:"cert_fingerprint"`
+	// WALSpools: what its agent last reported of its WAL spools (kura wal
+	// archive through the agent); absent for a client that archives none.
+	WALSpools []walSpoolStateJSON `json:"wal_spools,omitempty"`
+}
+
+// walSpoolStateJSON is one cluster's WAL spool of a client (client list
+// and show --json).
+type walSpoolStateJSON struct {
+	Cluster        string     `json:"cluster"`
+	Files          int        `json:"files"`                  // WAL files waiting for the server
+	Oldest         string     `json:"oldest,omitempty"`       // the oldest of them
+	OldestSince    *time.Time `json:"oldest_since,omitempty"` // when it was spooled
+	OldestSeconds  float64    `json:"oldest_seconds"`         // how long it has waited (0: none)
+	Behind         bool       `json:"behind"`                 // longer than --wal-warn-after
+	LastArchived   string     `json:"last_archived,omitempty"`
+	LastArchivedAt *time.Time `json:"last_archived_at,omitempty"`
+	LastError      string     `json:"last_error,omitempty"` // why the last send failed, until one succeeds
+	LastErrorAt    *time.Time `json:"last_error_at,omitempty"`
+	Reported       time.Time  `json:"reported"` // when the agent reported it (within 10 minutes when nothing changed)
 }
 
 func toClientJSON(c api.Client) clientJSON {
-	return clientJSON{Name: c.Name, Connected: c.Connected, Revoked: timeOrNil(c.Revoked), Enrolled: c.Enrolled,
+	return toClientJSONAt(c, time.Now(), api.WALBehindAfter)
+}
+
+// toClientJSONAt is toClientJSON with the WAL spools' ages at now, behind
+// past warnAfter.
+func toClientJSONAt(c api.Client, now time.Time, warnAfter time.Duration) clientJSON {
+	out := clientJSON{Name: c.Name, Connected: c.Connected, Revoked: timeOrNil(c.Revoked), Enrolled: c.Enrolled,
 		LastSeen: timeOrNil(c.LastSeen), Address: c.Address, BWLimitKBps: units.KBps(float64(c.BWLimit)), Encrypt: c.Encrypt,
 		CertSerial: c.CertSerial, CertFingerprint: c.CertFingerprint}
+	for _, s := range c.WALSpools {
+		j := walSpoolStateJSON{Cluster: s.Cluster, Files: s.Files, Oldest: s.Oldest, Behind: s.Behind(now, warnAfter),
+			LastArchived: s.LastArchived, LastArchivedAt: timeOrNil(s.LastArchivedAt), LastError: s.LastError,
+			LastErrorAt: timeOrNil(s.LastErrorAt), Reported: s.Reported}
+		if s.Files > 0 && !s.OldestSince.IsZero() {
+			j.OldestSince, j.OldestSeconds = timeOrNil(s.OldestSince), max(0, now.Sub(s.OldestSince).Seconds())
+		}
+		out.WALSpools = append(out.WALSpools, j)
+	}
+	return out
 }
 
 // tokenJSON is `token create --json`.

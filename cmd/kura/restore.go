@@ -93,10 +93,9 @@ Exit codes: 0 success, 1 failure, 2 usage, 3 completed with warnings.`,
 				}
 				// --at is the moment to recover to; without a saveset it
 				// also picks the newest base backup at or before it.
+				// Without a saveset or --selection the engine picks the
+				// newest base backup of that cluster (engine.ChooseSaveset).
 				o.Into.Recovery.Cluster, o.Into.Recovery.At = wal, o.At
-				if o.SavesetID == 0 && o.Selection == "" {
-					o.Selection = "sources:" + plugin.KindPostgreSQLCluster
-				}
 			} else if cmd.Flags().Changed("wal-restore-command") {
 				return usageErrorf("--wal-restore-command goes with --wal")
 			}

@@ -16,6 +16,7 @@ type sourceFlags struct {
 	plugin   string
 	dbs      []string
 	allDBs   bool
+	cluster  string
 	partSize *sizeFlag
 }
 
@@ -25,6 +26,7 @@ func (s *sourceFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&s.plugin, "plugin", "", "back up a database with a plug-in: postgresql (pg_dump per database and pg_dumpall --globals-only), postgresql-cluster (pg_basebackup), mariadb (mariadb-dump per database), mariadb-physical (mariadb-backup)")
 	f.StringArrayVar(&s.dbs, "db", nil, "with --plugin: a database to back up; repeatable")
 	f.BoolVar(&s.allDBs, "all-databases", false, "with --plugin: every database that accepts connections")
+	f.StringVar(&s.cluster, "cluster", "", "with --plugin postgresql-cluster: the cluster's WAL archive name (kura wal archive --cluster), so retention and --wal recovery pair them")
 }
 
 // registerPartSize adds --part-size (a backup's, not a selection's).
@@ -43,9 +45,12 @@ func (s *sourceFlags) sources(cmd *cobra.Command) ([]plugin.Source, error) {
 		return nil, usageErrorf("--name goes with --from-command")
 	}
 	if s.plugin != "" || f.Changed("plugin") {
-		out = append(out, plugin.Source{Kind: s.plugin, Databases: s.dbs, AllDatabases: s.allDBs})
-	} else if len(s.dbs) > 0 || s.allDBs {
-		return nil, usageErrorf("--db and --all-databases go with --plugin")
+		if s.cluster != "" && s.plugin != plugin.KindPostgreSQLCluster {
+			return nil, usageErrorf("--cluster goes with --plugin %s", plugin.KindPostgreSQLCluster)
+		}
+		out = append(out, plugin.Source{Kind: s.plugin, Databases: s.dbs, AllDatabases: s.allDBs, Name: s.cluster})
+	} else if len(s.dbs) > 0 || s.allDBs || s.cluster != "" {
+		return nil, usageErrorf("--db, --all-databases and --cluster go with --plugin")
 	}
 	if len(out) == 0 && f.Lookup("part-size") != nil && f.Changed("part-size") {
 		return nil, usageErrorf("--part-size goes with --from-command or --plugin")

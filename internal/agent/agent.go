@@ -147,6 +147,9 @@ type Options struct {
 	// Allow says which commands and plug-ins the server may have this
 	// agent run (none by default).
 	Allow plugin.Allow
+	// SpoolEvery is how often Run sends the WAL spool and reports it to
+	// the server (1 minute).
+	SpoolEvery time.Duration
 }
 
 // ErrNotEnrolled: Open found no agent configuration: the machine was
@@ -178,6 +181,9 @@ func Open(opts Options) (*Agent, error) {
 	}
 	if opts.ProgressEvery == 0 {
 		opts.ProgressEvery = time.Second
+	}
+	if opts.SpoolEvery == 0 {
+		opts.SpoolEvery = spoolEvery
 	}
 	dir := Dir(opts.Home)
 	b, err := os.ReadFile(filepath.Join(dir, configFile))

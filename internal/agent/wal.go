@@ -198,10 +198,24 @@ func (a *Agent) SendSpool(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if len(list) > 0 {
+		// The server hears how it went, whatever happens — also when
+		// ctx ran out (kura wal archive's --send-for): on a context of
+		// its own, briefly.
+		defer func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), spoolReportAfter)
+			defer cancel()
+			a.ReportSpool(rctx)
+		}()
+	}
 	sent := 0
 	for _, s := range list {
 		if err := a.sendWAL(ctx, s); err != nil {
-			return sent, fmt.Errorf("sending WAL file %s/%s: %w", s.Cluster, s.File, err)
+			err = fmt.Errorf("sending WAL file %s/%s: %w", s.Cluster, s.File, err)
+			if !errors.Is(ctx.Err(), context.Canceled) { // not a stop of this process
+				noteSpool(a.opts.Home, s.Cluster, func(st *spoolState) { st.LastError, st.LastErrorAt = err.Error(), time.Now() })
+			}
+			return sent, err
 		}
 		if err := os.Remove(s.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return sent, err
@@ -209,9 +223,116 @@ func (a *Agent) SendSpool(ctx context.Context) (int, error) {
 		if err := syncDir(filepath.Dir(s.Path)); err != nil {
 			return sent, err
 		}
+		noteSpool(a.opts.Home, s.Cluster, func(st *spoolState) {
+			st.LastArchived, st.LastArchivedAt, st.LastError, st.LastErrorAt = s.File, time.Now(), "", time.Time{}
+		})
 		sent++
 	}
 	return sent, nil
+}
+
+// spoolStateFile, in a cluster's spool folder, keeps how the last sends
+// went: what the spool's files cannot say once they are gone.
+const spoolStateFile = ".state"
+
+// spoolState is a cluster's spoolStateFile.
+type spoolState struct {
+	LastArchived   string    `json:"last_archived,omitempty"`
+	LastArchivedAt time.Time `json:"last_archived_at"`
+	LastError      string    `json:"last_error,omitempty"`
+	LastErrorAt    time.Time `json:"last_error_at"`
+}
+
+func readSpoolState(home, cluster string) spoolState {
+	var st spoolState
+	if b, err := os.ReadFile(filepath.Join(SpoolDir(home), cluster, spoolStateFile)); err == nil {
+		_ = json.Unmarshal(b, &st) // a torn file reads as no history, never as a failure
+	}
+	return st
+}
+
+// noteSpool changes a cluster's spool state. Only the spool's sender (who
+// holds its lock) calls it. The state is a report, not the archive: it is
+// replaced atomically but not synced, and a failure to write it is not
+// the send's failure.
+func noteSpool(home, cluster string, change func(*spoolState)) {
+	st := readSpoolState(home, cluster)
+	change(&st)
+	if len(st.LastError) > api.MaxWALErrorLen {
+		st.LastError = st.LastError[:api.MaxWALErrorLen]
+	}
+	b, _ := json.Marshal(st)
+	p := filepath.Join(SpoolDir(home), cluster, spoolStateFile)
+	if err := private.WriteFile(p+".tmp", b); err == nil {
+		_ = os.Rename(p+".tmp", p)
+	}
+}
+
+// SpoolReport is the state of home's WAL spools, as the server is told
+// it: for each cluster that ever spooled a file, the files waiting and
+// the oldest one's age, and how the last sends went. ok is false when
+// this home never spooled WAL (there is nothing to report).
+func SpoolReport(home string, now time.Time) (rep api.WALSpoolReport, ok bool, err error) {
+	root := SpoolDir(home)
+	clusters, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return rep, false, nil
+	}
+	if err != nil {
+		return rep, false, err
+	}
+	list, err := SpoolList(home)
+	if err != nil {
+		return rep, false, err
+	}
+	secs := func(t time.Time) float64 {
+		if t.IsZero() || t.After(now) {
+			return 0
+		}
+		return now.Sub(t).Seconds()
+	}
+	rep.Clusters = []api.WALSpoolState{}
+	for _, c := range clusters {
+		if !c.IsDir() || plugin.ValidCluster(c.Name()) != nil || len(rep.Clusters) == api.MaxWALClusters {
+			continue
+		}
+		st := readSpoolState(home, c.Name())
+		cs := api.WALSpoolState{Cluster: c.Name(), LastError: st.LastError, LastErrorSeconds: secs(st.LastErrorAt)}
+		if plugin.ValidWALName(c.Name()+"/"+st.LastArchived) == nil {
+			cs.LastArchived, cs.LastArchivedSeconds = st.LastArchived, secs(st.LastArchivedAt)
+		}
+		for _, s := range list { // oldest first
+			if s.Cluster == c.Name() {
+				if cs.Files == 0 {
+					cs.Oldest, cs.OldestSeconds = s.File, secs(s.Since)
+				}
+				cs.Files++
+			}
+		}
+		rep.Clusters = append(rep.Clusters, cs)
+	}
+	return rep, true, nil
+}
+
+// spoolReportIdle bounds a spool report's call; spoolReportAfter the
+// report after a send, which may come when its caller's time is up.
+const (
+	spoolReportIdle  = 30 * time.Second
+	spoolReportAfter = 5 * time.Second
+)
+
+// ReportSpool tells the server the state of this agent's WAL spools
+// (POST /agent/walspool): its alarm, kura client list and /metrics. A
+// home that never spooled WAL reports nothing. A failed report is
+// logged; the next one says it all again.
+func (a *Agent) ReportSpool(ctx context.Context) {
+	rep, ok, err := SpoolReport(a.opts.Home, time.Now())
+	if err == nil && ok {
+		err = a.post(ctx, "/agent/walspool", rep, spoolReportIdle)
+	}
+	if err != nil && ctx.Err() == nil {
+		a.log.Debug("could not report the WAL spool to the server", "err", err)
+	}
 }
 
 func (a *Agent) sendWAL(ctx context.Context, s Spooled) error {
@@ -325,15 +446,20 @@ func (a *Agent) ownReader(ctx context.Context, ss *api.Saveset, idx *index.Reade
 	return stream.NewReader(src, idx.Frames(), stream.ReaderOptions{})
 }
 
-// spoolEvery is how often kura agent run sends the WAL spool.
+// spoolEvery is how often kura agent run sends the WAL spool and reports
+// it to the server (Options.SpoolEvery).
 const spoolEvery = time.Minute
 
-// drainSpool sends the WAL spool until ctx ends; the age of the oldest
-// file it could not send is logged as a warning (the alarm).
+// drainSpool reports and sends the WAL spool until ctx ends; the age of
+// the oldest file it could not send is logged as a warning (the agent's
+// side of the alarm; the server's is the report).
 func (a *Agent) drainSpool(ctx context.Context) {
-	t := time.NewTicker(spoolEvery)
+	t := time.NewTicker(a.opts.SpoolEvery)
 	defer t.Stop()
 	for {
+		// Reported first: while a long backlog is being sent, or another
+		// process sends it, the server still hears of it every period.
+		a.ReportSpool(ctx)
 		if n, err := a.SendSpool(ctx); err != nil && ctx.Err() == nil {
 			if list, _ := SpoolList(a.opts.Home); len(list) > 0 {
 				a.log.Warn("WAL files wait in the spool", "files", len(list), "oldest", list[0].Cluster+"/"+list[0].File,

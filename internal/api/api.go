@@ -202,6 +202,36 @@ type Client struct {
 	Encrypt         bool      `json:"encrypt"` // its agent encrypts its backups (age)
 	Connected       bool      `json:"connected"`
 	Kind            string    `json:"kind"` // "agent" (storage nodes are listed by GET /nodes)
+	// WALSpools: what its agent last reported of the WAL spools of the
+	// PostgreSQL clusters it archives (kura wal archive); none for a
+	// client that archives no WAL.
+	WALSpools []WALSpool `json:"wal_spools,omitempty"`
+}
+
+// WALSpool is one PostgreSQL cluster's WAL spool on an agent, as the agent
+// last reported it; the times are the server's.
+type WALSpool struct {
+	Cluster        string    `json:"cluster"`
+	Files          int       `json:"files"`            // WAL files waiting for the server
+	Oldest         string    `json:"oldest,omitempty"` // the oldest of them
+	OldestSince    time.Time `json:"oldest_since"`     // when it was spooled; zero when none waits
+	LastArchived   string    `json:"last_archived,omitempty"`
+	LastArchivedAt time.Time `json:"last_archived_at"`     // zero when none was sent yet
+	LastError      string    `json:"last_error,omitempty"` // why the last send failed, until one succeeds
+	LastErrorAt    time.Time `json:"last_error_at"`
+	Reported       time.Time `json:"reported"` // when the agent reported this
+}
+
+// WALBehindAfter is how long the oldest spooled WAL file may wait before
+// the spool counts as falling behind (kura wal spool --warn-after, kura
+// client list and show): fifteen of the agent's one-minute send periods,
+// and kura wal spool's default.
+const WALBehindAfter = 15 * time.Minute
+
+// Behind reports whether the spool's oldest file has waited longer than
+// after at now.
+func (s WALSpool) Behind(now time.Time, after time.Duration) bool {
+	return s.Files > 0 && !s.OldestSince.IsZero() && now.Sub(s.OldestSince) > after
 }
 
 // ClientUpdate changes a client's settings (PATCH /api/v1/clients/NAME).
@@ -553,3 +583,30 @@ type WALArchive struct {
 	Cluster string `json:"cluster"` // the WAL archive's name (kura wal archive --cluster)
 	File    string `json:"file"`    // PostgreSQL's %f
 }
+
+// WALSpoolReport is an agent's report of its WAL spools (POST
+// /agent/walspool), sent every minute by kura agent run and after each
+// send of kura wal archive. Ages are in seconds by the agent's clock; the
+// server turns them into times on its own.
+type WALSpoolReport struct {
+	Clusters []WALSpoolState `json:"clusters"`
+}
+
+// WALSpoolState is one cluster's spool in a WALSpoolReport.
+type WALSpoolState struct {
+	Cluster             string  `json:"cluster"`
+	Files               int     `json:"files"`
+	Oldest              string  `json:"oldest,omitempty"`
+	OldestSeconds       float64 `json:"oldest_seconds"` // how long the oldest has waited
+	LastArchived        string  `json:"last_archived,omitempty"`
+	LastArchivedSeconds float64 `json:"last_archived_seconds"` // how long ago it was sent
+	LastError           string  `json:"last_error,omitempty"`
+	LastErrorSeconds    float64 `json:"last_error_seconds"`
+}
+
+// Limits of a WAL spool report.
+const (
+	MaxWALClusters  = 256  // clusters one agent reports
+	MaxWALErrorLen  = 2048 // bytes of a last error
+	maxWALNameBytes = 128
+)

@@ -369,3 +369,35 @@ func (r *LibraryRegister) Validate() error {
 	}
 	return nil
 }
+
+// Validate checks a WAL spool report's bounds; the server checks the
+// names of clusters and files (plugin.ValidWALName).
+func (r *WALSpoolReport) Validate() error {
+	if len(r.Clusters) > MaxWALClusters {
+		return bad("clusters", "%d clusters; at most %d", len(r.Clusters), MaxWALClusters)
+	}
+	seen := map[string]bool{}
+	for i, c := range r.Clusters {
+		f := func(name string) string { return fmt.Sprintf("clusters[%d].%s", i, name) }
+		switch {
+		case seen[c.Cluster]:
+			return bad(f("cluster"), "%q twice", c.Cluster)
+		case c.Files < 0:
+			return bad(f("files"), "%d is negative", c.Files)
+		case len(c.Cluster) > maxWALNameBytes || len(c.Oldest) > maxWALNameBytes || len(c.LastArchived) > maxWALNameBytes:
+			return bad(f("cluster"), "names longer than %d bytes", maxWALNameBytes)
+		case len(c.LastError) > MaxWALErrorLen:
+			return bad(f("last_error"), "%d bytes; at most %d", len(c.LastError), MaxWALErrorLen)
+		case (c.Files > 0) != (c.Oldest != ""):
+			return bad(f("oldest"), "%q with %d files waiting", c.Oldest, c.Files)
+		}
+		for name, v := range map[string]float64{"oldest_seconds": c.OldestSeconds, "last_archived_seconds": c.LastArchivedSeconds,
+			"last_error_seconds": c.LastErrorSeconds} {
+			if !(v >= 0 && v < 100*365*24*3600) { // NaN fails too
+				return bad(f(name), "%v is not an age in seconds", v)
+			}
+		}
+		seen[c.Cluster] = true
+	}
+	return nil
+}

@@ -77,3 +77,44 @@ func TestValidateRestorePaths(t *testing.T) {
 		t.Error("a verify job took restore_paths")
 	}
 }
+
+// A WAL spool report is refused, naming the field, when a count or an age
+// cannot be right or a field is too long; the cluster and file names are
+// the server's to check.
+func TestValidateWALSpoolReport(t *testing.T) {
+	good := WALSpoolReport{Clusters: []WALSpoolState{
+		{Cluster: "main", Files: 2, Oldest: "000000010000000000000003", OldestSeconds: 12.5, LastArchived: "000000010000000000000002", LastArchivedSeconds: 60},
+		{Cluster: "other"},
+	}}
+	if err := good.Validate(); err != nil {
+		t.Errorf("%+v: %v", good, err)
+	}
+	nan := 0.0
+	nan = nan / nan
+	for _, c := range []struct {
+		state WALSpoolState
+		field string
+	}{
+		{WALSpoolState{Cluster: "main", Files: -1}, "clusters[0].files"},
+		{WALSpoolState{Cluster: "main", Files: 1}, "clusters[0].oldest"},
+		{WALSpoolState{Cluster: "main", Oldest: "000000010000000000000003"}, "clusters[0].oldest"},
+		{WALSpoolState{Cluster: "main", OldestSeconds: -1}, "clusters[0].oldest_seconds"},
+		{WALSpoolState{Cluster: "main", LastArchivedSeconds: nan}, "clusters[0].last_archived_seconds"},
+		{WALSpoolState{Cluster: "main", LastError: string(make([]byte, MaxWALErrorLen+1))}, "clusters[0].last_error"},
+		{WALSpoolState{Cluster: string(make([]byte, 200))}, "clusters[0].cluster"},
+	} {
+		r := WALSpoolReport{Clusters: []WALSpoolState{c.state}}
+		var fe *FieldError
+		if err := r.Validate(); !errors.As(err, &fe) || fe.Field != c.field || !errors.Is(err, ErrInvalid) {
+			t.Errorf("%+v: %v; want a field error on %s", c.state, err, c.field)
+		}
+	}
+	twice := WALSpoolReport{Clusters: []WALSpoolState{{Cluster: "main"}, {Cluster: "main"}}}
+	if err := twice.Validate(); err == nil {
+		t.Error("a cluster reported twice was accepted")
+	}
+	many := WALSpoolReport{Clusters: make([]WALSpoolState, MaxWALClusters+1)}
+	if err := many.Validate(); err == nil {
+		t.Error("too many clusters were accepted")
+	}
+}

@@ -177,6 +177,12 @@ func (c *Client) Clients(ctx context.Context) ([]api.Client, error) {
 	return out, c.call(ctx, "GET", "/clients", nil, &out)
 }
 
+// Client is one enrolled client, with its agent's WAL spools.
+func (c *Client) Client(ctx context.Context, name string) (*api.Client, error) {
+	var out api.Client
+	return &out, c.call(ctx, "GET", "/clients/"+url.PathEscape(name), nil, &out)
+}
+
 // RevokeClient revokes a client's certificate at once.
 func (c *Client) RevokeClient(ctx context.Context, name string) (*api.Client, error) {
 	var out api.Client

@@ -36,6 +36,13 @@ type cluster struct {
 	agents  []*exec.Cmd
 	clients []string
 	logs    []string // the log file of each process, for errors
+	agent   agentSetup
+}
+
+// agentSetup is what the agents of a cluster run with beyond kura agent
+// run: its flags (--allow-plugin) and environment (the database's).
+type agentSetup struct {
+	Args, Env []string
 }
 
 // clusterStart is how long a server may take to listen and agents to
@@ -52,10 +59,15 @@ type libSpec struct {
 // server and one agent per client name, and waits until every agent is
 // connected.
 func (rn *runner) startCluster(ctx context.Context, dir string, libs []libSpec, clients []string) (_ *cluster, err error) {
+	return rn.startClusterWith(ctx, dir, libs, clients, agentSetup{})
+}
+
+// startClusterWith is startCluster whose agents run with setup.
+func (rn *runner) startClusterWith(ctx context.Context, dir string, libs []libSpec, clients []string, setup agentSetup) (_ *cluster, err error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
-	c := &cluster{rn: rn, dir: dir, home: filepath.Join(dir, "server"), clients: clients}
+	c := &cluster{rn: rn, dir: dir, home: filepath.Join(dir, "server"), clients: clients, agent: setup}
 	defer func() {
 		if err != nil {
 			c.stop()
@@ -113,13 +125,13 @@ func (c *cluster) logFile(name string) (*os.File, error) {
 
 // background starts a long-running kura process whose stderr goes to its
 // log; it gets SIGTERM when stopped (or when ctx ends).
-func (c *cluster) background(ctx context.Context, name string, argv []string, stdout io.Writer) (*exec.Cmd, error) {
+func (c *cluster) background(ctx context.Context, name string, argv []string, stdout io.Writer, env ...string) (*exec.Cmd, error) {
 	log, err := c.logFile(name)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = c.rn.env(nil)
+	cmd.Env = c.rn.env(env)
 	cmd.Stdout, cmd.Stderr = stdout, log
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 15 * time.Second
@@ -215,7 +227,7 @@ func (c *cluster) startAgent(ctx context.Context, name string) error {
 	if _, err := c.admin(ctx, "--home", home, "agent", "enroll", "--server", c.url, "--token", tok, "--name", name); err != nil {
 		return err
 	}
-	a, err := c.background(ctx, "agent-"+name, []string{c.rn.o.Kura, "--home", home, "agent", "run"}, io.Discard)
+	a, err := c.background(ctx, "agent-"+name, append([]string{c.rn.o.Kura, "--home", home, "agent", "run"}, c.agent.Args...), io.Discard, c.agent.Env...)
 	if err != nil {
 		return err
 	}

@@ -154,10 +154,12 @@ func linkTime(r Run) float64 {
 
 // LinkVerdicts judges auto at every link speed that has an auto run and at
 // least one fixed level.
-func LinkVerdicts(res *Results) []LinkVerdict {
+func LinkVerdicts(res *Results) []LinkVerdict { return linkVerdictsOf(res, TestLink) }
+
+func linkVerdictsOf(res *Results, test string) []LinkVerdict {
 	var out []LinkVerdict
 	for _, l := range Links {
-		auto, ok := linkMedian(res, l.Name, "auto")
+		auto, ok := testLinkMedian(res, test, l.Name, "auto")
 		if !ok {
 			continue
 		}
@@ -166,7 +168,7 @@ func LinkVerdicts(res *Results) []LinkVerdict {
 			if lv == "auto" {
 				continue
 			}
-			if r, ok := linkMedian(res, l.Name, lv); ok && (v.Best == "" || linkTime(r) < v.BestSeconds) {
+			if r, ok := testLinkMedian(res, test, l.Name, lv); ok && (v.Best == "" || linkTime(r) < v.BestSeconds) {
 				v.Best, v.BestSeconds = lv, linkTime(r)
 			}
 		}
@@ -181,8 +183,12 @@ func LinkVerdicts(res *Results) []LinkVerdict {
 }
 
 func linkMedian(res *Results, link, level string) (Run, bool) {
+	return testLinkMedian(res, TestLink, link, level)
+}
+
+func testLinkMedian(res *Results, test, link, level string) (Run, bool) {
 	r, _, ok := res.Median(func(r Run) bool {
-		return r.Test == TestLink && r.Link == link && r.Level == level
+		return r.Test == test && r.Link == link && r.Level == level
 	})
 	return r, ok
 }

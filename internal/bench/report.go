@@ -72,7 +72,7 @@ func WriteReport(w io.Writer, res *Results) error {
 	if slices.ContainsFunc(res.Peers, func(pe Peer) bool { return pe.Name == ToolRestic && !pe.Missing }) {
 		p("- The restic peer backs up into a fresh repository on the scratch disk (`restic init` first, not timed) and fsyncs the repository files it writes (*fsync*); `restic restore` does not fsync the files it restores. The restic output is the repository's size.")
 	}
-	if hasTest(res, TestTable55) || hasTest(res, TestDrives) || hasTest(res, TestLink) || hasTest(res, TestNetwork) || hasTest(res, TestEncrypt) {
+	if hasTest(res, TestTable55) || hasTest(res, TestDrives) || hasTest(res, TestLink) || hasTest(res, TestPGLink) || hasTest(res, TestNetwork) || hasTest(res, TestEncrypt) {
 		p("- Remote runs: a server and agents are started for the run as separate processes of the same binary (`kura server --listen 127.0.0.1:0`, `kura agent enroll` with a one-time token, `kura agent run`), on this machine: the agent reads and compresses the files and sends them over HTTPS (TLS 1.3, mutual certificates) on loopback; the server writes them to its libraries. The admin commands reach it through `KURA_SERVER` and `KURA_TOKEN`. Server, agents and CLI share the machine's cores and disk.")
 	}
 	p("- Deleting restore targets is timed separately and is never part of a rate (on a disk mounted with `discard` deletes cost about 1 ms per file).")
@@ -125,6 +125,9 @@ func WriteReport(w io.Writer, res *Results) error {
 		for i := range Links {
 			chart(fmt.Sprintf("%s%d", chartLink, i+1))
 		}
+	}
+	if hasTest(res, TestPGLink) {
+		writePGLink(p, res)
 	}
 	if hasTest(res, TestFiles) {
 		writeFiles(p, res)

@@ -33,7 +33,9 @@ type Results struct {
 	Parts []string `json:"parts"`
 	// DB is the dump the link test (seed 003) sent; FileSets are the
 	// seed 002 shapes. Both only when their part ran.
-	DB       *DBDump   `json:"db_dump,omitempty"`
+	DB *DBDump `json:"db_dump,omitempty"`
+	// PG is the pglink test's pgbench databases.
+	PG       *PGBench  `json:"pgbench,omitempty"`
 	FileSets []FileSet `json:"file_sets,omitempty"`
 	Peers    []Peer    `json:"peers"`
 	Notes    []string  `json:"notes"`
@@ -142,7 +144,7 @@ const (
 )
 
 // Parts lists every part in the order a suite runs them.
-var Parts = []string{PartLocal, PartRemote, PartDrives, PartLink, PartFiles, PartNetwork, PartObject, PartEncrypt}
+var Parts = []string{PartLocal, PartRemote, PartDrives, PartLink, PartFiles, PartNetwork, PartObject, PartEncrypt, PartPGLink}
 
 // DefaultParts are the parts a run without --parts measures: every part
 // but network.

@@ -61,6 +61,11 @@ type RunOptions struct {
 	// 32 MiB, seed 64 MiB); the data folder's db set is used when it is
 	// no larger, else a dump of this size is generated.
 	DBBytes int64
+	// PGBenchScale and PGBenchSlowScale are the pgbench scales of the
+	// pglink test's databases: for the unlimited and 100 Mbit/s links, and
+	// for 10 Mbit/s (0 = the suite's: quick 5 and 1, seed 100 and 10;
+	// scale 100 dumps about 1 GB).
+	PGBenchScale, PGBenchSlowScale int
 	// FilesScale scales the files test's shapes (0 = the data's scale).
 	FilesScale float64
 	// NoDropCaches keeps the page cache (by default it is dropped before
@@ -216,6 +221,9 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 	if rn.part(PartLink) {
 		rn.steps += rn.linkRuns()
 	}
+	if rn.part(PartPGLink) {
+		rn.steps += rn.pgLinkRuns()
+	}
 	if rn.part(PartFiles) {
 		rn.steps += rn.filesRuns()
 	}
@@ -268,6 +276,9 @@ func RunSuite(ctx context.Context, o RunOptions) (*Results, error) {
 	}
 	if rn.part(PartEncrypt) && ctx.Err() == nil {
 		rn.measureEncrypt(ctx, encCases)
+	}
+	if rn.part(PartPGLink) && ctx.Err() == nil {
+		rn.measurePGLink(ctx)
 	}
 	runErr := ctx.Err()
 	res.Finished = time.Now().UTC()
@@ -535,6 +546,9 @@ func (rn *runner) kura(ctx context.Context, r Run, env []string) Run {
 			r.JobSeconds, r.AvgKBps, r.PeakKBps = f.Seconds, f.AvgKBps, f.PeakKBps
 			if r.Phase == PhaseBackup {
 				r.OutBytes, r.Ratio = f.MediaBytes, f.Ratio
+				if r.Bytes == 0 { // a database dump: its size is known once made
+					r.Bytes = f.SourceBytes
+				}
 			}
 		}
 	}
@@ -637,7 +651,7 @@ func (rn *runner) add(r Run) {
 	rn.step++
 	what := r.Tool + " " + r.Phase
 	switch {
-	case r.Test == TestLink:
+	case r.Test == TestLink || r.Test == TestPGLink:
 		link := r.Link
 		if link == "" {
 			link = "unlimited"
@@ -673,7 +687,7 @@ func (rn *runner) add(r Run) {
 	if r.Ratio != "" {
 		msg += ", " + r.Ratio
 	}
-	if r.Test == TestLink && r.OutBytes > 0 {
+	if (r.Test == TestLink || r.Test == TestPGLink) && r.OutBytes > 0 {
 		msg += ", " + formatBytes(r.OutBytes) + " sent"
 	}
 	for _, j := range r.Jobs {

@@ -165,9 +165,18 @@ func (c *Catalog) RevokeClient(name string, at time.Time) error {
 }
 
 // RemoveClient forgets the named client, so that the name can be enrolled
-// again. ErrNotFound if there is no such client.
+// again, and what its agent reported of its WAL spools (the machine that
+// takes the name over reports its own). ErrNotFound if there is no such
+// client.
 func (c *Catalog) RemoveClient(name string) error {
-	if err := execOne(c.db, "client "+quote(name), `DELETE FROM clients WHERE name = ?`, name); err != nil {
+	err := c.write(func(tx *txn) error {
+		if err := execOne(tx, "client "+quote(name), `DELETE FROM clients WHERE name = ?`, name); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`DELETE FROM wal_spools WHERE client = ?`, name)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("catalog: removing client: %w", err)
 	}
 	return nil

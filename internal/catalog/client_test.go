@@ -182,3 +182,40 @@ func testSeenClients(t *testing.T) {
 		t.Errorf("a sighting of no client made one: %v", err)
 	}
 }
+
+// What an agent reports of its WAL spools replaces what it reported
+// before, cluster by cluster, and leaves with the client.
+func TestWALSpools(t *testing.T) { onBoth(t, testWALSpools) }
+
+func testWALSpools(t *testing.T) {
+	c, _ := openTemp(t)
+	must(t, c.EnrollClient(Client{Name: "db1", CertFingerprint: fp1}))
+	must(t, c.EnrollClient(Client{Name: "db2", CertFingerprint: fp1}))
+	main := WALSpool{Cluster: "main", Files: 3, Oldest: "000000010000000000000007", OldestSince: t0,
+		LastArchived: "000000010000000000000006", LastArchivedAt: t0.Add(-time.Minute),
+		LastError: "job 9 failed: no tape", LastErrorAt: t0.Add(time.Minute), Reported: t0.Add(2 * time.Minute)}
+	must(t, c.SetWALSpools("db1", []WALSpool{main, {Cluster: "other", Reported: t0}}))
+	must(t, c.SetWALSpools("db2", []WALSpool{{Cluster: "main", LastArchived: "000000010000000000000001", LastArchivedAt: t0, Reported: t0}}))
+	got, err := c.WALSpools("db1")
+	must(t, err)
+	main.Client = "db1"
+	if len(got) != 2 || got[0] != main || got[1].Cluster != "other" || got[1].Files != 0 || !got[1].OldestSince.IsZero() {
+		t.Fatalf("db1's spools: %+v\nwant %+v and an empty other", got, main)
+	}
+	// A later report replaces the client's rows: a cluster it no longer
+	// names is forgotten, the other client's stay.
+	must(t, c.SetWALSpools("db1", []WALSpool{{Cluster: "main", LastArchived: "000000010000000000000009", LastArchivedAt: t0, Reported: t0}}))
+	all, err := c.WALSpools("")
+	must(t, err)
+	if len(all) != 2 || all[0].Client != "db1" || all[0].Files != 0 || all[0].LastArchived != "000000010000000000000009" || all[1].Client != "db2" {
+		t.Fatalf("after db1's second report: %+v", all)
+	}
+	if err := c.SetWALSpools("db1", []WALSpool{{Cluster: "main", Files: -1}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a negative file count: %v; want ErrInvalid", err)
+	}
+	must(t, c.RevokeClient("db1", t0))
+	must(t, c.RemoveClient("db1"))
+	if all, err := c.WALSpools(""); err != nil || len(all) != 1 || all[0].Client != "db2" {
+		t.Errorf("a removed client's spools should go with it: %+v, %v", all, err)
+	}
+}

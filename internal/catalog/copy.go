@@ -44,6 +44,7 @@ var tables = []table{
 	{name: "drive_leases", key: "library, drive"},
 	{name: "server_leases", key: "name"},
 	{name: "clients", key: "name"},
+	{name: "wal_spools", key: "client, cluster"},
 	{name: "tokens", key: "id", id: "{rowid}"},
 	{name: "policies", key: "name"},
 	{name: "settings", key: "name"},

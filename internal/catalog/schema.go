@@ -233,4 +233,22 @@ var migrations = [][]string{
 		`ALTER TABLE clients ADD COLUMN kind TEXT NOT NULL DEFAULT 'agent'`,
 		`ALTER TABLE libraries ADD COLUMN node TEXT NOT NULL DEFAULT ''`,
 	},
+	// 13: the WAL spools of the agents (issue 16): what each agent last
+	// reported of each PostgreSQL cluster's spool, so that the server's
+	// alarm survives a restart and shows on every server of the catalog.
+	{
+		`CREATE TABLE wal_spools (
+			client           TEXT NOT NULL,
+			cluster          TEXT NOT NULL,
+			files            INTEGER NOT NULL,
+			oldest           TEXT NOT NULL,
+			oldest_since     INTEGER,
+			last_archived    TEXT NOT NULL,
+			last_archived_at INTEGER,
+			last_error       TEXT NOT NULL,
+			last_error_at    INTEGER,
+			reported         INTEGER NOT NULL,
+			PRIMARY KEY (client, cluster)
+		)`,
+	},
 }

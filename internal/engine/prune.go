@@ -116,43 +116,51 @@ func (e *Env) retention(now time.Time, override string, with retention.Rules) ([
 }
 
 // RuleWALBeforeBase expires a PostgreSQL WAL file archived before the
-// oldest kept base backup of its client: no kept base backup can replay
-// it (a base backup holds the WAL it needs to be consistent, and recovery
-// replays only the WAL after it).
-const RuleWALBeforeBase = "wal-before-base"
+// oldest kept base backup of its cluster: no kept base backup can replay
+// it (retention.DecideWAL).
+const RuleWALBeforeBase = retention.RuleWALBeforeBase
 
-// Selection keys of PostgreSQL's physical backups (plugin.Source.String).
+// Saveset paths of PostgreSQL's physical backups
+// (plugin.Source.String): a base backup's path is postgresql-cluster, or
+// postgresql-cluster:NAME when it names its cluster; a WAL file's is
+// postgresql-wal:CLUSTER/FILE.
 const (
-	baseBackupKey = "sources:postgresql-cluster"
-	walKeyPrefix  = "sources:postgresql-wal:"
+	baseBackupPath = "postgresql-cluster"
+	walPathPrefix  = "postgresql-wal:"
 )
 
-// walRetention ties WAL savesets to the base backups they extend: per
-// client, the WAL savesets the other rules keep only as ad-hoc backups and
-// that were archived before that client's oldest kept, complete base
-// backup are expired, with the reason. A client without a kept base
-// backup keeps all its WAL (nothing says which base backup it serves).
+// walRetention ties WAL savesets to the base backups they extend
+// (retention.DecideWAL): of the WAL savesets the other rules keep only as
+// ad-hoc backups, those archived before the oldest kept, complete base
+// backup of their own cluster are expired, and the others say which base
+// backup keeps them. Base backups and WAL files are known by their paths,
+// so those a policy's selection set made count too.
 func walRetention(out []SavesetDecision, info map[int64]*catalog.Saveset) {
-	oldest := map[string]*catalog.Saveset{}
-	for _, d := range out {
+	var files []retention.WALFile
+	var bases []retention.BaseBackup
+	at := map[int64]int{}
+	for i, d := range out {
 		s := info[d.ID]
-		if d.Keep && s.Selection == baseBackupKey && s.Status == catalog.StatusComplete && !s.Expired {
-			if o := oldest[s.Client]; o == nil || s.Created.Before(o.Created) {
-				oldest[s.Client] = s
+		if d.Keep && s.Status == catalog.StatusComplete && !s.Expired {
+			for _, p := range s.Paths {
+				if p == baseBackupPath || strings.HasPrefix(p, baseBackupPath+":") {
+					_, cluster, _ := strings.Cut(p, ":")
+					bases = append(bases, retention.BaseBackup{ID: s.ID, Client: s.Client, Cluster: cluster, Created: s.Created})
+				}
 			}
 		}
-	}
-	for i := range out {
-		d := &out[i]
-		s := info[d.ID]
-		base := oldest[s.Client]
-		if !d.Keep || (d.Rule != RuleAdHoc && d.Rule != RuleNoPolicy) || !strings.HasPrefix(s.Selection, walKeyPrefix) ||
-			base == nil || !s.Created.Before(base.Created) {
+		if !d.Keep || (d.Rule != RuleAdHoc && d.Rule != RuleNoPolicy) || len(s.Paths) != 1 || !strings.HasPrefix(s.Paths[0], walPathPrefix) {
 			continue
 		}
-		d.Keep, d.Rule = false, RuleWALBeforeBase
-		d.Reason = fmt.Sprintf("expired: WAL archived before the oldest kept base backup of client %s (saveset %d, %s): no kept base backup replays it",
-			s.Client, base.ID, base.Created.UTC().Format("2006-01-02 15:04:05"))
+		cluster, _, ok := strings.Cut(strings.TrimPrefix(s.Paths[0], walPathPrefix), "/")
+		if !ok {
+			continue
+		}
+		files = append(files, retention.WALFile{ID: s.ID, Client: s.Client, Cluster: cluster, Created: s.Created})
+		at[s.ID] = i
+	}
+	for _, dec := range retention.DecideWAL(files, bases) {
+		out[at[dec.ID]].Decision = dec
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -95,6 +96,33 @@ func (e *Env) ChooseSaveset(opts RestoreOptions) (*catalog.Saveset, error) {
 			return nil, sayf(ErrNotComplete, "saveset %d is %s, not complete: choose another", ss.ID, ss.Status)
 		}
 		return ss, nil
+	case opts.Selection == "" && opts.Into.Recovery.Cluster != "":
+		// Point-in-time recovery from WAL archive C: the newest base
+		// backup of cluster C (--cluster C), or one that names no cluster,
+		// made at or before the moment.
+		before := opts.At
+		if !before.IsZero() {
+			before = before.Add(time.Nanosecond)
+		}
+		// Known by its path, not its selection key: a policy's selection
+		// set names its savesets after the set.
+		sets, err := e.Catalog.Savesets(catalog.SavesetFilter{Clients: []string{e.Client}, Statuses: []string{catalog.StatusComplete}, Before: before})
+		if err != nil {
+			return nil, err
+		}
+		var best *catalog.Saveset
+		for _, ss := range sets {
+			if ss.Expired || (best != nil && (ss.Created.Before(best.Created) || ss.Created.Equal(best.Created) && ss.ID < best.ID)) {
+				continue
+			}
+			if slices.Contains(ss.Paths, baseBackupPath+":"+opts.Into.Recovery.Cluster) || slices.Contains(ss.Paths, baseBackupPath) {
+				best = ss
+			}
+		}
+		if best == nil {
+			return nil, Missing("saveset", "no complete base backup (--plugin postgresql-cluster) of cluster %s matches; give its saveset ID", opts.Into.Recovery.Cluster)
+		}
+		return best, nil
 	case opts.Latest || !opts.At.IsZero():
 		before := opts.At
 		if !before.IsZero() {

@@ -13,7 +13,7 @@
 //	   movers
 //	1  formats,     tape (+tapetest, faultfs, faultdev, memtape, sttape, mtx(+mtxtest), s3tape(+versitygw, for tests))  span  stream  walk  catalogbackup  plugin
 //	   wire         api (wire types + api.Service; imports only rules, compress)
-//	0  foundations  units rules private compress index retention schedule home pki planner monitor seal  pgtest mariadbtest (for tests)
+//	0  foundations  units rules private compress index retention schedule home pki planner monitor seal  pgtest (for tests and bench) mariadbtest (for tests)
 //
 // Two further rules are checked by their own packages' tests: internal/api
 // imports nothing of the catalog, the engine, the index or the monitor

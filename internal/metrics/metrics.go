@@ -39,6 +39,8 @@ type Source struct {
 	// OnError hears why a part of a scrape could not be read (the server
 	// logs it); nil ignores it.
 	OnError func(part string, err error)
+	// Now is the clock the WAL spools' ages are read with (time.Now).
+	Now func() time.Time
 }
 
 // DurationBuckets are the job duration histogram's bounds, in seconds:
@@ -56,6 +58,9 @@ var _ prometheus.Collector = (*Collector)(nil)
 func New(src Source) *Collector {
 	if src.Timeout == 0 {
 		src.Timeout = 10 * time.Second
+	}
+	if src.Now == nil {
+		src.Now = time.Now
 	}
 	return &Collector{src: src}
 }
@@ -81,12 +86,18 @@ var (
 	descPolicy   = desc("kura_policy_last_success_timestamp_seconds", "When the policy's newest complete saveset finished (Unix time).", "policy")
 	descCatalog  = desc("kura_catalog_size_bytes", "Size of the catalog: the SQLite file and its write-ahead log, or the PostgreSQL database.")
 	descErrors   = desc("kura_scrape_errors", "Parts of this scrape that could not be read (1 each); the server log says why.", "part")
+
+	descWALFiles    = desc("kura_wal_spool_segments", "WAL files waiting in the agent's spool for the server, per client and PostgreSQL cluster, as the agent last reported (every minute).", "client", "cluster")
+	descWALOldest   = desc("kura_wal_spool_oldest_seconds", "How long the oldest WAL file in the agent's spool has waited (0 when none waits); it grows while the agent is silent.", "client", "cluster")
+	descWALArchived = desc("kura_wal_last_archived_timestamp_seconds", "When the agent last sent a WAL file of the cluster that the server stored (Unix time). A cluster that sent none yet has no series.", "client", "cluster")
+	descWALFailing  = desc("kura_wal_spool_failing", "1 while the agent's last attempt to send the cluster's spool failed, 0 once a file was sent after it.", "client", "cluster")
 )
 
 // Describe sends every family's description.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBuild, descJobs, descRunning, descQueue, descFiles, descSource, descMedia,
-		descDuration, descDrives, descTapes, descAgents, descClients, descLast, descPolicy, descCatalog, descErrors} {
+		descDuration, descDrives, descTapes, descAgents, descClients, descLast, descPolicy, descCatalog, descErrors,
+		descWALFiles, descWALOldest, descWALArchived, descWALFailing} {
 		ch <- d
 	}
 }
@@ -117,6 +128,45 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	failed("libraries", c.libraries(ctx, gauge))
 	failed("clients", c.clients(gauge))
 	failed("catalog_size", c.catalogSize(gauge))
+	failed("wal_spools", c.walSpools(gauge))
+}
+
+// walSpools are the agents' WAL spools, as last reported (the catalog's
+// wal_spools), of the clients not revoked.
+func (c *Collector) walSpools(gauge sendFunc) error {
+	spools, err := c.src.Catalog.WALSpools("")
+	if err != nil || len(spools) == 0 {
+		return err
+	}
+	cs, err := c.src.Catalog.Clients()
+	if err != nil {
+		return err
+	}
+	revoked := map[string]bool{}
+	for _, cl := range cs {
+		revoked[cl.Name] = !cl.Revoked.IsZero()
+	}
+	now := c.src.Now()
+	for _, s := range spools {
+		if revoked[s.Client] {
+			continue
+		}
+		oldest := 0.0
+		if s.Files > 0 && !s.OldestSince.IsZero() {
+			oldest = max(0, now.Sub(s.OldestSince).Seconds())
+		}
+		gauge(descWALFiles, float64(s.Files), s.Client, s.Cluster)
+		gauge(descWALOldest, oldest, s.Client, s.Cluster)
+		if !s.LastArchivedAt.IsZero() {
+			gauge(descWALArchived, float64(s.LastArchivedAt.UnixNano())/1e9, s.Client, s.Cluster)
+		}
+		failing := 0.0
+		if s.LastError != "" {
+			failing = 1
+		}
+		gauge(descWALFailing, failing, s.Client, s.Cluster)
+	}
+	return nil
 }
 
 type sendFunc func(d *prometheus.Desc, v float64, labels ...string)

@@ -3,7 +3,8 @@
 // cluster made with initdb in a temporary folder, listening on 127.0.0.1
 // and on a socket inside that folder, started with pg_ctl. A test package
 // starts one in TestMain and gives each test its own database
-// (CreateDatabase). For tests only.
+// (CreateDatabase). For tests, and for kura bench's pglink part, which
+// measures backups of a database it builds there.
 //
 // initdb refuses to run as root, so as root the cluster belongs to the
 // postgres user and initdb and pg_ctl run through runuser; as anyone else

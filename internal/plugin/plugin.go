@@ -74,6 +74,10 @@ type Source struct {
 	AllDatabases bool     `json:"all_databases,omitempty"`
 	// Path is the file a KindWAL source stores (as WAL name Name).
 	Path string `json:"path,omitempty"`
+	// (KindPostgreSQLCluster) Name is the cluster's name, as its WAL
+	// archive is named (kura wal archive --cluster): retention and
+	// point-in-time recovery pair the base backup with that archive.
+	// Optional: a client that archives one cluster needs none.
 }
 
 // DefaultName is the file a command's output is stored as without --name.
@@ -93,7 +97,12 @@ func (s Source) String() string {
 	switch s.Kind {
 	case KindCommand:
 		return "command:" + s.Name
-	case KindPostgreSQLCluster, KindMariaDBPhysical:
+	case KindPostgreSQLCluster:
+		if s.Name != "" {
+			return s.Kind + ":" + s.Name // the cluster, as its WAL archive is named
+		}
+		return s.Kind
+	case KindMariaDBPhysical:
 		return s.Kind
 	case KindWAL:
 		return s.Kind + ":" + s.Name
@@ -144,8 +153,14 @@ func (s Source) Validate() error {
 		}
 		return ValidWALName(s.Name)
 	case KindPostgreSQLCluster, KindMariaDBPhysical:
-		if s.Command != "" || s.Name != "" || len(s.Databases) > 0 || s.AllDatabases {
-			return fmt.Errorf("%w: plug-in %s backs up the whole cluster: it takes no --db, command or name", ErrBadSource, s.Kind)
+		if s.Command != "" || len(s.Databases) > 0 || s.AllDatabases {
+			return fmt.Errorf("%w: plug-in %s backs up the whole cluster: it takes no --db or command", ErrBadSource, s.Kind)
+		}
+		if s.Name != "" && s.Kind == KindMariaDBPhysical {
+			return fmt.Errorf("%w: plug-in %s takes no --cluster (a PostgreSQL base backup names its WAL archive)", ErrBadSource, s.Kind)
+		}
+		if s.Name != "" {
+			return ValidCluster(s.Name)
 		}
 		return nil
 	case "":

@@ -34,6 +34,9 @@ func TestSourceValidate(t *testing.T) {
 		{Source{Kind: KindPostgreSQL, Databases: []string{"a/b"}}, false},
 		{Source{Kind: KindPostgreSQLCluster}, true},
 		{Source{Kind: KindPostgreSQLCluster, Databases: []string{"a"}}, false},
+		{Source{Kind: KindPostgreSQLCluster, Name: "reports"}, true}, // the cluster's WAL archive
+		{Source{Kind: KindPostgreSQLCluster, Name: "../x"}, false},
+		{Source{Kind: KindMariaDBPhysical, Name: "main"}, false},
 		{Source{Kind: KindWAL, Name: "main/000000010000000000000003", Path: "pg_wal/x"}, true},
 		{Source{Kind: KindWAL, Name: "main/00000002.history", Path: "p"}, true},
 		{Source{Kind: KindWAL, Name: "main/000000010000000000000003.00000028.backup", Path: "p"}, true},

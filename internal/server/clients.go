@@ -197,6 +197,10 @@ func (s *Server) getClients(w http.ResponseWriter, r *http.Request) error {
 		s.hub.lastSeen(c)
 		out = append(out, APIClient(c, c.Revoked.IsZero() && s.hub.online(c.Name)))
 	}
+	out, err = s.withSpools(out)
+	if err != nil {
+		return err
+	}
 	return writeJSON(w, out)
 }
 

@@ -35,7 +35,7 @@ func (b consoleBackend) Clients(ctx context.Context) ([]api.Client, error) {
 	for _, c := range cs {
 		out = append(out, APIClient(c, c.Revoked.IsZero() && b.s.hub.online(c.Name)))
 	}
-	return out, nil
+	return b.s.withSpools(out)
 }
 
 func (b consoleBackend) CreateToken(ctx context.Context, req api.TokenRequest) (*api.TokenResponse, error) {

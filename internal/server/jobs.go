@@ -339,7 +339,8 @@ func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob)
 	req := rj.req
 	opts := engine.RestoreOptions{SavesetID: req.Saveset, Latest: req.Latest, Selection: req.Selection, At: req.At,
 		To: req.To, InPlace: req.InPlace, Includes: req.Includes, Paths: req.RestorePaths, Overwrite: req.Overwrite, Sync: req.Sync,
-		Into: plugin.Target{Command: req.ToCommand, Database: req.ToDB, Jobs: req.Jobs, Cluster: req.ToCluster}}
+		Into: plugin.Target{Command: req.ToCommand, Database: req.ToDB, Jobs: req.Jobs, Cluster: req.ToCluster,
+			Recovery: plugin.Recovery{Cluster: req.WAL}}} // which base backups --wal may pick (engine.ChooseSaveset)
 	env := s.jobEnv(req.Client)
 	_, err := env.RestoreWith(ctx, j, opts, func(ss *catalog.Saveset, _, total int64) (*engine.RestoreOutcome, error) {
 		allowed := map[int64]bool{}

@@ -80,7 +80,7 @@ func (s *Server) metricsHandler() (http.Handler, error) {
 	reg := prometheus.NewRegistry()
 	dir := s.env.Home
 	err = reg.Register(metrics.New(metrics.Source{Catalog: s.env.Catalog, Service: s.svc, Connected: s.connectedAgents,
-		CatalogFiles: []string{home.CatalogPath(dir), home.CatalogPath(dir) + "-wal"}, Version: Version,
+		CatalogFiles: []string{home.CatalogPath(dir), home.CatalogPath(dir) + "-wal"}, Version: Version, Now: s.opts.Clock.Now,
 		OnError: func(part string, err error) { s.log.Warn("metrics: part of a scrape failed", "part", part, "err", err) }}))
 	if err != nil {
 		return nil, err

@@ -135,6 +135,7 @@ type Server struct {
 	bus       *bus
 	hub       *hub
 	nodes     *nodeHub
+	spools    spoolBook // the agents' WAL spools (walspool.go)
 	q         *queue
 	metrics   http.Handler // GET /metrics (metrics.go)
 
@@ -370,6 +371,7 @@ func (s *Server) routes() []route {
 		admin("GET", "/server", s.getServer),
 		admin("POST", "/tokens", s.postToken),
 		admin("GET", "/clients", s.getClients),
+		admin("GET", "/clients/{name}", s.getClient),
 		admin("PATCH", "/clients/{name}", s.patchClient),
 		admin("POST", "/clients/{name}/revoke", s.revokeClient),
 		admin("POST", "/jobs", s.postJob),
@@ -379,6 +381,7 @@ func (s *Server) routes() []route {
 		open("POST", "/enroll", s.postEnroll),
 		agent("GET", "/agent/orders", s.agentOrders),
 		agent("POST", "/agent/wal", s.agentWAL),
+		agent("POST", "/agent/walspool", s.agentWALSpool),
 		agent("GET", "/agent/savesets", s.agentOwnSavesets),
 		agent("GET", "/agent/savesets/{ss}/index", s.agentOwnIndex),
 		agent("GET", "/agent/savesets/{ss}/data", s.agentOwnData),
