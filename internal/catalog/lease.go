@@ -204,7 +204,8 @@ func (c *Catalog) CreateLeasedJob(j *Job, holder string, now time.Time, ttl time
 // transaction it checks that no other holder's lease on the job is live
 // (ErrLeaseHeld) and that the job is queued or waiting (ErrNotQueued), then
 // marks it running from now and writes the lease, until now+ttl. It returns
-// the job as it is now. ErrNotFound if there is no such job.
+// the job as it is now. ErrNotFound if there is no such job. It starts
+// work: on SQLite it has its turn before this process's other writers.
 func (c *Catalog) AcquireJobLease(id int64, holder string, now time.Time, ttl time.Duration) (*Job, *Lease, error) {
 	if err := checkLease(holder, now, ttl); err != nil {
 		return nil, nil, err
@@ -213,7 +214,7 @@ func (c *Catalog) AcquireJobLease(id int64, holder string, now time.Time, ttl ti
 		j *Job
 		l *Lease
 	)
-	err := c.write(func(tx *txn) error {
+	err := c.writeUrgent(func(tx *txn) error {
 		var err error
 		if j, err = jobTx(tx, id); err != nil {
 			return err
@@ -602,7 +603,8 @@ type DriveClaim struct {
 // transaction: a server starting many jobs at once commits once, not once
 // per job. The i-th error is claim i's: nil when it was taken, ErrLeaseHeld
 // when another holds it (the others are taken all the same); the error
-// returned is the transaction's, and then none was taken.
+// returned is the transaction's, and then none was taken. It starts work:
+// on SQLite it has its turn before this process's other writers.
 func (c *Catalog) AcquireDriveLeases(claims []DriveClaim, holder string, now time.Time, ttl time.Duration) ([]error, error) {
 	if err := checkLease(holder, now, ttl); err != nil {
 		return nil, err
@@ -613,7 +615,7 @@ func (c *Catalog) AcquireDriveLeases(claims []DriveClaim, holder string, now tim
 		}
 	}
 	var errs []error
-	err := c.write(func(tx *txn) error {
+	err := c.writeUrgent(func(tx *txn) error {
 		errs = make([]error, len(claims))
 		for i, cl := range claims {
 			l := &DriveLease{Library: cl.Library, Drive: cl.Drive, Holder: holder, JobID: cl.JobID, Acquired: now, Heartbeat: now, Expires: now.Add(ttl)}
