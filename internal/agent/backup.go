@@ -258,8 +258,12 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 		fsink = sealed
 	}
 	prod, err := producer.Local{}.Produce(ctx, spec, fsink, idx, producer.Hooks{Phase: phase, Warn: sink.warn})
-	if err == nil && sealed != nil {
-		err = sealed.Close()
+	if sealed != nil {
+		if err == nil {
+			err = sealed.Close()
+		} else {
+			sealed.Abort() // before the abort message goes out
+		}
 	}
 	close(beatDone)
 	if err == nil {

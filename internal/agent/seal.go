@@ -62,65 +62,57 @@ func (a *Agent) identities() ([]age.Identity, error) {
 }
 
 // sealSink encrypts the frames of a stream into one age file and sends
-// the ciphertext on as it is made: whole 64 KiB chunks, the age header with
-// the first. The locations it returns are offsets into the plaintext
-// (label included), all in part 0.
+// the ciphertext on as it is made. seal.Writer seals it in 1 MiB batches
+// of whole 64 KiB chunks on goroutines of its own and sends each batch as
+// one frame message, in order, so the stream writer's sink goroutine only
+// copies a frame and goes on (the header goes first, as a message of its
+// own). The locations it returns are offsets into the plaintext (label
+// included), all in part 0.
 type sealSink struct {
-	next *netSink
-	aw   io.WriteCloser
-	out  bytes.Buffer // ciphertext not sent yet
-	off  int64        // plaintext written so far
+	w   *seal.Writer
+	off int64 // plaintext written so far
 }
 
 func newSealSink(next *netSink, recipients []string, label []byte) (*sealSink, error) {
-	s := &sealSink{next: next}
-	aw, err := seal.NewWriter(&s.out, recipients)
-	if err != nil {
-		return nil, err
-	}
-	s.aw = aw
 	if _, err := stream.ReadLabelFrame(bytes.NewReader(label)); err != nil {
 		return nil, fmt.Errorf("the saveset label the server sent: %w", err)
 	}
-	if _, err := s.write(label); err != nil {
+	w, err := seal.NewWriter(frameMessages{next}, recipients)
+	if err != nil {
+		return nil, err
+	}
+	s := &sealSink{w: w}
+	if _, err := s.WriteFrame(label); err != nil {
+		w.Abort()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *sealSink) write(p []byte) (int64, error) {
-	at := s.off
-	if _, err := s.aw.Write(p); err != nil {
+// frameMessages sends each Write as one frame message.
+type frameMessages struct{ n *netSink }
+
+func (f frameMessages) Write(p []byte) (int, error) {
+	if _, err := f.n.WriteFrame(p); err != nil {
 		return 0, err
 	}
-	s.off += int64(len(p))
-	return at, s.flush()
-}
-
-func (s *sealSink) flush() error {
-	if s.out.Len() == 0 {
-		return nil
-	}
-	_, err := s.next.WriteFrame(s.out.Bytes())
-	s.out.Reset()
-	return err
+	return len(p), nil
 }
 
 func (s *sealSink) WriteFrame(frame []byte) (stream.Location, error) {
-	at, err := s.write(frame)
-	if err != nil {
+	at := s.off
+	if _, err := s.w.Write(frame); err != nil {
 		return stream.Location{}, err
 	}
+	s.off += int64(len(frame))
 	return stream.Location{Part: 0, Offset: at}, nil
 }
 
-// Close seals the last chunk and sends it.
-func (s *sealSink) Close() error {
-	if err := s.aw.Close(); err != nil {
-		return err
-	}
-	return s.flush()
-}
+// Close seals the last chunk and returns once everything is sent.
+func (s *sealSink) Close() error { return s.w.Close() }
+
+// Abort stops sending: nothing more goes to the server after it returns.
+func (s *sealSink) Abort() { s.w.Abort() }
 
 // sealFile encrypts the file src into a new temporary file, to recipients.
 func (a *Agent) sealFile(src *os.File, recipients []string, pattern string) (*os.File, error) {

@@ -129,6 +129,9 @@ func openPostgres(url string) (*Catalog, error) {
 
 func open(sdb *sql.DB, d *dialect, dsn string) (*Catalog, error) {
 	c := &Catalog{db: &db{sql: sdb, d: d}, dsn: dsn}
+	if !d.postgres() {
+		c.db.gate = &gate{timeout: BusyTimeout}
+	}
 	// Openers racing on a new SQLite file can get SQLITE_BUSY straight away
 	// while one of them switches it to WAL (SQLite does not wait for that
 	// lock); the condition is transient, so try again for up to BusyTimeout.
@@ -254,8 +257,15 @@ func (c *Catalog) SchemaVersion() (int, error) {
 // write runs fn in a write transaction (BEGIN IMMEDIATE on SQLite, the
 // catalog's advisory lock on PostgreSQL), committing if fn returns nil. A
 // writer kept waiting too long gets ErrBusy.
-func (c *Catalog) write(fn func(tx *txn) error) error {
-	err := c.db.write(fn)
+func (c *Catalog) write(fn func(tx *txn) error) error { return c.writeTurn(false, fn) }
+
+// writeUrgent is write for a write that starts work (a job queued, the
+// drives of the jobs a queue pass starts): on SQLite it goes before this
+// process's other writers waiting for the write lock (gate.go).
+func (c *Catalog) writeUrgent(fn func(tx *txn) error) error { return c.writeTurn(true, fn) }
+
+func (c *Catalog) writeTurn(urgent bool, fn func(tx *txn) error) error {
+	err := c.db.writeTurn(urgent, fn)
 	if err != nil && isBusy(err) && !errors.Is(err, ErrBusy) {
 		return fmt.Errorf("%w: %w", ErrBusy, err)
 	}

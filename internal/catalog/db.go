@@ -8,8 +8,9 @@ import (
 // db is the catalog's database with its dialect: every query goes through
 // it, written with ? placeholders.
 type db struct {
-	sql *sql.DB
-	d   *dialect
+	sql  *sql.DB
+	d    *dialect
+	gate *gate // SQLite: this process's writers take turns (gate.go); nil on PostgreSQL
 }
 
 // txn is a write transaction on a db.
@@ -33,6 +34,12 @@ func (b *db) Exec(q string, args ...any) (sql.Result, error) {
 		})
 		return res, err
 	}
+	if b.gate != nil && changesRows(q) {
+		if err := b.gate.enter(false); err != nil {
+			return nil, err
+		}
+		defer b.gate.leave()
+	}
 	return b.sql.Exec(b.d.rebind(q), b.d.args(args)...)
 }
 
@@ -45,7 +52,17 @@ func (b *db) QueryRow(q string, args ...any) *sql.Row {
 }
 
 // write runs fn in a write transaction, committing if fn returns nil.
-func (b *db) write(fn func(tx *txn) error) error {
+func (b *db) write(fn func(tx *txn) error) error { return b.writeTurn(false, fn) }
+
+// writeTurn is write; an urgent one starts work (gate.go) and goes before
+// the other writers waiting.
+func (b *db) writeTurn(urgent bool, fn func(tx *txn) error) error {
+	if b.gate != nil {
+		if err := b.gate.enter(urgent); err != nil {
+			return err
+		}
+		defer b.gate.leave()
+	}
 	tx, err := b.d.beginWrite(b.sql)
 	if err != nil {
 		return err

@@ -197,7 +197,8 @@ func scanJob(row interface{ Scan(...any) error }) (*Job, error) {
 
 // CreateJob records a new job. When j.ID is 0 the catalog assigns the next
 // free ID and stores it in j; otherwise j.ID is used and ErrExists is
-// returned if it is taken.
+// returned if it is taken. It queues work: on SQLite it has its turn before
+// this process's other writers.
 func (c *Catalog) CreateJob(j *Job) error {
 	if err := j.validate(); err != nil {
 		return err
@@ -212,7 +213,7 @@ func (c *Catalog) CreateJob(j *Job) error {
 		args = append([]any{j.ID}, args...)
 	}
 	var id int64
-	err = c.write(func(tx *txn) error {
+	err = c.writeUrgent(func(tx *txn) error {
 		if err := tx.QueryRow(q, args...).Scan(&id); err != nil {
 			return err
 		}

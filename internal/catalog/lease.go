@@ -204,8 +204,29 @@ func (c *Catalog) CreateLeasedJob(j *Job, holder string, now time.Time, ttl time
 // transaction it checks that no other holder's lease on the job is live
 // (ErrLeaseHeld) and that the job is queued or waiting (ErrNotQueued), then
 // marks it running from now and writes the lease, until now+ttl. It returns
-// the job as it is now. ErrNotFound if there is no such job.
+// the job as it is now. ErrNotFound if there is no such job. It starts
+// work: on SQLite it has its turn before this process's other writers.
 func (c *Catalog) AcquireJobLease(id int64, holder string, now time.Time, ttl time.Duration) (*Job, *Lease, error) {
+	return c.acquireJobLease(id, nil, holder, now, ttl)
+}
+
+// AcquireJobLeaseAs is AcquireJobLease that writes row (running: its
+// Started kept, now if zero) as the job's row in the same transaction: a
+// job taken from the queue and recorded as its runner has it costs one
+// commit, not two. Nothing is written when it fails.
+func (c *Catalog) AcquireJobLeaseAs(row *Job, holder string, now time.Time, ttl time.Duration) (*Lease, error) {
+	row.State, row.Reason, row.Finished = StateRunning, "", time.Time{}
+	if row.Started.IsZero() {
+		row.Started = now
+	}
+	if err := row.validate(); err != nil {
+		return nil, err
+	}
+	_, l, err := c.acquireJobLease(row.ID, row, holder, now, ttl)
+	return l, err
+}
+
+func (c *Catalog) acquireJobLease(id int64, row *Job, holder string, now time.Time, ttl time.Duration) (*Job, *Lease, error) {
 	if err := checkLease(holder, now, ttl); err != nil {
 		return nil, nil, err
 	}
@@ -213,7 +234,7 @@ func (c *Catalog) AcquireJobLease(id int64, holder string, now time.Time, ttl ti
 		j *Job
 		l *Lease
 	)
-	err := c.write(func(tx *txn) error {
+	err := c.writeUrgent(func(tx *txn) error {
 		var err error
 		if j, err = jobTx(tx, id); err != nil {
 			return err
@@ -230,6 +251,9 @@ func (c *Catalog) AcquireJobLease(id int64, holder string, now time.Time, ttl ti
 			return fmt.Errorf("job %d is %s: %w", id, j.State, ErrNotQueued)
 		}
 		j.State, j.Reason, j.Started, j.Finished = StateRunning, "", now, time.Time{}
+		if row != nil {
+			j = row
+		}
 		if err := updateJobTx(tx, j); err != nil {
 			return err
 		}
@@ -602,7 +626,8 @@ type DriveClaim struct {
 // transaction: a server starting many jobs at once commits once, not once
 // per job. The i-th error is claim i's: nil when it was taken, ErrLeaseHeld
 // when another holds it (the others are taken all the same); the error
-// returned is the transaction's, and then none was taken.
+// returned is the transaction's, and then none was taken. It starts work:
+// on SQLite it has its turn before this process's other writers.
 func (c *Catalog) AcquireDriveLeases(claims []DriveClaim, holder string, now time.Time, ttl time.Duration) ([]error, error) {
 	if err := checkLease(holder, now, ttl); err != nil {
 		return nil, err
@@ -613,7 +638,7 @@ func (c *Catalog) AcquireDriveLeases(claims []DriveClaim, holder string, now tim
 		}
 	}
 	var errs []error
-	err := c.write(func(tx *txn) error {
+	err := c.writeUrgent(func(tx *txn) error {
 		errs = make([]error, len(claims))
 		for i, cl := range claims {
 			l := &DriveLease{Library: cl.Library, Drive: cl.Drive, Holder: holder, JobID: cl.JobID, Acquired: now, Heartbeat: now, Expires: now.Add(ttl)}

@@ -491,3 +491,80 @@ func testAcquireDriveLeases(t *testing.T) {
 		t.Errorf("an invalid batch took drives: %+v", live2)
 	}
 }
+
+func TestAcquireJobLeaseAs(t *testing.T) { onBoth(t, testAcquireJobLeaseAs) }
+
+// A job taken from the queue and written as its runner has it, in one
+// transaction: the row is the runner's (running, its start kept), the lease
+// is the holder's; a job that is not queued any more is refused and nothing
+// of the row is written.
+func testAcquireJobLeaseAs(t *testing.T) {
+	c, _ := openTemp(t)
+	j := queuedJob(t, c)
+	started := t0.Add(-time.Second)
+	row := &Job{ID: j.ID, Kind: KindBackup, State: StateQueued, Client: "db1", Selection: "home", Level: "full",
+		Started: started, Owner: "a", Reason: "stale"}
+	l, err := c.AcquireJobLeaseAs(row, "a", t0, ttl)
+	must(t, err)
+	if l.Holder != "a" || !l.Expires.Equal(t0.Add(ttl)) {
+		t.Errorf("lease = %+v", l)
+	}
+	got, err := c.Job(j.ID)
+	must(t, err)
+	if got.State != StateRunning || !got.Started.Equal(started) || got.Selection != "home" || got.Level != "full" || got.Reason != "" || got.Owner != "a" {
+		t.Errorf("job row after AcquireJobLeaseAs: %+v", got)
+	}
+	if err := c.UpdateLeasedJob(got, "b"); !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("another holder writes the row: %v", err)
+	}
+
+	// Not queued any more: refused, nothing written.
+	again := &Job{ID: j.ID, Kind: KindBackup, State: StateQueued, Client: "db1", Selection: "other"}
+	_, err = c.AcquireJobLeaseAs(again, "b", t0.Add(ttl), ttl)
+	wantErr(t, "taking a running job", err, ErrNotQueued)
+	got, err = c.Job(j.ID)
+	must(t, err)
+	if got.Selection != "home" {
+		t.Errorf("a refused AcquireJobLeaseAs wrote the row: selection %q", got.Selection)
+	}
+}
+
+func TestCreateJobSaveset(t *testing.T) { onBoth(t, testCreateJobSaveset) }
+
+// A running job's saveset and the job's record of it commit together, and
+// only while the job's lease is the writer's: a holder that lost the job
+// writes neither.
+func testCreateJobSaveset(t *testing.T) {
+	c, _ := openTemp(t)
+	j := queuedJob(t, c)
+	row := &Job{ID: j.ID, Kind: KindBackup, Client: "db1", Selection: "home"}
+	_, err := c.AcquireJobLeaseAs(row, "a", t0, ttl)
+	must(t, err)
+
+	s := fullSaveset()
+	s.JobID = j.ID
+	if err := c.CreateJobSaveset(s, row, "b"); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("another holder records the job's saveset: %v, want ErrLeaseLost", err)
+	}
+	if s.ID != 0 || row.SavesetID != 0 {
+		t.Errorf("a refused CreateJobSaveset set saveset %d, job's saveset %d", s.ID, row.SavesetID)
+	}
+	if all, err := c.Savesets(SavesetFilter{}); err != nil || len(all) != 0 {
+		t.Fatalf("savesets after a refused CreateJobSaveset: %d, %v", len(all), err)
+	}
+
+	must(t, c.CreateJobSaveset(s, row, "a"))
+	if s.ID == 0 || row.SavesetID != s.ID {
+		t.Fatalf("saveset %d, the job's saveset %d", s.ID, row.SavesetID)
+	}
+	got, err := c.Job(j.ID)
+	must(t, err)
+	if got.SavesetID != s.ID || got.State != StateRunning {
+		t.Errorf("job row: saveset %d, state %s; want saveset %d, running", got.SavesetID, got.State, s.ID)
+	}
+	ss, err := c.Saveset(s.ID)
+	must(t, err)
+	if ss.JobID != j.ID || len(ss.Parts) != 2 {
+		t.Errorf("saveset row: %+v", ss)
+	}
+}

@@ -159,6 +159,28 @@ func copyKind(n int, kind string) string { return fmt.Sprintf("copy%d-%s", n, ki
 // scan rebuilds savesets with their original IDs) and ErrExists is returned
 // if it is taken. A zero Created is set to now.
 func (c *Catalog) CreateSaveset(s *Saveset) error {
+	return c.createSaveset(s, nil, "")
+}
+
+// CreateJobSaveset is CreateSaveset for the running job j, leased by
+// holder: in the same transaction j.SavesetID is set to the new saveset and
+// j is written as UpdateLeasedJob writes it (ErrLeaseLost, and nothing
+// written, if holder does not hold the job's lease). A backup's saveset and
+// its job's record of it cost one commit.
+func (c *Catalog) CreateJobSaveset(s *Saveset, j *Job, holder string) error {
+	if j == nil {
+		return fmt.Errorf("catalog: no job: %w", ErrInvalid)
+	}
+	if err := j.validate(); err != nil {
+		return err
+	}
+	if finalState(j.State) {
+		return fmt.Errorf("catalog: job %d: %s is final: %w", j.ID, j.State, ErrInvalid)
+	}
+	return c.createSaveset(s, j, holder)
+}
+
+func (c *Catalog) createSaveset(s *Saveset, j *Job, holder string) error {
 	if err := s.validate(); err != nil {
 		return err
 	}
@@ -170,7 +192,16 @@ func (c *Catalog) CreateSaveset(s *Saveset) error {
 	if err != nil {
 		return fmt.Errorf("catalog: creating saveset: %w", err)
 	}
+	jobSaveset := int64(0)
+	if j != nil {
+		jobSaveset = j.SavesetID
+	}
 	err = c.write(func(tx *txn) error {
+		if j != nil {
+			if _, err := holdsTx(tx, j.ID, holder); err != nil {
+				return err
+			}
+		}
 		q := `INSERT INTO savesets (` + savesetColumns + `) VALUES (` + placeholders(savesetColumns) + `) RETURNING id`
 		if s.ID != 0 {
 			q = `INSERT INTO savesets (id, ` + savesetColumns + `) VALUES (?, ` + placeholders(savesetColumns) + `) RETURNING id`
@@ -182,8 +213,18 @@ func (c *Catalog) CreateSaveset(s *Saveset) error {
 		if err := tx.d.raiseSequence(tx, "savesets", s.ID); err != nil {
 			return err
 		}
-		return insertParts(tx, &rec)
+		if err := insertParts(tx, &rec); err != nil {
+			return err
+		}
+		if j != nil {
+			j.SavesetID = rec.ID
+			return updateJobTx(tx, j)
+		}
+		return nil
 	})
+	if err != nil && j != nil {
+		j.SavesetID = jobSaveset // nothing was written
+	}
 	if isDuplicate(err) {
 		return fmt.Errorf("catalog: saveset %d: %w", s.ID, ErrExists)
 	}

@@ -339,14 +339,8 @@ func (e *Env) Backup(ctx context.Context, opts BackupOptions) (*Result, error) {
 	if base != nil {
 		ss.BaseID = base.ID
 	}
-	if err := e.Catalog.CreateSaveset(ss); err != nil {
-		job.Error = err.Error()
-		return nil, err
-	}
-	job.SavesetID = ss.ID
-	if err := e.updateJob(job); err != nil {
-		ss.Status = catalog.StatusFailed
-		_ = e.Catalog.UpdateSaveset(ss)
+	// The saveset and the job's record of it, in one commit.
+	if err := e.createJobSaveset(ss, job); err != nil {
 		job.Error = err.Error()
 		return nil, err
 	}

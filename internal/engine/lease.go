@@ -46,6 +46,16 @@ func (e *Env) updateJob(j *catalog.Job) error {
 	return h.Update(j)
 }
 
+// createJobSaveset records the running job's new saveset and the job with
+// its SavesetID in one commit, while this process holds the job's lease.
+func (e *Env) createJobSaveset(ss *catalog.Saveset, j *catalog.Job) error {
+	h, err := e.Jobs.Held(j.ID)
+	if err != nil {
+		return err
+	}
+	return h.CreateSaveset(ss, j)
+}
+
 // finishJob records a job's end (its state is final) and releases its lease
 // and its drives. A job whose lease was reclaimed keeps the reclaimer's
 // record (interrupted): the error wraps job.ErrLeaseLost.

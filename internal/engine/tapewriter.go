@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -69,10 +70,33 @@ func (e *Env) newTapeWriter(job *catalog.Job, lib library.Changer, drv library.D
 	return w, nil
 }
 
-// next marks the current tape full (unless it is only passed over: another
-// writer holds it) and loads the next writable one.
+// next is the span writer's way to the next tape: the current one is full,
+// or another writer holds it and nothing of this saveset is on it.
 func (w *tapeWriter) next(exclude []string, full bool) (tape.Device, string, error) {
 	if full {
+		return w.move(exclude, leftFull)
+	}
+	return w.move(exclude, leftBusy)
+}
+
+// left says why a tapeWriter leaves its tape.
+type left int
+
+const (
+	// leftFull: at the early-warning point, or no room; marked full.
+	leftFull left = iota
+	// leftBusy: another writer holds it and nothing of this saveset is on
+	// it: passed over, not one of the job's tapes.
+	leftBusy
+	// leftBusyKept: another writer took it after this saveset's data
+	// went on it: passed over for the index, still one of the job's tapes.
+	leftBusyKept
+)
+
+// move leaves the current tape for the next writable one (none in exclude
+// nor among the job's tapes) and loads it.
+func (w *tapeWriter) move(exclude []string, why left) (tape.Device, string, error) {
+	if why == leftFull {
 		if err := w.lib.MarkFull(w.barcode); err != nil {
 			return nil, "", err
 		}
@@ -84,14 +108,15 @@ func (w *tapeWriter) next(exclude []string, full bool) (tape.Device, string, err
 	if err := w.e.claimTape(w.lib, bc, w.pool); err != nil {
 		return nil, "", err
 	}
-	if full {
+	switch why {
+	case leftFull:
 		w.e.logf(w.job, "tape %s reached its early-warning point: continuing on tape %s", w.barcode, bc)
-	} else {
+	case leftBusy:
 		w.e.logf(w.job, "tape %s is in use by another writer: writing on tape %s", w.barcode, bc)
-	}
-	if !full {
 		// Passed over, nothing written on it: not one of the job's tapes.
 		w.tapes = slices.DeleteFunc(w.tapes, func(b string) bool { return b == w.barcode })
+	case leftBusyKept:
+		w.e.logf(w.job, "tape %s is in use by another writer: the index goes on tape %s", w.barcode, bc)
 	}
 	w.cur, w.barcode = t, bc
 	w.tapes = append(w.tapes, bc)
@@ -112,7 +137,23 @@ func (w *tapeWriter) appendIndex(idx *os.File, size int64, tag string, parts []c
 			return catalog.Part{}, err
 		}
 	}
+	// Another writer may have taken the tape since the data's tape file
+	// ended (its lock is held only while a file is written): pass it over
+	// as the data would be, keeping a tape that holds data of this saveset
+	// among the job's tapes.
+	var passed []string
 	fw, err := dev.Append(tag)
+	for errors.Is(err, tape.ErrBusy) {
+		why := leftBusy
+		if slices.ContainsFunc(parts, func(p catalog.Part) bool { return p.Barcode == w.barcode }) {
+			why = leftBusyKept
+		}
+		passed = append(passed, w.barcode)
+		if dev, _, err = w.move(passed, why); err != nil {
+			return catalog.Part{}, err
+		}
+		fw, err = dev.Append(tag)
+	}
 	if err != nil {
 		return catalog.Part{}, err
 	}

@@ -116,19 +116,8 @@ func (g *Registry) Hold(ctx context.Context, row *catalog.Job) (*Held, context.C
 	if row.ID == 0 {
 		l, err = g.cat.CreateLeasedJob(row, holder, now, g.opts.LeaseTTL)
 	} else {
-		started := row.Started
-		if _, l, err = g.cat.AcquireJobLease(row.ID, holder, now, g.opts.LeaseTTL); err == nil {
-			row.State, row.Reason, row.Finished = catalog.StateRunning, "", time.Time{}
-			if !started.IsZero() {
-				row.Started = started
-			} else {
-				row.Started = now
-			}
-			if err = g.cat.UpdateLeasedJob(row, holder); err != nil {
-				// Hand it back: nothing ran.
-				_ = g.cat.ReleaseJobLease(row.ID, holder, catalog.StateQueued, "")
-			}
-		}
+		// Taken and written as row has it, running, in one commit.
+		l, err = g.cat.AcquireJobLeaseAs(row, holder, now, g.opts.LeaseTTL)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("job: starting a %s job: %w", row.Kind, err)
@@ -182,6 +171,17 @@ func (h *Held) Update(row *catalog.Job) error {
 	return nil
 }
 
+// CreateSaveset records the job's new saveset and writes row with its
+// SavesetID, in one commit, while this registry holds the job's lease
+// (catalog.CreateJobSaveset): an error wrapping ErrLeaseLost, and nothing
+// written, if it was reclaimed.
+func (h *Held) CreateSaveset(ss *catalog.Saveset, row *catalog.Job) error {
+	if err := h.g.cat.CreateJobSaveset(ss, row, h.g.opts.Holder); err != nil {
+		return h.lost(err)
+	}
+	return nil
+}
+
 func (h *Held) lost(err error) error {
 	if errors.Is(err, catalog.ErrLeaseLost) {
 		return fmt.Errorf("%w: %w", ErrLeaseLost, err)
@@ -193,7 +193,17 @@ func (h *Held) lost(err error) error {
 // if another job holds it). The lease is renewed with the job's and
 // released when the job ends.
 func (h *Held) TakeDrive(lib string, n int) error {
-	_, err := h.g.cat.AcquireDriveLease(lib, n, h.g.opts.Holder, h.id, h.g.opts.Clock.Now(), h.g.opts.LeaseTTL)
+	now := h.g.opts.Clock.Now()
+	// A drive the queue took for the job (Registry.TakeDrives) is the
+	// job's already, renewed with its lease: a read, not a commit.
+	if ls, err := h.g.cat.LiveDriveLeases(now); err == nil {
+		for _, l := range ls {
+			if l.Library == lib && l.Drive == n && l.Holder == h.g.opts.Holder && l.JobID == h.id {
+				return nil
+			}
+		}
+	}
+	_, err := h.g.cat.AcquireDriveLease(lib, n, h.g.opts.Holder, h.id, now, h.g.opts.LeaseTTL)
 	if err != nil {
 		return fmt.Errorf("job %d: %w", h.id, err)
 	}

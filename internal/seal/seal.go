@@ -69,29 +69,6 @@ func ParseRecipient(s string) (*age.X25519Recipient, error) {
 	return r, nil
 }
 
-// NewWriter encrypts what is written to it to dst, as one age file for
-// every recipient (each an "age1…" key; duplicates are dropped). The header
-// is written to dst at once; the payload follows in whole 64 KiB chunks as
-// they fill, the last one at Close.
-func NewWriter(dst io.Writer, recipients []string) (io.WriteCloser, error) {
-	if len(recipients) == 0 {
-		return nil, fmt.Errorf("seal: no recipient: %w", ErrBadRecipient)
-	}
-	seen := map[string]bool{}
-	var rs []age.Recipient
-	for _, s := range recipients {
-		r, err := ParseRecipient(s)
-		if err != nil {
-			return nil, err
-		}
-		if !seen[r.String()] {
-			seen[r.String()] = true
-			rs = append(rs, r)
-		}
-	}
-	return age.Encrypt(dst, rs...)
-}
-
 // classify turns an age error into ErrWrongKey or ErrTampered, keeping
 // age's words (which name the chunk). An error of the source is srcErr's.
 func classify(err error, srcErr error) error {

@@ -3,6 +3,7 @@ package seal_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -211,24 +212,39 @@ func TestRingWithTheAgeTool(t *testing.T) {
 }
 
 // BenchmarkSeal is the cost of encryption alone: 1 MiB frames into one age
-// file (the agent's sealSink) and their random-access decryption.
+// file, by age's own writer (serial, what the agent used before) and by
+// seal.Writer with one and two sealers. The destination discards.
 func BenchmarkSeal(b *testing.B) {
 	k, err := age.GenerateX25519Identity()
 	if err != nil {
 		b.Fatal(err)
 	}
 	frame := randomBytes(1<<20, 5)
-	b.Run("encrypt", func(b *testing.B) {
+	run := func(b *testing.B, w io.WriteCloser) {
 		b.SetBytes(int64(len(frame)))
-		w, err := seal.NewWriter(io.Discard, []string{k.Recipient().String()})
-		if err != nil {
-			b.Fatal(err)
-		}
 		for b.Loop() {
 			if _, err := w.Write(frame); err != nil {
 				b.Fatal(err)
 			}
 		}
-		w.Close()
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("age", func(b *testing.B) {
+		w, err := age.Encrypt(io.Discard, k.Recipient())
+		if err != nil {
+			b.Fatal(err)
+		}
+		run(b, w)
 	})
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("writer/workers=%d", workers), func(b *testing.B) {
+			w, err := seal.NewWriterOptions(io.Discard, []string{k.Recipient().String()}, seal.WriterOptions{Workers: workers})
+			if err != nil {
+				b.Fatal(err)
+			}
+			run(b, w)
+		})
+	}
 }
