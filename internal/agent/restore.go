@@ -31,10 +31,13 @@ type remoteStore struct {
 	sealed map[int64]sealedRecord // the encrypted savesets seen
 	opened map[int64]*sealedData  // their data, opened and its label checked (OpenIndex)
 	own    bool                   // the client's own savesets outside a job (kura agent verify)
-	ctx    context.Context
-	job    int64
-	idle   time.Duration // bounds every wait on the server
-	lim    *rate.Limiter // the job's bandwidth limit over all its reads (nil: none)
+	// tickets: ask the server where to read before each read (a saveset
+	// on a storage node with a data port is read straight from it).
+	tickets bool
+	ctx     context.Context
+	job     int64
+	idle    time.Duration // bounds every wait on the server
+	lim     *rate.Limiter // the job's bandwidth limit over all its reads (nil: none)
 }
 
 var _ restorer.Store = (*remoteStore)(nil)
@@ -157,13 +160,27 @@ type remoteData struct {
 }
 
 func (d *remoteData) OpenAt(loc stream.Location) (io.ReadCloser, error) {
-	p := jobPath(d.s.job, fmt.Sprintf("/savesets/%d/data?part=%d&offset=%d", d.id, loc.Part, loc.Offset))
-	if d.s.own {
-		p = fmt.Sprintf("/agent/savesets/%d/data?part=%d&offset=%d", d.id, loc.Part, loc.Offset)
+	var rc io.ReadCloser
+	if d.s.tickets && !d.s.own {
+		tk, err := d.ticket(loc)
+		if err != nil {
+			return nil, err
+		}
+		if tk.DataURL != "" {
+			if rc, err = d.s.a.readNode(d.s.ctx, tk, d.s.idle); err != nil {
+				return nil, err
+			}
+		}
 	}
-	rc, err := d.s.a.call(d.s.ctx, "GET", p, "", nil, d.s.idle, false)
-	if err != nil {
-		return nil, err
+	if rc == nil {
+		p := jobPath(d.s.job, fmt.Sprintf("/savesets/%d/data?part=%d&offset=%d", d.id, loc.Part, loc.Offset))
+		if d.s.own {
+			p = fmt.Sprintf("/agent/savesets/%d/data?part=%d&offset=%d", d.id, loc.Part, loc.Offset)
+		}
+		var err error
+		if rc, err = d.s.a.call(d.s.ctx, "GET", p, "", nil, d.s.idle, false); err != nil {
+			return nil, err
+		}
 	}
 	if d.s.lim == nil {
 		return rc, nil
@@ -219,7 +236,7 @@ func (a *Agent) restore(ctx context.Context, o api.Order) error {
 	// there, the agent was revoked) or the agent stops.
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	store := &remoteStore{a: a, ctx: ctx, job: o.JobID, idle: idle}
+	store := &remoteStore{a: a, ctx: ctx, job: o.JobID, idle: idle, tickets: r.Tickets}
 	// An unknown scheme fails the restore when the restorer asks for the
 	// saveset's record, which notes it again: the result goes to the server.
 	_ = store.note(&r.Saveset)

@@ -178,6 +178,17 @@ func TestStorageNodes(t *testing.T) {
 	}
 	r.restoreAndCheck("c1", ss[0], src1)
 	r.restoreAndCheck("c2", ss[1], src2)
+	// The restores read the tapes straight from the nodes' data ports
+	// (byte-exact: the trees compare equal); no saveset byte crossed the
+	// server.
+	for _, n := range []*runningNode{sn1, sn2} {
+		if n.n.DataSent() == 0 {
+			t.Errorf("node %s: no restore data left its data port", n.name)
+		}
+	}
+	if b := r.srv.RestoreBytesSent(); b != 0 {
+		t.Errorf("the server sent %d bytes of restore data; want none (the nodes send it)", b)
+	}
 	if j := r.wait(r.submit(api.JobRequest{Kind: api.KindVerify, Saveset: ss[0], Level: "data"})[0]); j.State != catalog.StateSucceeded {
 		t.Errorf("verify of saveset %d on node sn1: %s (%s)", ss[0], j.State, j.Error)
 	}
@@ -196,7 +207,11 @@ func TestStorageNodes(t *testing.T) {
 	if incr.State != catalog.StateSucceeded || incr.Level != "incr" {
 		t.Fatalf("encrypted incremental to node sn2: %s %s (%s)", incr.State, incr.Level, incr.Error)
 	}
+	sent := sn2.n.DataSent()
 	r.restoreAndCheck("c2", incr.SavesetID, src2)
+	if sn2.n.DataSent() == sent || r.srv.RestoreBytesSent() != 0 {
+		t.Errorf("encrypted restore: node sn2 sent %d bytes, the server %d; want all from the node", sn2.n.DataSent()-sent, r.srv.RestoreBytesSent())
+	}
 
 	// A copy from the library of one node to that of the other; with the
 	// original's tape exported a restore reads the copy.
@@ -210,7 +225,25 @@ func TestStorageNodes(t *testing.T) {
 	if _, err := r.admin.ExportTape(ctx, rec.Parts[0].Barcode); err != nil {
 		t.Fatal(err)
 	}
+	sent = sn2.n.DataSent()
 	r.restoreAndCheck("c1", ss[0], src1)
+	if sn2.n.DataSent() == sent || r.srv.RestoreBytesSent() != 0 {
+		t.Errorf("restore of the copy: node sn2 sent %d bytes, the server %d; want all from sn2", sn2.n.DataSent()-sent, r.srv.RestoreBytesSent())
+	}
+
+	// A node without a data port: its restores go through the server.
+	sn3 := r.startNodeOn("sn3", r.enrollNode("sn3", ""), "")
+	if _, err := r.admin.CreateLibrary(ctx, api.LibraryCreate{Name: "far3", Node: "sn3", Slots: 2, Drives: 1, TapeSizeBytes: 64 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	j3 := r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src1}, Library: "far3"})[0])
+	if j3.State != catalog.StateSucceeded {
+		t.Fatalf("backup to node sn3 (no data port): %s (%s)", j3.State, j3.Error)
+	}
+	r.restoreAndCheck("c1", j3.SavesetID, src1)
+	if sn3.n.DataSent() != 0 || r.srv.RestoreBytesSent() == 0 {
+		t.Errorf("restore from a node without a data port: node sent %d, the server %d; want all through the server", sn3.n.DataSent(), r.srv.RestoreBytesSent())
+	}
 
 	// A node that is down: the job waits, saying so, and runs when it is
 	// back.

@@ -139,6 +139,7 @@ type Server struct {
 	metrics   http.Handler // GET /metrics (metrics.go)
 
 	catalogDue atomic.Bool            // the catalog backup after the daily prune is to be queued
+	dataSent   atomic.Int64           // saveset bytes sent to agents for restores (agentSavesetData)
 	url        atomic.Pointer[string] // the API's address while Serve serves it (URL)
 
 	mu      sync.Mutex
@@ -387,6 +388,7 @@ func (s *Server) routes() []route {
 		agent("GET", "/agent/jobs/{id}/savesets/{ss}", s.agentSaveset),
 		agent("GET", "/agent/jobs/{id}/savesets/{ss}/index", s.agentSavesetIndex),
 		agent("GET", "/agent/jobs/{id}/savesets/{ss}/data", s.agentSavesetData),
+		agent("POST", "/agent/jobs/{id}/savesets/{ss}/ticket", s.agentSavesetTicket),
 		agent("POST", "/agent/jobs/{id}/progress", s.agentProgress),
 		agent("POST", "/agent/jobs/{id}/result", s.agentResult),
 		agent("GET", "/node/tunnel", s.nodeTunnel),

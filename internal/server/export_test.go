@@ -1,0 +1,5 @@
+package server
+
+// RestoreBytesSent is the saveset bytes the server has sent to agents for
+// restores (the path through the server, not a storage node's data port).
+func (s *Server) RestoreBytesSent() int64 { return s.dataSent.Load() }
