@@ -281,3 +281,75 @@ func TestStorageNodes(t *testing.T) {
 		t.Errorf("revoking agent c1 as a node: %v, want not found", err)
 	}
 }
+
+// TestStorageNodeRestoreDamage: a damaged block on a node's tape, read
+// straight from the node's data port, costs the restore the files in the
+// frames it holds, each named as damaged on media with the tape; the
+// restore reads on after it (with a fresh read ticket), and still no byte
+// crosses the server.
+func TestStorageNodeRestoreDamage(t *testing.T) {
+	r := startServer(t, t.TempDir(), "")
+	sn1 := r.startNode("sn1", r.enrollNode("sn1", ""))
+	if _, err := r.admin.CreateLibrary(t.Context(), api.LibraryCreate{Name: "far1", Node: "sn1", Slots: 2, Drives: 1, TapeSizeBytes: 64 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	r.runAgent("c1")
+	src := t.TempDir()
+	makeTree(t, src, 24, 3)
+	j := r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Library: "far1", Compress: "none", FrameSize: 64 << 10})[0])
+	if j.State != catalog.StateSucceeded {
+		t.Fatalf("backup to node sn1: %s (%s)", j.State, j.Error)
+	}
+	rec, err := r.srv.Env().Catalog.Saveset(j.SavesetID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc := rec.Parts[0].Barcode
+	data := filepath.Join(sn1.home, "vtl", "far1", "tapes", bc, "000001.data")
+	f, err := os.OpenFile(data, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [1]byte
+	at := st.Size() / 2
+	if _, err := f.ReadAt(b[:], at); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0xff
+	if _, err := f.WriteAt(b[:], at); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	to := t.TempDir()
+	rj := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: j.SavesetID, To: to})[0])
+	if rj.State != catalog.StateFailed || !strings.Contains(rj.Error, "damaged media") {
+		t.Fatalf("restore over a damaged block: %s (%s); want failed for damaged media", rj.State, rj.Error)
+	}
+	named := 0
+	for _, w := range rj.Warnings {
+		if strings.Contains(w, "NOT RESTORED, damaged on media") && strings.Contains(w, "corrupt") && strings.Contains(w, bc) {
+			named++
+		}
+	}
+	if named == 0 {
+		t.Errorf("no file named as damaged on tape %s: %q", bc, rj.Warnings)
+	}
+	// The files after the damage were restored: the restore read on.
+	want, got := treeSum(t, src), treeSum(t, filepath.Join(to, src))
+	if len(got) == 0 || len(got)+named < len(want) {
+		t.Errorf("restored %d of %d files with %d named damaged", len(got), len(want), named)
+	}
+	for p, sum := range got {
+		if want[p] != sum {
+			t.Errorf("%s restored with the wrong content", p)
+		}
+	}
+	if sn1.n.DataSent() == 0 || r.srv.RestoreBytesSent() != 0 {
+		t.Errorf("node sent %d bytes, the server %d; want all from the node", sn1.n.DataSent(), r.srv.RestoreBytesSent())
+	}
+}
