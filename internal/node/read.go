@@ -183,12 +183,14 @@ func (sp *spans) send(w http.ResponseWriter, r *http.Request) {
 		n, rerr := rc.Read(buf)
 		if n > 0 {
 			if _, err := w.Write(buf[:n]); err != nil {
-				return // the agent went away, or the server cancelled the read
+				// The agent went away, or the server cancelled the read:
+				// cut the answer, so it cannot pass for a clean end.
+				panic(http.ErrAbortHandler)
 			}
 			sp.sent.Add(int64(n))
 			_ = rctl.SetWriteDeadline(time.Now().Add(dataIdle))
 			if s.ctx.Err() != nil {
-				return // cancelled as the deadline was renewed
+				panic(http.ErrAbortHandler) // cancelled as the deadline was renewed
 			}
 		}
 		if rerr == io.EOF {
