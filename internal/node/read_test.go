@@ -196,3 +196,88 @@ func TestReadTicket(t *testing.T) {
 		t.Errorf("read over a damaged block: %d bytes, want the good %d of the first part and no more than the good ones", len(got), parts[0].Bytes)
 	}
 }
+
+// TestReadCancelCuts: the server's cancel cuts a read under way. The agent
+// takes the headers and stops reading while the node is held by the
+// unread bytes (12 MiB, more than the sockets buffer); after the cancel
+// the rest of the answer is an error, never a clean end of fewer bytes.
+func TestReadCancelCuts(t *testing.T) {
+	ca, _, err := pki.LoadOrCreateCA(t.TempDir(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{opts: Options{DataListen: "127.0.0.1:0"}, cert: certFor(t, ca, "sn1", []string{"127.0.0.1"}),
+		caPEM: ca.CertPEM, spans: newSpans(""), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	stop, err := n.listenData(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	srvEnd, nodeEnd := net.Pipe()
+	libs := NewLibraries(t.TempDir())
+	libs.spans = n.spans
+	go func() { ServeConn(nodeEnd, libs.Handler()); libs.Close() }()
+	cc, hc, err := NewClient(srvEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	c := &Conn{Node: "sn1", HC: hc, DataURL: n.DataURL()}
+	lib, err := c.CreateLibrary(library.Config{Name: "far", Slots: 1, Drives: 1, TapeSize: 64 << 20, BarcodePrefix: "SN"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv, err := lib.Acquire(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, bc, err := drv.LoadWritable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 12 << 20
+	fw, err := dev.Append("saveset 8 data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.NewChaCha8([32]byte{8})
+	chunk := make([]byte, 1<<20)
+	for range size / len(chunk) {
+		rng.Read(chunk)
+		if _, err := fw.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := fw.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv.Release()
+
+	o, err := c.OpenRead("far", ReadRequest{Agent: "web1", Saveset: 8, Parts: []span.Part{{Barcode: bc, File: info.Number, Bytes: size}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	hcl := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: pool,
+		Certificates: []tls.Certificate{certFor(t, ca, "web1", nil)}}}}
+	resp, err := hcl.Get(o.DataURL + api.Prefix + "/read/" + o.Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("read: %d", resp.StatusCode)
+	}
+	if err := c.CancelRead(o.Ticket, "the job was cancelled"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	if err == nil && resp.Trailer.Get(api.TrailerError) == "" {
+		t.Fatalf("a cancelled read ended cleanly after %d of %d bytes", len(got), size)
+	}
+	if len(got) >= size {
+		t.Errorf("a cancelled read delivered all %d bytes", len(got))
+	}
+}
