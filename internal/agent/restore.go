@@ -168,7 +168,14 @@ func (d *remoteData) OpenAt(loc stream.Location) (io.ReadCloser, error) {
 		}
 		if tk.DataURL != "" {
 			if rc, err = d.s.a.readNode(d.s.ctx, tk, d.s.idle); err != nil {
-				return nil, err
+				if d.s.ctx.Err() != nil {
+					return nil, err
+				}
+				// A node this agent cannot reach (a firewall, a name that
+				// does not resolve here): the server has the same bytes.
+				d.s.a.log.Warn("cannot read from the storage node's data port; reading through the server",
+					"job", d.s.job, "saveset", d.id, "node", tk.Node, "data_url", tk.DataURL, "err", err)
+				rc = nil
 			}
 		}
 	}
