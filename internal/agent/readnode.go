@@ -18,6 +18,9 @@ import (
 func (d *remoteData) ticket(loc stream.Location) (api.ReadTicket, error) {
 	var tk api.ReadTicket
 	p := jobPath(d.s.job, fmt.Sprintf("/savesets/%d/ticket?part=%d&offset=%d", d.id, loc.Part, loc.Offset))
+	if d.s.own {
+		p = fmt.Sprintf("/agent/savesets/%d/ticket?part=%d&offset=%d", d.id, loc.Part, loc.Offset)
+	}
 	rc, err := d.s.a.call(d.s.ctx, "POST", p, "", nil, d.s.idle, false)
 	if err != nil {
 		return tk, err

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/apiclient"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/plugin"
@@ -161,9 +162,9 @@ type remoteData struct {
 
 func (d *remoteData) OpenAt(loc stream.Location) (io.ReadCloser, error) {
 	var rc io.ReadCloser
-	if d.s.tickets && !d.s.own {
+	if d.s.tickets {
 		tk, err := d.ticket(loc)
-		if err != nil {
+		if err != nil && !(d.s.own && apiclient.Code(err) == api.CodeNotFound) { // a server without tickets: read through it
 			return nil, err
 		}
 		if tk.DataURL != "" {

@@ -51,6 +51,7 @@
 //	POST /spans/{t}/{close|cancel}
 //	POST /libraries/{lib}/read           a read ticket for an agent's restore
 //	POST /reads/{t}/cancel
+//	POST /agents/{name}/cancel           a revoked client: all its tickets die
 //
 // Errors are JSON with the codes of the library and tape sentinels they
 // wrap (wire.go), so errors.Is sees ErrDriveBusy, ErrEndOfMedia or a

@@ -141,6 +141,38 @@ func (l *Libraries) cancelRead(w http.ResponseWriter, r *http.Request) (any, err
 	return struct{}{}, nil
 }
 
+// cancelAgent is the tunnel call POST /agents/{name}/cancel: the server
+// revoked that client, so every ticket of it on this node dies (backup
+// streams and reads, under way or not).
+func (l *Libraries) cancelAgent(w http.ResponseWriter, r *http.Request) (any, error) {
+	if l.spans == nil {
+		return struct{}{}, nil
+	}
+	name := r.PathValue("name")
+	why := fmt.Errorf("client %s was revoked", name)
+	l.spans.mu.Lock()
+	var reads []*readSession
+	var spans []*spanSession
+	for _, s := range l.spans.reads {
+		if s.agent == name {
+			reads = append(reads, s)
+		}
+	}
+	for _, s := range l.spans.m {
+		if s.agent == name {
+			spans = append(spans, s)
+		}
+	}
+	l.spans.mu.Unlock()
+	for _, s := range reads {
+		s.end(why)
+	}
+	for _, s := range spans {
+		s.end(why)
+	}
+	return struct{}{}, nil
+}
+
 // send is the data port's GET /api/v1/read/{t}: the saveset's media bytes
 // from the session's location to the end of its data.
 func (sp *spans) send(w http.ResponseWriter, r *http.Request) {
@@ -219,6 +251,11 @@ func (n *Node) DataSent() int64 { return n.spans.sent.Load() }
 func (c *Conn) OpenRead(lib string, req ReadRequest) (SpanOpened, error) {
 	var out SpanOpened
 	return out, c.call(nil, "POST", "/libraries/"+url.PathEscape(lib)+"/read", req, &out)
+}
+
+// CancelAgent kills every ticket of a client on the node (it was revoked).
+func (c *Conn) CancelAgent(name string) error {
+	return c.call(nil, "POST", "/agents/"+url.PathEscape(name)+"/cancel", nil, nil)
 }
 
 // CancelRead kills a read ticket and cuts its read if it is under way; a

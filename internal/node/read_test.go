@@ -25,8 +25,8 @@ import (
 // TestReadTicket: the direct read path on the node alone. The server's end
 // opens a read session over the tunnel for a saveset's parts; the agent
 // the session names reads the bytes from the data port, byte-exact from
-// any location. Another agent, a second use of the ticket and a cancelled
-// ticket are refused; a damaged block on the tape ends the read with the
+// any location. Another agent, a second use of the ticket, a cancelled
+// ticket and the ticket of a revoked client are refused; a damaged block on the tape ends the read with the
 // trailer naming the damage (api.CodeCorrupt and the tape), not as a
 // clean end.
 func TestReadTicket(t *testing.T) {
@@ -161,6 +161,21 @@ func TestReadTicket(t *testing.T) {
 	}
 	if err := c.CancelRead(tk, "again"); err != nil {
 		t.Errorf("cancelling a dead ticket: %v", err)
+	}
+	// A revoked client's tickets die, another client's do not.
+	tk = open(0, 0)
+	other, err := c.OpenRead("far", ReadRequest{Agent: "web2", Saveset: 7, Parts: parts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CancelAgent("web1"); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, _ := read(web1, tk); st != http.StatusForbidden {
+		t.Errorf("a revoked client's ticket: %d, want 403", st)
+	}
+	if st, got, _ := read(agent("web2"), other.Ticket); st != http.StatusOK || !bytes.Equal(got, want) {
+		t.Errorf("another client's ticket after web1 was revoked: %d, %d bytes", st, len(got))
 	}
 
 	// A damaged block in the second part: the bytes before it arrive, and

@@ -352,6 +352,7 @@ func (l *Libraries) Handler() http.Handler {
 	h("POST /devices/{d}/span", l.openSpan)
 	h("POST /libraries/{lib}/read", l.openRead)
 	h("POST /reads/{t}/cancel", l.cancelRead)
+	h("POST /agents/{name}/cancel", l.cancelAgent)
 	mux.HandleFunc("GET /spans/{t}/events", l.spanEvents)
 	h("POST /spans/{t}/close", func(w http.ResponseWriter, r *http.Request) (any, error) {
 		s, err := l.span(r)

@@ -269,3 +269,21 @@ func (h *nodeHub) anyDataPort() bool {
 	}
 	return false
 }
+
+// cancelAgent kills every ticket of a revoked client on the connected
+// nodes: its backup streams and reads, under way or not.
+func (h *nodeHub) cancelAgent(name string) {
+	h.mu.Lock()
+	var conns []*node.Conn
+	for _, l := range h.links {
+		if l.conn.DataURL != "" && !l.cc.State().Closed {
+			conns = append(conns, l.conn)
+		}
+	}
+	h.mu.Unlock()
+	for _, c := range conns {
+		if err := c.CancelAgent(name); err != nil {
+			h.s.log.Warn("cancelling a revoked client's tickets on a storage node", "node", c.Node, "client", name, "err", err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,7 +143,7 @@ func TestStorageNodes(t *testing.T) {
 	}
 
 	r.runAgent("c1")
-	r.runAgent("c2")
+	c2home, _ := r.runAgent("c2")
 	src1, src2 := t.TempDir(), t.TempDir()
 	makeTree(t, src1, 12, 1)
 	makeTree(t, src2, 12, 2)
@@ -211,6 +212,20 @@ func TestStorageNodes(t *testing.T) {
 	r.restoreAndCheck("c2", incr.SavesetID, src2)
 	if sn2.n.DataSent() == sent || r.srv.RestoreBytesSent() != 0 {
 		t.Errorf("encrypted restore: node sn2 sent %d bytes, the server %d; want all from the node", sn2.n.DataSent()-sent, r.srv.RestoreBytesSent())
+	}
+	// kura agent verify (the client's key, outside a job) reads the node
+	// directly too.
+	ag, err := agent.Open(agent.Options{Home: c2home, Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent = sn2.n.DataSent()
+	vr, err := ag.VerifyData(ctx, incr.SavesetID)
+	if err != nil || len(vr.Problems) != 0 || vr.Bytes == 0 {
+		t.Errorf("agent verify of the encrypted incremental: %+v, %v", vr, err)
+	}
+	if sn2.n.DataSent() == sent || r.srv.RestoreBytesSent() != 0 {
+		t.Errorf("agent verify: node sn2 sent %d bytes, the server %d; want all from the node", sn2.n.DataSent()-sent, r.srv.RestoreBytesSent())
 	}
 
 	// A copy from the library of one node to that of the other; with the

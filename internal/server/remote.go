@@ -775,9 +775,34 @@ func (s *Server) agentSavesetTicket(w http.ResponseWriter, r *http.Request, clie
 		return badRequest("part and offset must be a location inside saveset %d", ss.ID)
 	}
 	rj.touch(time.Now())
+	tk, rd, err := s.readTicket(rj.agent, ss, part, off)
+	if err != nil || rd == nil {
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, tk)
+	}
+	rj.mu.Lock()
+	ended := rj.readEnd
+	if !ended {
+		rj.reads = append(rj.reads, *rd)
+	}
+	rj.mu.Unlock()
+	if ended {
+		_ = rd.conn.CancelRead(rd.ticket, "the job ended")
+		return apiErr(api.CodeConflict, "job %d has ended", rj.id)
+	}
+	rj.setTape(ss.Parts[part].Barcode)
+	return writeJSON(w, tk)
+}
+
+// readTicket opens a read session for agent on the storage node that
+// holds every tape of ss, if it has a data port; otherwise it returns an
+// empty ticket (read through the server) and no nodeRead.
+func (s *Server) readTicket(agent string, ss *catalog.Saveset, part int, off int64) (api.ReadTicket, *nodeRead, error) {
 	conn, lib := s.nodes.dataPath(ss)
 	if conn == nil {
-		return writeJSON(w, api.ReadTicket{})
+		return api.ReadTicket{}, nil, nil
 	}
 	parts := make([]span.Part, len(ss.Parts))
 	var tapes []string
@@ -787,25 +812,15 @@ func (s *Server) agentSavesetTicket(w http.ResponseWriter, r *http.Request, clie
 			tapes = append(tapes, p.Barcode)
 		}
 	}
-	opened, err := conn.OpenRead(lib, node.ReadRequest{Agent: rj.agent, Saveset: ss.ID, Parts: parts, Part: part, Offset: off})
+	opened, err := conn.OpenRead(lib, node.ReadRequest{Agent: agent, Saveset: ss.ID, Parts: parts, Part: part, Offset: off})
 	if errors.Is(err, library.ErrUnsupported) {
-		return writeJSON(w, api.ReadTicket{}) // the node has no data port (any more)
+		return api.ReadTicket{}, nil, nil // the node has no data port (any more)
 	}
 	if err != nil {
-		return err
+		return api.ReadTicket{}, nil, err
 	}
-	rj.mu.Lock()
-	ended := rj.readEnd
-	if !ended {
-		rj.reads = append(rj.reads, nodeRead{conn: conn, ticket: opened.Ticket})
-	}
-	rj.mu.Unlock()
-	if ended {
-		_ = conn.CancelRead(opened.Ticket, "the job ended")
-		return apiErr(api.CodeConflict, "job %d has ended", rj.id)
-	}
-	rj.setTape(ss.Parts[part].Barcode)
-	return writeJSON(w, api.ReadTicket{DataURL: opened.DataURL, Ticket: opened.Ticket, Node: conn.Node, Library: lib, Tapes: tapes})
+	return api.ReadTicket{DataURL: opened.DataURL, Ticket: opened.Ticket, Node: conn.Node, Library: lib, Tapes: tapes},
+		&nodeRead{conn: conn, ticket: opened.Ticket}, nil
 }
 
 // endReads cancels the read tickets of a restore that ended (a ticket used

@@ -139,7 +139,7 @@ type Server struct {
 	metrics   http.Handler // GET /metrics (metrics.go)
 
 	catalogDue atomic.Bool            // the catalog backup after the daily prune is to be queued
-	dataSent   atomic.Int64           // saveset bytes sent to agents for restores (agentSavesetData)
+	dataSent   atomic.Int64           // saveset bytes sent to agents (restores, kura agent verify)
 	url        atomic.Pointer[string] // the API's address while Serve serves it (URL)
 
 	mu      sync.Mutex
@@ -383,6 +383,7 @@ func (s *Server) routes() []route {
 		agent("GET", "/agent/savesets", s.agentOwnSavesets),
 		agent("GET", "/agent/savesets/{ss}/index", s.agentOwnIndex),
 		agent("GET", "/agent/savesets/{ss}/data", s.agentOwnData),
+		agent("POST", "/agent/savesets/{ss}/ticket", s.agentOwnTicket),
 		agent("POST", "/agent/jobs/{id}/data", s.agentBackupData),
 		agent("PUT", "/agent/jobs/{id}/index", s.agentBackupIndex),
 		agent("GET", "/agent/jobs/{id}/savesets/{ss}", s.agentSaveset),
