@@ -16,6 +16,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/apiclient"
 	"github.com/kura-backup/kura/internal/index"
 	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/plugin"
@@ -31,10 +32,13 @@ type remoteStore struct {
 	sealed map[int64]sealedRecord // the encrypted savesets seen
 	opened map[int64]*sealedData  // their data, opened and its label checked (OpenIndex)
 	own    bool                   // the client's own savesets outside a job (kura agent verify)
-	ctx    context.Context
-	job    int64
-	idle   time.Duration // bounds every wait on the server
-	lim    *rate.Limiter // the job's bandwidth limit over all its reads (nil: none)
+	// tickets: ask the server where to read before each read (a saveset
+	// on a storage node with a data port is read straight from it).
+	tickets bool
+	ctx     context.Context
+	job     int64
+	idle    time.Duration // bounds every wait on the server
+	lim     *rate.Limiter // the job's bandwidth limit over all its reads (nil: none)
 }
 
 var _ restorer.Store = (*remoteStore)(nil)
@@ -157,13 +161,34 @@ type remoteData struct {
 }
 
 func (d *remoteData) OpenAt(loc stream.Location) (io.ReadCloser, error) {
-	p := jobPath(d.s.job, fmt.Sprintf("/savesets/%d/data?part=%d&offset=%d", d.id, loc.Part, loc.Offset))
-	if d.s.own {
-		p = fmt.Sprintf("/agent/savesets/%d/data?part=%d&offset=%d", d.id, loc.Part, loc.Offset)
+	var rc io.ReadCloser
+	if d.s.tickets {
+		tk, err := d.ticket(loc)
+		if err != nil && !(d.s.own && apiclient.Code(err) == api.CodeNotFound) { // a server without tickets: read through it
+			return nil, err
+		}
+		if tk.DataURL != "" {
+			if rc, err = d.s.a.readNode(d.s.ctx, tk, d.s.idle); err != nil {
+				if d.s.ctx.Err() != nil {
+					return nil, err
+				}
+				// A node this agent cannot reach (a firewall, a name that
+				// does not resolve here): the server has the same bytes.
+				d.s.a.log.Warn("cannot read from the storage node's data port; reading through the server",
+					"job", d.s.job, "saveset", d.id, "node", tk.Node, "data_url", tk.DataURL, "err", err)
+				rc = nil
+			}
+		}
 	}
-	rc, err := d.s.a.call(d.s.ctx, "GET", p, "", nil, d.s.idle, false)
-	if err != nil {
-		return nil, err
+	if rc == nil {
+		p := jobPath(d.s.job, fmt.Sprintf("/savesets/%d/data?part=%d&offset=%d", d.id, loc.Part, loc.Offset))
+		if d.s.own {
+			p = fmt.Sprintf("/agent/savesets/%d/data?part=%d&offset=%d", d.id, loc.Part, loc.Offset)
+		}
+		var err error
+		if rc, err = d.s.a.call(d.s.ctx, "GET", p, "", nil, d.s.idle, false); err != nil {
+			return nil, err
+		}
 	}
 	if d.s.lim == nil {
 		return rc, nil
@@ -219,7 +244,7 @@ func (a *Agent) restore(ctx context.Context, o api.Order) error {
 	// there, the agent was revoked) or the agent stops.
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	store := &remoteStore{a: a, ctx: ctx, job: o.JobID, idle: idle}
+	store := &remoteStore{a: a, ctx: ctx, job: o.JobID, idle: idle, tickets: r.Tickets}
 	// An unknown scheme fails the restore when the restorer asks for the
 	// saveset's record, which notes it again: the result goes to the server.
 	_ = store.note(&r.Saveset)

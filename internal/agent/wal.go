@@ -432,7 +432,7 @@ func (a *Agent) FetchWAL(ctx context.Context, cluster, file, dst string) error {
 // ownReader decodes one of this client's savesets read through the
 // server, decrypting an encrypted one.
 func (a *Agent) ownReader(ctx context.Context, ss *api.Saveset, idx *index.Reader) (*stream.Reader, error) {
-	store := &remoteStore{a: a, ctx: ctx, idle: browseIdle, own: true}
+	store := &remoteStore{a: a, ctx: ctx, idle: browseIdle, own: true, tickets: true}
 	var src stream.FrameSource = &remoteData{s: store, id: ss.ID}
 	if ss.Encryption != "" {
 		// Opened now, its label checked against the record: a wrong key or

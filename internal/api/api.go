@@ -33,6 +33,7 @@ const (
 	CodeInternal     = "internal"      // the server failed; see its log
 	CodeStreamFailed = "stream_failed" // a data stream from an agent broke off or was refused
 	CodeVerifyFailed = "verify_failed" // a verify found problems (the code of a job's error)
+	CodeCorrupt      = "corrupt"       // data read from media is damaged (a block's checksum failed)
 )
 
 // Exit codes of the kura CLI that an error code maps to (cmd/kura/main.go
@@ -520,7 +521,28 @@ type RestoreOrder struct {
 	WAL               string `json:"wal,omitempty"`
 	WALAt             string `json:"wal_at,omitempty"`
 	WALRestoreCommand string `json:"wal_restore_command,omitempty"`
+	// Tickets: some savesets may live on a storage node with a data port;
+	// ask for a ReadTicket before each read of saveset data.
+	Tickets bool `json:"tickets,omitempty"`
 }
+
+// ReadTicket answers an agent asking where to read saveset data from
+// (POST /agent/jobs/{id}/savesets/{ss}/ticket?part=P&offset=O). With a
+// DataURL the agent reads the data straight from that storage node's data
+// port (GET DataURL/api/v1/read/Ticket, the agent's certificate; used
+// once); without one it reads through the server, as always. A read that
+// breaks after its headers ends with the TrailerError trailer.
+type ReadTicket struct {
+	DataURL string   `json:"data_url,omitempty"`
+	Ticket  string   `json:"ticket,omitempty"`
+	Node    string   `json:"node,omitempty"`
+	Library string   `json:"library,omitempty"`
+	Tapes   []string `json:"tapes,omitempty"`
+}
+
+// TrailerError is the trailer of a data stream from a storage node that
+// broke after its headers: an Error as JSON (CodeCorrupt: damaged media).
+const TrailerError = "Kura-Error"
 
 // BackupEnd is the last message of a backup data stream.
 type BackupEnd struct {

@@ -8,7 +8,9 @@
 // The node enrolls like an agent, with a one-time node token (kura token
 // create --node): its certificate comes from the server's CA, and the
 // catalog records it as a client of kind node, so revoking it refuses its
-// certificate from then on. It dials out; it never listens.
+// certificate from then on. It dials out; the only port it may open is its
+// data port (kura node run --data-listen), where agents send backups to
+// span sessions (span.go) and read restores with read tickets (read.go).
 //
 // # The tunnel
 //
@@ -44,6 +46,12 @@
 //	POST /devices/{d}/close
 //	POST /devices/{d}/append?tag=T       body: the tape file, streamed
 //	GET  /devices/{d}/files/{n}?offset=O the tape file from O, streamed
+//	POST /devices/{d}/span               a span session for an agent's backup
+//	GET  /spans/{t}/events               its progress, then its result
+//	POST /spans/{t}/{close|cancel}
+//	POST /libraries/{lib}/read           a read ticket for an agent's restore
+//	POST /reads/{t}/cancel
+//	POST /agents/{name}/cancel           a revoked client: all its tickets die
 //
 // Errors are JSON with the codes of the library and tape sentinels they
 // wrap (wire.go), so errors.Is sees ErrDriveBusy, ErrEndOfMedia or a

@@ -64,6 +64,7 @@ func (l *Libraries) Close() error {
 	l.closed = true
 	l.mu.Unlock()
 	l.closeSessions()
+	l.closeReads()
 	l.calls.Wait()
 	l.mu.Lock()
 	drives, devices := l.drives, l.devices
@@ -349,6 +350,9 @@ func (l *Libraries) Handler() http.Handler {
 		return struct{}{}, d.dev.Close()
 	})
 	h("POST /devices/{d}/span", l.openSpan)
+	h("POST /libraries/{lib}/read", l.openRead)
+	h("POST /reads/{t}/cancel", l.cancelRead)
+	h("POST /agents/{name}/cancel", l.cancelAgent)
 	mux.HandleFunc("GET /spans/{t}/events", l.spanEvents)
 	h("POST /spans/{t}/close", func(w http.ResponseWriter, r *http.Request) (any, error) {
 		s, err := l.span(r)

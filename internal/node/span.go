@@ -76,11 +76,15 @@ type spanEvent struct {
 type spans struct {
 	mu       sync.Mutex
 	m        map[string]*spanSession
-	received atomic.Int64 // frame bytes agents sent to the data port
+	reads    map[string]*readSession // read tickets (read.go)
+	received atomic.Int64            // frame bytes agents sent to the data port
+	sent     atomic.Int64            // saveset bytes the data port sent to agents
 	dataURL  string
 }
 
-func newSpans(dataURL string) *spans { return &spans{m: map[string]*spanSession{}, dataURL: dataURL} }
+func newSpans(dataURL string) *spans {
+	return &spans{m: map[string]*spanSession{}, reads: map[string]*readSession{}, dataURL: dataURL}
+}
 
 type spanSession struct {
 	ticket, agent string
@@ -280,6 +284,7 @@ const dataIdle = 60 * time.Second
 func (sp *spans) DataHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+api.Prefix+"/span/{t}", sp.receive)
+	mux.HandleFunc("GET "+api.Prefix+"/read/{t}", sp.send)
 	return mux
 }
 

@@ -49,6 +49,29 @@ func (s *Server) ownSaveset(r *http.Request, client string) (*catalog.Saveset, e
 	return ss, nil
 }
 
+// agentOwnTicket is agentSavesetTicket for one of the calling client's
+// savesets outside a job (kura agent verify): a read ticket when the
+// saveset's tapes are on a storage node with a data port. No job holds it:
+// it is used once, dies unused after a while on the node, and dies with
+// every other ticket of the client when the client is revoked.
+func (s *Server) agentOwnTicket(w http.ResponseWriter, r *http.Request, client string) error {
+	ss, err := s.ownSaveset(r, client)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	part, err1 := strconv.Atoi(orDefault(q.Get("part"), "0"))
+	off, err2 := strconv.ParseInt(orDefault(q.Get("offset"), "0"), 10, 64)
+	if err1 != nil || err2 != nil || part < 0 || off < 0 || part >= len(ss.Parts) {
+		return badRequest("part and offset must be a location inside saveset %d", ss.ID)
+	}
+	tk, _, err := s.readTicket(client, ss, part, off)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, tk)
+}
+
 // agentOwnData streams one of the calling client's savesets' media bytes
 // from a location (?part=P&offset=O) to the end of its data (kura agent
 // verify), each write bounded by the idle timeout.
@@ -75,7 +98,9 @@ func (s *Server) agentOwnData(w http.ResponseWriter, r *http.Request, client str
 	w.Header().Set("Content-Type", "application/octet-stream")
 	out := &idleWriter{w: w, rc: http.NewResponseController(w), idle: s.opts.IdleTimeout}
 	defer out.finish()
-	if _, err := io.Copy(out, rc); err != nil {
+	n, err := io.Copy(out, rc)
+	s.dataSent.Add(n)
+	if err != nil {
 		// Headers are gone: cut the stream so the agent sees it broken.
 		s.log.Warn("sending saveset data to its agent", "client", client, "saveset", ss.ID, "err", err)
 		panic(http.ErrAbortHandler)

@@ -181,6 +181,7 @@ func (s *Server) revoke(name string) error {
 	s.cancelJobsOf(name, "client "+name+" was revoked")
 	s.hub.drop(name)
 	s.nodes.drop(name)
+	s.nodes.cancelAgent(name)
 	return nil
 }
 

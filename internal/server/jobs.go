@@ -40,6 +40,8 @@ type runningJob struct {
 	result  chan api.RestoreResult   // restore: the agent's outcome
 	prog    func(api.Progress) error // restore: live figures
 	tape    string                   // restore: the tape the agent's data is read from now
+	reads   []nodeRead               // restore: read tickets on storage nodes, cancelled at the end
+	readEnd bool                     // restore: the tickets were cancelled; no more are taken
 }
 
 // setTape notes the tape a restore's data is read from now.
@@ -342,6 +344,7 @@ func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob)
 		Into: plugin.Target{Command: req.ToCommand, Database: req.ToDB, Jobs: req.Jobs, Cluster: req.ToCluster,
 			Recovery: plugin.Recovery{Cluster: req.WAL}}} // which base backups --wal may pick (engine.ChooseSaveset)
 	env := s.jobEnv(req.Client)
+	defer s.endReads(rj)
 	_, err := env.RestoreWith(ctx, j, opts, func(ss *catalog.Saveset, _, total int64) (*engine.RestoreOutcome, error) {
 		allowed := map[int64]bool{}
 		for cur := ss; cur != nil; {
@@ -382,7 +385,7 @@ func (s *Server) runRestore(ctx context.Context, j *catalog.Job, rj *runningJob)
 		order := api.Order{JobID: j.ID, Kind: api.KindRestore, Issued: s.opts.Clock.Now(),
 			Restore: &api.RestoreOrder{Saveset: APISaveset(ss), To: req.To, InPlace: req.InPlace, Includes: req.Includes, Paths: req.RestorePaths, Overwrite: req.Overwrite, Sync: req.Sync,
 				Total: total, BWLimit: bw, ToCommand: req.ToCommand, ToDB: req.ToDB, Jobs: req.Jobs, ToCluster: req.ToCluster,
-				WAL: req.WAL, WALRestoreCommand: req.WALRestoreCommand}}
+				WAL: req.WAL, WALRestoreCommand: req.WALRestoreCommand, Tickets: s.nodes.anyDataPort()}}
 		if req.WAL != "" && !req.At.IsZero() {
 			order.Restore.WALAt = req.At.Format(time.RFC3339Nano)
 		}

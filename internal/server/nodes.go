@@ -230,3 +230,60 @@ func (s *Server) nodeRoutes() []route {
 		}),
 	}
 }
+
+// dataPath is the node (and its library) a saveset's data can be read
+// from directly: every part's tape in one library of a connected node with
+// a data port. nil: read it through the server.
+func (h *nodeHub) dataPath(ss *catalog.Saveset) (*node.Conn, string) {
+	lib := ""
+	for _, p := range ss.Parts {
+		name, err := h.s.env.Catalog.TapeLibrary(p.Barcode)
+		if err != nil || lib != "" && name != lib {
+			return nil, ""
+		}
+		lib = name
+	}
+	if lib == "" {
+		return nil, ""
+	}
+	rec, err := h.s.env.Catalog.Library(lib)
+	if err != nil || rec.Node == "" {
+		return nil, ""
+	}
+	l := h.link(rec.Node)
+	if l == nil || l.conn.DataURL == "" {
+		return nil, ""
+	}
+	return l.conn, lib
+}
+
+// anyDataPort reports whether a connected node has a data port: a
+// restore's agent then asks for a read ticket before each read.
+func (h *nodeHub) anyDataPort() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, l := range h.links {
+		if l.conn.DataURL != "" && !l.cc.State().Closed {
+			return true
+		}
+	}
+	return false
+}
+
+// cancelAgent kills every ticket of a revoked client on the connected
+// nodes: its backup streams and reads, under way or not.
+func (h *nodeHub) cancelAgent(name string) {
+	h.mu.Lock()
+	var conns []*node.Conn
+	for _, l := range h.links {
+		if l.conn.DataURL != "" && !l.cc.State().Closed {
+			conns = append(conns, l.conn)
+		}
+	}
+	h.mu.Unlock()
+	for _, c := range conns {
+		if err := c.CancelAgent(name); err != nil {
+			h.s.log.Warn("cancelling a revoked client's tickets on a storage node", "node", c.Node, "client", name, "err", err)
+		}
+	}
+}

@@ -114,3 +114,79 @@ func BenchmarkNodesScaleOut(b *testing.B) {
 	b.ReportMetric(med[2]/med[1], "two-nodes/one-node")
 	b.ReportMetric(med[3]/med[1], "via-server/one-node")
 }
+
+// BenchmarkNodesRestore is the restore side of the data path: one agent
+// restores a 64 MiB saveset of incompressible files (--compress none) from
+//
+//   - server:          a library of the server's own;
+//   - node-direct:     a library of a storage node with a data port: the
+//     agent reads the node's tapes with read tickets;
+//   - node-via-server: a library of a node without one: node → server →
+//     agent.
+//
+// As in BenchmarkNodesScaleOut everything shares one machine, so the
+// ratios say what each path costs here, not what a network would do. Each
+// round restores from all three (the first one rotating); the metrics are
+// the medians.
+//
+//	go test -run '^$' -bench NodesRestore -benchtime 5x ./internal/server/
+func BenchmarkNodesRestore(b *testing.B) {
+	const size = 64 << 20
+	r := startServer(b, b.TempDir(), "")
+	ctx := b.Context()
+	r.startNode("sn1", r.enrollNode("sn1", ""))
+	r.startNodeOn("sn2", r.enrollNode("sn2", ""), "")
+	for _, l := range []api.LibraryCreate{{Name: "here"}, {Name: "direct", Node: "sn1"}, {Name: "via", Node: "sn2"}} {
+		l.Slots, l.Drives, l.TapeSizeBytes = 2, 1, 1<<30
+		if _, err := r.admin.CreateLibrary(ctx, l); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r.runAgent("c1")
+	src := b.TempDir()
+	rng := rand.NewChaCha8([32]byte{7})
+	for f := range 8 {
+		buf := make([]byte, size/8)
+		rng.Read(buf)
+		if err := os.WriteFile(filepath.Join(src, "f"+strconv.Itoa(f)), buf, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cases := []string{"server", "node-direct", "node-via-server"}
+	var ss [3]int64
+	for i, lib := range []string{"here", "direct", "via"} {
+		j := r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Library: lib, Compress: "none"})[0])
+		if j.State != catalog.StateSucceeded {
+			b.Fatalf("backup to %s: %s (%s)", lib, j.State, j.Error)
+		}
+		ss[i] = j.SavesetID
+	}
+	restore := func(i int) float64 {
+		to := b.TempDir()
+		start := time.Now()
+		if j := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: ss[i], To: to})[0]); j.State != catalog.StateSucceeded {
+			b.Fatalf("restore from %s: %s (%s)", cases[i], j.State, j.Error)
+		}
+		rate := size / 1e6 / time.Since(start).Seconds()
+		os.RemoveAll(to)
+		return rate
+	}
+	rates := make([][]float64, len(cases))
+	round := 0
+	b.SetBytes(int64(len(cases)) * size)
+	for b.Loop() {
+		for k := range cases {
+			c := (round + k) % len(cases)
+			rates[c] = append(rates[c], restore(c))
+		}
+		round++
+	}
+	med := make([]float64, len(cases))
+	for i, c := range cases {
+		slices.Sort(rates[i])
+		med[i] = rates[i][len(rates[i])/2]
+		b.ReportMetric(med[i], c+"-MB/s")
+	}
+	b.ReportMetric(med[1]/med[2], "direct/via-server")
+	b.ReportMetric(med[1]/med[0], "direct/server")
+}

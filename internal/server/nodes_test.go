@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,7 +143,7 @@ func TestStorageNodes(t *testing.T) {
 	}
 
 	r.runAgent("c1")
-	r.runAgent("c2")
+	c2home, _ := r.runAgent("c2")
 	src1, src2 := t.TempDir(), t.TempDir()
 	makeTree(t, src1, 12, 1)
 	makeTree(t, src2, 12, 2)
@@ -178,6 +179,17 @@ func TestStorageNodes(t *testing.T) {
 	}
 	r.restoreAndCheck("c1", ss[0], src1)
 	r.restoreAndCheck("c2", ss[1], src2)
+	// The restores read the tapes straight from the nodes' data ports
+	// (byte-exact: the trees compare equal); no saveset byte crossed the
+	// server.
+	for _, n := range []*runningNode{sn1, sn2} {
+		if n.n.DataSent() == 0 {
+			t.Errorf("node %s: no restore data left its data port", n.name)
+		}
+	}
+	if b := r.srv.RestoreBytesSent(); b != 0 {
+		t.Errorf("the server sent %d bytes of restore data; want none (the nodes send it)", b)
+	}
 	if j := r.wait(r.submit(api.JobRequest{Kind: api.KindVerify, Saveset: ss[0], Level: "data"})[0]); j.State != catalog.StateSucceeded {
 		t.Errorf("verify of saveset %d on node sn1: %s (%s)", ss[0], j.State, j.Error)
 	}
@@ -196,7 +208,25 @@ func TestStorageNodes(t *testing.T) {
 	if incr.State != catalog.StateSucceeded || incr.Level != "incr" {
 		t.Fatalf("encrypted incremental to node sn2: %s %s (%s)", incr.State, incr.Level, incr.Error)
 	}
+	sent := sn2.n.DataSent()
 	r.restoreAndCheck("c2", incr.SavesetID, src2)
+	if sn2.n.DataSent() == sent || r.srv.RestoreBytesSent() != 0 {
+		t.Errorf("encrypted restore: node sn2 sent %d bytes, the server %d; want all from the node", sn2.n.DataSent()-sent, r.srv.RestoreBytesSent())
+	}
+	// kura agent verify (the client's key, outside a job) reads the node
+	// directly too.
+	ag, err := agent.Open(agent.Options{Home: c2home, Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent = sn2.n.DataSent()
+	vr, err := ag.VerifyData(ctx, incr.SavesetID)
+	if err != nil || len(vr.Problems) != 0 || vr.Bytes == 0 {
+		t.Errorf("agent verify of the encrypted incremental: %+v, %v", vr, err)
+	}
+	if sn2.n.DataSent() == sent || r.srv.RestoreBytesSent() != 0 {
+		t.Errorf("agent verify: node sn2 sent %d bytes, the server %d; want all from the node", sn2.n.DataSent()-sent, r.srv.RestoreBytesSent())
+	}
 
 	// A copy from the library of one node to that of the other; with the
 	// original's tape exported a restore reads the copy.
@@ -210,7 +240,25 @@ func TestStorageNodes(t *testing.T) {
 	if _, err := r.admin.ExportTape(ctx, rec.Parts[0].Barcode); err != nil {
 		t.Fatal(err)
 	}
+	sent = sn2.n.DataSent()
 	r.restoreAndCheck("c1", ss[0], src1)
+	if sn2.n.DataSent() == sent || r.srv.RestoreBytesSent() != 0 {
+		t.Errorf("restore of the copy: node sn2 sent %d bytes, the server %d; want all from sn2", sn2.n.DataSent()-sent, r.srv.RestoreBytesSent())
+	}
+
+	// A node without a data port: its restores go through the server.
+	sn3 := r.startNodeOn("sn3", r.enrollNode("sn3", ""), "")
+	if _, err := r.admin.CreateLibrary(ctx, api.LibraryCreate{Name: "far3", Node: "sn3", Slots: 2, Drives: 1, TapeSizeBytes: 64 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	j3 := r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src1}, Library: "far3"})[0])
+	if j3.State != catalog.StateSucceeded {
+		t.Fatalf("backup to node sn3 (no data port): %s (%s)", j3.State, j3.Error)
+	}
+	r.restoreAndCheck("c1", j3.SavesetID, src1)
+	if sn3.n.DataSent() != 0 || r.srv.RestoreBytesSent() == 0 {
+		t.Errorf("restore from a node without a data port: node sent %d, the server %d; want all through the server", sn3.n.DataSent(), r.srv.RestoreBytesSent())
+	}
 
 	// A node that is down: the job waits, saying so, and runs when it is
 	// back.
@@ -246,5 +294,77 @@ func TestStorageNodes(t *testing.T) {
 	}
 	if _, err := r.admin.RevokeNode(ctx, "c1"); apiclient.Code(err) != api.CodeNotFound {
 		t.Errorf("revoking agent c1 as a node: %v, want not found", err)
+	}
+}
+
+// TestStorageNodeRestoreDamage: a damaged block on a node's tape, read
+// straight from the node's data port, costs the restore the files in the
+// frames it holds, each named as damaged on media with the tape; the
+// restore reads on after it (with a fresh read ticket), and still no byte
+// crosses the server.
+func TestStorageNodeRestoreDamage(t *testing.T) {
+	r := startServer(t, t.TempDir(), "")
+	sn1 := r.startNode("sn1", r.enrollNode("sn1", ""))
+	if _, err := r.admin.CreateLibrary(t.Context(), api.LibraryCreate{Name: "far1", Node: "sn1", Slots: 2, Drives: 1, TapeSizeBytes: 64 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	r.runAgent("c1")
+	src := t.TempDir()
+	makeTree(t, src, 24, 3)
+	j := r.wait(r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Library: "far1", Compress: "none", FrameSize: 64 << 10})[0])
+	if j.State != catalog.StateSucceeded {
+		t.Fatalf("backup to node sn1: %s (%s)", j.State, j.Error)
+	}
+	rec, err := r.srv.Env().Catalog.Saveset(j.SavesetID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc := rec.Parts[0].Barcode
+	data := filepath.Join(sn1.home, "vtl", "far1", "tapes", bc, "000001.data")
+	f, err := os.OpenFile(data, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [1]byte
+	at := st.Size() / 2
+	if _, err := f.ReadAt(b[:], at); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0xff
+	if _, err := f.WriteAt(b[:], at); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	to := t.TempDir()
+	rj := r.wait(r.submit(api.JobRequest{Kind: api.KindRestore, Client: "c1", Saveset: j.SavesetID, To: to})[0])
+	if rj.State != catalog.StateFailed || !strings.Contains(rj.Error, "damaged media") {
+		t.Fatalf("restore over a damaged block: %s (%s); want failed for damaged media", rj.State, rj.Error)
+	}
+	named := 0
+	for _, w := range rj.Warnings {
+		if strings.Contains(w, "NOT RESTORED, damaged on media") && strings.Contains(w, "corrupt") && strings.Contains(w, bc) {
+			named++
+		}
+	}
+	if named == 0 {
+		t.Errorf("no file named as damaged on tape %s: %q", bc, rj.Warnings)
+	}
+	// The files after the damage were restored: the restore read on.
+	want, got := treeSum(t, src), treeSum(t, filepath.Join(to, src))
+	if len(got) == 0 || len(got)+named < len(want) {
+		t.Errorf("restored %d of %d files with %d named damaged", len(got), len(want), named)
+	}
+	for p, sum := range got {
+		if want[p] != sum {
+			t.Errorf("%s restored with the wrong content", p)
+		}
+	}
+	if sn1.n.DataSent() == 0 || r.srv.RestoreBytesSent() != 0 {
+		t.Errorf("node sent %d bytes, the server %d; want all from the node", sn1.n.DataSent(), r.srv.RestoreBytesSent())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,8 +18,10 @@ import (
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/engine"
 	"github.com/kura-backup/kura/internal/index"
+	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/node"
 	"github.com/kura-backup/kura/internal/plugin"
+	"github.com/kura-backup/kura/internal/span"
 	"github.com/kura-backup/kura/internal/stream"
 	"github.com/kura-backup/kura/internal/units"
 )
@@ -569,6 +572,7 @@ func (s *Server) agentSavesetData(w http.ResponseWriter, r *http.Request, client
 				return nil
 			}
 			rj.touch(time.Now())
+			s.dataSent.Add(int64(n))
 		}
 		if rerr == io.EOF {
 			return nil
@@ -744,4 +748,96 @@ func (p *remoteProducer) produceOnNode(ctx context.Context, conn *node.Conn, dev
 			}
 			return err
 		}}, nil
+}
+
+// nodeRead is a read ticket a restore took on a storage node.
+type nodeRead struct {
+	conn   *node.Conn
+	ticket string
+}
+
+// agentSavesetTicket tells the agent where to read a saveset's data from:
+// with a read ticket straight from a storage node's data port when every
+// tape of the saveset is in one library of a connected node that has one,
+// and otherwise (an empty answer) through the server, as always. The
+// server still directs: it chose the saveset record (a copy when the
+// saveset's own tapes are away), it holds the job, and it cancels the
+// job's tickets when the job ends.
+func (s *Server) agentSavesetTicket(w http.ResponseWriter, r *http.Request, client string) error {
+	rj, ss, err := s.agentSavesetOf(r, client)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	part, err1 := strconv.Atoi(orDefault(q.Get("part"), "0"))
+	off, err2 := strconv.ParseInt(orDefault(q.Get("offset"), "0"), 10, 64)
+	if err1 != nil || err2 != nil || part < 0 || off < 0 || part >= len(ss.Parts) {
+		return badRequest("part and offset must be a location inside saveset %d", ss.ID)
+	}
+	rj.touch(time.Now())
+	tk, rd, err := s.readTicket(rj.agent, ss, part, off)
+	if err != nil || rd == nil {
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, tk)
+	}
+	rj.mu.Lock()
+	ended := rj.readEnd
+	if !ended {
+		rj.reads = append(rj.reads, *rd)
+	}
+	rj.mu.Unlock()
+	if ended {
+		_ = rd.conn.CancelRead(rd.ticket, "the job ended")
+		return apiErr(api.CodeConflict, "job %d has ended", rj.id)
+	}
+	rj.setTape(ss.Parts[part].Barcode)
+	return writeJSON(w, tk)
+}
+
+// readTicket opens a read session for agent on the storage node that
+// holds every tape of ss, if it has a data port; otherwise it returns an
+// empty ticket (read through the server) and no nodeRead.
+func (s *Server) readTicket(agent string, ss *catalog.Saveset, part int, off int64) (api.ReadTicket, *nodeRead, error) {
+	conn, lib := s.nodes.dataPath(ss)
+	if conn == nil {
+		return api.ReadTicket{}, nil, nil
+	}
+	parts := make([]span.Part, len(ss.Parts))
+	var tapes []string
+	for i, p := range ss.Parts {
+		parts[i] = span.Part{Barcode: p.Barcode, File: p.File, Bytes: p.Bytes}
+		if !slices.Contains(tapes, p.Barcode) {
+			tapes = append(tapes, p.Barcode)
+		}
+	}
+	opened, err := conn.OpenRead(lib, node.ReadRequest{Agent: agent, Saveset: ss.ID, Parts: parts, Part: part, Offset: off})
+	if errors.Is(err, library.ErrUnsupported) {
+		return api.ReadTicket{}, nil, nil // the node has no data port (any more)
+	}
+	if err != nil {
+		return api.ReadTicket{}, nil, err
+	}
+	return api.ReadTicket{DataURL: opened.DataURL, Ticket: opened.Ticket, Node: conn.Node, Library: lib, Tapes: tapes},
+		&nodeRead{conn: conn, ticket: opened.Ticket}, nil
+}
+
+// endReads cancels the read tickets of a restore that ended (a ticket used
+// and finished is gone on the node already: no error), which also cuts a
+// read still under way.
+func (s *Server) endReads(rj *runningJob) {
+	rj.mu.Lock()
+	reads := rj.reads
+	rj.reads, rj.readEnd = nil, true
+	rj.mu.Unlock()
+	why := "the restore ended"
+	if cause := context.Cause(rj.ctx); cause != nil {
+		why = cause.Error()
+	}
+	for _, rd := range reads {
+		if err := rd.conn.CancelRead(rd.ticket, why); err != nil {
+			s.log.Warn("cancelling a read ticket on a storage node", "node", rd.conn.Node, "job", rj.id, "err", err)
+		}
+	}
 }

@@ -140,6 +140,7 @@ type Server struct {
 	metrics   http.Handler // GET /metrics (metrics.go)
 
 	catalogDue atomic.Bool            // the catalog backup after the daily prune is to be queued
+	dataSent   atomic.Int64           // saveset bytes sent to agents (restores, kura agent verify)
 	url        atomic.Pointer[string] // the API's address while Serve serves it (URL)
 
 	mu      sync.Mutex
@@ -385,11 +386,13 @@ func (s *Server) routes() []route {
 		agent("GET", "/agent/savesets", s.agentOwnSavesets),
 		agent("GET", "/agent/savesets/{ss}/index", s.agentOwnIndex),
 		agent("GET", "/agent/savesets/{ss}/data", s.agentOwnData),
+		agent("POST", "/agent/savesets/{ss}/ticket", s.agentOwnTicket),
 		agent("POST", "/agent/jobs/{id}/data", s.agentBackupData),
 		agent("PUT", "/agent/jobs/{id}/index", s.agentBackupIndex),
 		agent("GET", "/agent/jobs/{id}/savesets/{ss}", s.agentSaveset),
 		agent("GET", "/agent/jobs/{id}/savesets/{ss}/index", s.agentSavesetIndex),
 		agent("GET", "/agent/jobs/{id}/savesets/{ss}/data", s.agentSavesetData),
+		agent("POST", "/agent/jobs/{id}/savesets/{ss}/ticket", s.agentSavesetTicket),
 		agent("POST", "/agent/jobs/{id}/progress", s.agentProgress),
 		agent("POST", "/agent/jobs/{id}/result", s.agentResult),
 		agent("GET", "/node/tunnel", s.nodeTunnel),
