@@ -23,6 +23,7 @@ import (
 // its runs with their configuration, the report has its sections, the
 // charts are valid SVG and PNG — never by how fast anything was.
 func TestBenchRunEveryPartOnTinyData(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a server and agents")
 	}
@@ -154,6 +155,7 @@ func TestBenchRunEveryPartOnTinyData(t *testing.T) {
 // tar; judged by results.json's runs and their order, and the report's
 // section — never by how fast anything was.
 func TestBenchRunNetworkPartOnTinyData(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a server and an agent")
 	}
@@ -260,6 +262,7 @@ func checkScratchGone(t *testing.T, out string) {
 }
 
 func TestBenchRunUsageErrors(t *testing.T) {
+	t.Parallel()
 	k := newKura(t)
 	for _, args := range [][]string{
 		{"bench", "run", "--data", k.dir, "--out", k.dir, "--parts", "local,wan"},
@@ -278,6 +281,7 @@ func TestBenchRunUsageErrors(t *testing.T) {
 // connected, every backup succeeded, the server's figures were read —
 // never by how fast anything was.
 func TestBenchAgentsSmall(t *testing.T) {
+	t.Parallel()
 	k := newKura(t)
 	out := filepath.Join(k.dir, "agents")
 	scratch := filepath.Join(k.dir, "scratch")
@@ -319,6 +323,7 @@ func TestBenchAgentsSmall(t *testing.T) {
 
 // --json prints what agents.json holds, one JSON value.
 func TestBenchAgentsJSON(t *testing.T) {
+	t.Parallel()
 	k := newKura(t)
 	var res bench.AgentsResult
 	k.json(0, &res, "bench", "agents", "--agents", "3", "--busy", "1", "--lone", "1", "--idle", "1s", "--json")
@@ -328,6 +333,7 @@ func TestBenchAgentsJSON(t *testing.T) {
 }
 
 func TestBenchAgentsUsageErrors(t *testing.T) {
+	t.Parallel()
 	k := newKura(t)
 	for _, args := range [][]string{
 		{"bench", "agents", "--agents", "0"},

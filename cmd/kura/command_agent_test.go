@@ -32,6 +32,7 @@ func startServerAgents(t *testing.T, agents map[string][]string, env ...string) 
 // agent whose administrator allowed commands; another refuses, and the
 // job says why.
 func TestFromCommandThroughAgent(t *testing.T) {
+	t.Parallel()
 	admin, agents := startServerAgents(t, map[string][]string{"open": {"--allow-commands"}, "closed": nil})
 	open, closed := agents["open"], agents["closed"]
 	want := randomFile(t, open.dir, "src.bin", 300<<10)
@@ -75,6 +76,7 @@ func TestFromCommandThroughAgent(t *testing.T) {
 // the client, and a restore into a new database there; an agent allowed
 // only postgresql refuses a command.
 func TestPostgreSQLThroughAgent(t *testing.T) {
+	t.Parallel()
 	s := postgres(t)
 	db, err := s.CreateDatabase(context.Background(), "remote")
 	if err != nil {

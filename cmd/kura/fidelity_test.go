@@ -554,6 +554,7 @@ func fidelityTable(want map[string]aspects, paths []*fidelityPath) string {
 // TestFidelity: the tree comes back exactly as it was through every restore
 // path; GNU tar's result is printed beside Kura's.
 func TestFidelity(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"tar", "zstd", "sh"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("the recipe and the reference need %s: %v", tool, err)

@@ -11,6 +11,7 @@ import (
 // with a usage error (exit 2) that names the flag, before anything is
 // created; enum flags take their words in any case.
 func TestFlagsRefuseBadNumbers(t *testing.T) {
+	t.Parallel()
 	k := newKura(t)
 	src := filepath.Join(k.dir, "src")
 	writeTree(t, src, map[string]string{"a.txt": "alpha", "sub/b.txt": "beta"})

@@ -233,6 +233,47 @@ expires each saveset, and "kura prune" applies the rules.`,
 	intVar(next.Flags(), &nextCount, "count", 5, 1, api.MaxNextRuns, "how many runs")
 	next.Flags().BoolVar(&nextJSON, "json", false, "print as JSON")
 
+	var (
+		preview     api.RetentionPreview
+		previewJSON bool
+	)
+	previewCmd := &cobra.Command{
+		Use:   "preview NAME",
+		Short: "Say which of the policy's savesets its retention keeps or expires, and why; changes nothing",
+		Long: `Preview retention for the policy's savesets at this moment: each saveset
+with its verdict (keep or expire), the rule that decided and why. With
+--keep-generations or --keep-days the preview uses those rules in place
+of the policy's, to try a change before "kura policy edit". Nothing is
+expired; "kura prune" applies the policy's rules.`,
+		Example: `  kura policy preview nightly
+  kura policy preview nightly --keep-generations 2 --keep-days 0`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := api.RetentionPreview{}
+			if cmd.Flags().Changed("keep-generations") {
+				req.KeepGenerations = preview.KeepGenerations
+			}
+			if cmd.Flags().Changed("keep-days") {
+				req.KeepDays = preview.KeepDays
+			}
+			return withService(cmd, g, func(svc api.Service) error {
+				ds, err := svc.PolicyRetention(cmdContext(cmd), args[0], req)
+				if err != nil {
+					return err
+				}
+				if !previewJSON && len(ds) == 0 {
+					fmt.Fprintf(cmd.OutOrStdout(), "Policy %s has no savesets yet.\n", args[0])
+					return nil
+				}
+				return printDecisions(cmd, ds, previewJSON)
+			})
+		},
+	}
+	preview.KeepGenerations, preview.KeepDays = new(int), new(int)
+	intVar(previewCmd.Flags(), preview.KeepGenerations, "keep-generations", 0, 0, math.MaxInt32, "preview with this many generations kept instead of the policy's")
+	intVar(previewCmd.Flags(), preview.KeepDays, "keep-days", 0, 0, 100*366, "preview with this many days kept instead of the policy's")
+	previewCmd.Flags().BoolVar(&previewJSON, "json", false, "print as JSON")
+
 	rm := &cobra.Command{
 		Use:   "rm NAME",
 		Short: "Remove a policy (its savesets stay, and are no longer expired automatically)",
@@ -309,7 +350,7 @@ expires each saveset, and "kura prune" applies the rules.`,
 	enumVar(run.Flags(), &level, "level", engine.LevelFull, backupLevels, "full, incr or diff")
 	run.Flags().BoolVar(&detach, "detach", false, "with a server: queue the job, print its ID and return")
 	run.Flags().BoolVar(&runJSON, "json", false, "print the figures as JSON")
-	cmd.AddCommand(create, edit, list, show, next, rm, run)
+	cmd.AddCommand(create, edit, list, show, next, previewCmd, rm, run)
 	return cmd
 }
 

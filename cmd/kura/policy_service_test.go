@@ -204,4 +204,36 @@ func TestPolicyJobPlanVerbsSameThroughServerAndLocally(t *testing.T) {
 		!strings.HasPrefix(plan.Reasons[1], "Daily full: ") || plan.DailyBytes <= 0 || plan.Generations <= 0 {
 		t.Errorf("plan --json from the history through the server: %+v", plan)
 	}
+
+	// The retention preview (last: its policy runs are backup jobs the
+	// plan above would count): the same both ways, and it judges the
+	// policy's savesets with the rules asked for.
+	if r := admin.ok("policy", "preview", "daily"); !strings.Contains(r.stdout, "Policy daily has no savesets yet.") {
+		t.Errorf("policy preview of a policy without savesets:\n%s", r)
+	}
+	local.ok("policy", "run", "daily", "--json")
+	local.ok("policy", "run", "daily", "--json")
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"policy", "preview", "daily"}, 0},
+		{[]string{"policy", "preview", "daily", "--json"}, 0},
+		{[]string{"policy", "preview", "daily", "--keep-generations", "1", "--keep-days", "0", "--json"}, 0},
+		{[]string{"policy", "preview", "nope"}, exitUsage},
+		{[]string{"policy", "preview", "daily", "--keep-generations", "-1"}, exitUsage},
+	} {
+		if r := sameBothWays(t, local, admin, c.args...); r.code != c.code {
+			t.Errorf("want exit %d:\n%s", c.code, r)
+		}
+	}
+	// One generation kept instead of 2 (and no days): the older full expires.
+	var ds []struct {
+		Keep   bool   `json:"keep"`
+		Policy string `json:"policy"`
+	}
+	admin.json(0, &ds, "policy", "preview", "daily", "--keep-generations", "1", "--keep-days", "0", "--json")
+	if len(ds) != 2 || ds[0].Keep == ds[1].Keep || ds[0].Policy != "daily" {
+		t.Errorf("policy preview daily --keep-generations 1 through the server: %+v", ds)
+	}
 }

@@ -58,6 +58,41 @@ func TestPolicyRunPruneAndWhy(t *testing.T) {
 	if !strings.Contains(why.stdout, "generation") || !strings.Contains(why.stdout, "expire") {
 		t.Fatalf("savesets --why:\n%s", why)
 	}
+	// The preview says the same for the policy's savesets, and tries
+	// other rules without changing anything: with 2 generations kept,
+	// both fulls stay.
+	type verdict struct {
+		ID   int64  `json:"id"`
+		Keep bool   `json:"keep"`
+		Rule string `json:"rule"`
+	}
+	preview := func(args ...string) map[int64]verdict {
+		var ds []verdict
+		k.json(0, &ds, append([]string{"policy", "preview", "daily", "--json"}, args...)...)
+		m := map[int64]verdict{}
+		for _, d := range ds {
+			m[d.ID] = d
+		}
+		if len(m) != 2 {
+			t.Fatalf("policy preview daily %v: %+v", args, ds)
+		}
+		return m
+	}
+	if m := preview(); !m[f2.SavesetID].Keep || m[f1.SavesetID].Keep || m[f1.SavesetID].Rule != "expired-generation" {
+		t.Fatalf("policy preview daily --json: %+v", m)
+	}
+	if m := preview("--keep-generations", "2"); !m[f1.SavesetID].Keep || !m[f2.SavesetID].Keep {
+		t.Fatalf("policy preview daily --keep-generations 2 --json: %+v", m)
+	}
+	if r := k.ok("policy", "preview", "daily"); !strings.Contains(r.stdout, "VERDICT") || !strings.Contains(r.stdout, "expire") {
+		t.Fatalf("policy preview daily:\n%s", r)
+	}
+	if r := k.expect(exitUsage, "policy", "preview", "daily", "--keep-days", "-1"); !strings.Contains(r.stderr, "--keep-days") {
+		t.Fatalf("policy preview with a negative --keep-days:\n%s", r)
+	}
+	if r := k.ok("policy", "show", "daily"); !strings.Contains(r.stdout, "1 gen") {
+		t.Fatalf("a preview changed the policy:\n%s", r)
+	}
 	dry := k.ok("prune", "--dry-run")
 	if !strings.Contains(dry.stdout, "Would expire saveset "+itoa64(f1.SavesetID)) {
 		t.Fatalf("prune --dry-run:\n%s", dry)

@@ -47,6 +47,7 @@ func pgCatalog(t *testing.T) string {
 // backup work; the records are in PostgreSQL (no catalog file in the home),
 // and the password in the URL is never printed.
 func TestServerOnPostgres(t *testing.T) {
+	t.Parallel()
 	url := pgCatalog(t)
 	srvK := newKura(t)
 	srv := srvK.start("server", "--listen", "127.0.0.1:0", "--catalog", url)
@@ -127,6 +128,7 @@ func TestServerOnPostgres(t *testing.T) {
 // ones. A target that holds records is refused and
 // keeps them.
 func TestCatalogMigrateToPostgres(t *testing.T) {
+	t.Parallel()
 	k := newKura(t)
 	src := filepath.Join(k.dir, "src")
 	files, _ := sampleTree()
@@ -189,6 +191,7 @@ func TestCatalogMigrateToPostgres(t *testing.T) {
 // home), and into the home's SQLite file; the savesets made after the
 // backup come back from the tape scan.
 func TestCatalogRestoreIntoPostgres(t *testing.T) {
+	t.Parallel()
 	k := newKura(t)
 	k.env = append(k.env, "KURA_CATALOG="+pgCatalog(t))
 	src := filepath.Join(k.dir, "src")
@@ -251,6 +254,7 @@ func TestCatalogRestoreIntoPostgres(t *testing.T) {
 // first leads, and after the first is killed (kill -9) takes over within
 // the lease (--leader-ttl) and a third of it: it listens and leads.
 func TestSecondServerTakesOver(t *testing.T) {
+	t.Parallel()
 	url := pgCatalog(t)
 	a := newKura(t)
 	srvA := a.start("server", "--listen", "127.0.0.1:0", "--catalog", url, "--leader-ttl", "3s")

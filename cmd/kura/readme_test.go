@@ -28,6 +28,7 @@ import (
 // "go build" lines are not run (./kura is there already). Background
 // commands (server, agent) are killed at the end.
 func TestReadmeRunsAsWritten(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -65,6 +65,12 @@ func printWhy(cmd *cobra.Command, svc api.Service, q api.SavesetQuery, asJSON bo
 	if err != nil {
 		return err
 	}
+	return printDecisions(cmd, out, asJSON)
+}
+
+// printDecisions prints retention's verdicts (savesets --why, policy
+// preview).
+func printDecisions(cmd *cobra.Command, out []api.RetentionDecision, asJSON bool) error {
 	if asJSON {
 		return printJSON(cmd.OutOrStdout(), out)
 	}

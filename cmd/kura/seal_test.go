@@ -15,6 +15,7 @@ import (
 // --encrypt`, a backup, and the stock-tool recipe (cat, age, zstd, GNU tar)
 // run with the agent's exported keys and with the recovery key.
 func TestEncryptedClientExportAndStockRecipe(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("age"); err != nil {
 		t.Fatal("the recipe test needs the age command (Debian package age; scripts/test.sh installs it)")
 	}
@@ -149,6 +150,7 @@ func TestEncryptedClientExportAndStockRecipe(t *testing.T) {
 // flag, and a lost client's encrypted backup restores elsewhere with the
 // recovery key alone.
 func TestRecoveryRecipientKeptInHome(t *testing.T) {
+	t.Parallel()
 	rec, err := age.GenerateX25519Identity()
 	if err != nil {
 		t.Fatal(err)
@@ -224,6 +226,7 @@ func sealAdmin(t *testing.T, srvK *kura, srv *proc) (*kura, func(string) *kura) 
 // own setting encrypts a backup; neither turns the other off. A policy of
 // this machine (no agent) cannot encrypt.
 func TestPolicyEncrypt(t *testing.T) {
+	t.Parallel()
 	local := newKura(t)
 	local.ok("selection", "create", "docs", local.dir)
 	if r := local.expect(exitUsage, "policy", "create", "p", "--selection", "docs", "--keep-generations", "1", "--encrypt"); !strings.Contains(r.stderr, "needs a client's agent") {

@@ -158,6 +158,7 @@ func (k *kura) connected(names ...string) {
 // client and restores onto the other, watches a detached job, uses the
 // library verbs through the server, and revokes a client.
 func TestServerAgentsAndAdminCLI(t *testing.T) {
+	t.Parallel()
 	srvK := newKura(t)
 	srv := srvK.start("server", "--listen", "127.0.0.1:0")
 	url := strings.TrimSpace(strings.TrimPrefix(srv.line(t, "listening on"), "Kura server listening on"))

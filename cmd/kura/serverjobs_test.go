@@ -56,6 +56,7 @@ func sameRunJSON(t *testing.T, s string) any {
 // they run locally on the same home; with the server they are jobs of its
 // queue, in its jobs list.
 func TestServerJobVerbsPrintAsLocally(t *testing.T) {
+	t.Parallel()
 	k := newKura(t)
 	src := filepath.Join(k.dir, "src")
 	files, _ := sampleTree()

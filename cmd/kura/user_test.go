@@ -39,6 +39,7 @@ func (k *kura) userAdd(password string, args ...string) (stdout, stderr string, 
 // argon2id hashes; a bad password or name is a usage error and adds
 // nobody.
 func TestUserCommands(t *testing.T) {
+	t.Parallel()
 	k := newKura(t)
 	if out, errs, code := k.userAdd("long enough password", "alice"); code != 0 || !strings.Contains(out, "alice added (admin)") {
 		t.Fatalf("user add alice: exit %d\n%s%s", code, out, errs)
@@ -88,6 +89,7 @@ func TestUserCommands(t *testing.T) {
 // the server's certificate: a user added with kura user add signs in; the
 // API port answers /metrics for the metrics token it prints.
 func TestServerConsoleAndMetrics(t *testing.T) {
+	t.Parallel()
 	k := newKura(t)
 	if _, errs, code := k.userAdd("long enough password", "alice"); code != 0 {
 		t.Fatalf("user add: %d %s", code, errs)

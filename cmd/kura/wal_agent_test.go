@@ -35,6 +35,7 @@ func walFile(t *testing.T, dir, name string, n int) []byte {
 // spool raises the alarm, and the next archive call, the server back,
 // sends the spool in order: every file comes back exactly.
 func TestWALArchiveThroughAgent(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +167,7 @@ func TestPruneExpiresWALBeforeOldestBase(t *testing.T) {
 // and the base backup restored through the agent to a moment written
 // while the server was down replays exactly the rows before it.
 func TestPostgreSQLPointInTimeThroughAgent(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -201,7 +201,7 @@ func (c *Console) routes() []route {
 		{"POST /clients/{name}/revoke", change, c.revokeClient},
 		{"POST /clients/{name}/bandwidth", change, c.setBandwidth},
 		{"GET /policies", watch, c.policies},
-		{"GET /policies/new", change, c.newPolicy},
+		{"GET /new/policy", change, c.newPolicy}, // not /policies/new: that is the page of a policy named new
 		{"POST /policies", change, c.createPolicy},
 		{"GET /policies/{name}", watch, c.policy},
 		{"GET /policies/{name}/edit", change, c.editPolicy},

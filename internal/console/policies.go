@@ -106,6 +106,11 @@ func (c *Console) policy(w http.ResponseWriter, r *http.Request, s *session) err
 	ctx := r.Context()
 	b := c.opts.Backend
 	p, err := b.Policy(ctx, r.PathValue("name"))
+	if ae := (*api.Error)(nil); r.PathValue("name") == "new" && errors.As(err, &ae) && ae.Code == api.CodeNotFound {
+		// A link to the create form from before it moved to /new/policy.
+		http.Redirect(w, r, "/new/policy", http.StatusSeeOther)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

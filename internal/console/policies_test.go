@@ -48,7 +48,7 @@ func TestPolicyPages(t *testing.T) {
 	f, lb := newLocalFixture(t) // Monday 4 May 2026, 12:00 UTC
 	withClient(t, lb)
 	ck, csrf := f.signIn("", adminToken)
-	if b := f.page(ck, "/policies/new"); !strings.Contains(b, `<option>web1</option>`) || !strings.Contains(b, `<option value="docs">`) {
+	if b := f.page(ck, "/new/policy"); !strings.Contains(b, `<option>web1</option>`) || !strings.Contains(b, `<option value="docs">`) {
 		t.Errorf("the new-policy form does not offer client web1 and selection docs")
 	}
 	form := nightly()
@@ -222,7 +222,7 @@ func TestPolicyOperatorAndCSRF(t *testing.T) {
 	if b := f.page(op, "/policies/nightly"); !strings.Contains(b, `id="calendar"`) || strings.Contains(b, "edit-policy") {
 		t.Error("the operator's policy page: want the calendar and no edit link")
 	}
-	for _, p := range []string{"/policies/new", "/policies/nightly/edit"} {
+	for _, p := range []string{"/new/policy", "/policies/nightly/edit"} {
 		if resp := f.do("GET", p, op, nil); resp.StatusCode != http.StatusForbidden {
 			t.Errorf("operator GET %s: %d; want 403", p, resp.StatusCode)
 		}
