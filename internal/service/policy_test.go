@@ -171,7 +171,10 @@ func TestRunPolicyAtItsScheduledLevel(t *testing.T) {
 	now := time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC) // a Monday
 	svc.WithClock(func() time.Time { return now })
 	var got []string
-	svc.WithQueue(func(r api.JobRequest) ([]int64, error) { got = append(got, r.Level); return []int64{int64(len(got))}, nil })
+	svc.WithQueue(func(r api.JobRequest) ([]int64, error) {
+		got = append(got, r.Level)
+		return []int64{int64(len(got))}, nil
+	})
 	for _, p := range []api.PolicyCreate{
 		{Name: "nightly", Selection: "docs", KeepDays: 7, FullCron: "0 1 * * 6", IncrCron: "0 1 * * *", Zone: "UTC"},
 		{Name: "byhand", Selection: "docs", KeepDays: 7},
