@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -338,6 +340,10 @@ expired; "kura prune" applies the policy's rules.`,
 					return err
 				}
 				lvl, _ := compress.ParseLevel(p.Compress)
+				if level == api.LevelScheduled {
+					_, level = engine.NextRun(p, time.Now())
+					level = cmp.Or(level, engine.LevelFull)
+				}
 				res, err := env.Backup(cmdContext(cmd), engine.BackupOptions{Selection: sel.Name, Library: p.Library, Level: level,
 					Compress: lvl, Verify: p.Verify, Policy: p.Name, Pool: p.Pool})
 				if res != nil {
@@ -347,12 +353,15 @@ expired; "kura prune" applies the policy's rules.`,
 			})
 		},
 	}
-	enumVar(run.Flags(), &level, "level", engine.LevelFull, backupLevels, "full, incr or diff")
+	enumVar(run.Flags(), &level, "level", engine.LevelFull, runLevels, "full, incr, diff, or scheduled (the level of its next scheduled run)")
 	run.Flags().BoolVar(&detach, "detach", false, "with a server: queue the job, print its ID and return")
 	run.Flags().BoolVar(&runJSON, "json", false, "print the figures as JSON")
 	cmd.AddCommand(create, edit, list, show, next, previewCmd, rm, run)
 	return cmd
 }
+
+// runLevels are policy run's levels: a backup's, or its next run's.
+var runLevels = []string{engine.LevelFull, engine.LevelIncr, engine.LevelDiff, api.LevelScheduled}
 
 func schedules(p *api.Policy) string {
 	var s []string

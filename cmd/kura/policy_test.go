@@ -118,3 +118,27 @@ func TestPolicyRunPruneAndWhy(t *testing.T) {
 	k.ok("restore", itoa64(f2.SavesetID), "--to", out)
 	sameTree(t, readTree(t, src), readTree(t, restoredAt(out, src)))
 }
+
+// policy run --level scheduled runs at the level of the policy's next
+// run: incremental for a policy whose only schedule is incremental (after
+// a full by hand, so nothing upgrades it), full for one without schedules.
+func TestPolicyRunAtItsScheduledLevel(t *testing.T) {
+	t.Parallel()
+	k := newKura(t)
+	src := filepath.Join(k.dir, "src")
+	writeTree(t, src, map[string]string{"a.txt": "a\n"})
+	k.ok("selection", "create", "docs", src)
+	k.ok("policy", "create", "nightly", "--selection", "docs", "--incr", "0 1 * * *", "--keep-days", "7")
+	k.ok("policy", "create", "byhand", "--selection", "docs", "--keep-days", "7")
+	var full, incr, byhand figures
+	k.json(0, &full, "policy", "run", "nightly", "--level", "full", "--json")
+	writeTree(t, src, map[string]string{"b.txt": "b\n"})
+	k.json(0, &incr, "policy", "run", "nightly", "--level", "scheduled", "--json")
+	k.json(0, &byhand, "policy", "run", "byhand", "--level", "scheduled", "--json")
+	if full.Level != "full" || incr.Level != "incr" || byhand.Level != "full" {
+		t.Errorf("levels %s, %s, %s; want full, then incr at nightly's scheduled level, and full for byhand", full.Level, incr.Level, byhand.Level)
+	}
+	if r := k.run("policy", "run", "nightly", "--level", "weekly"); r.code != exitUsage || !strings.Contains(r.stderr, "scheduled") {
+		t.Errorf("--level weekly: want exit 2 naming the levels:\n%s", r)
+	}
+}

@@ -320,8 +320,13 @@ type JobRequest struct {
 
 // PolicyRun asks for a run of a policy now (POST /api/v1/policies/NAME/run).
 type PolicyRun struct {
-	Level string `json:"level"` // full (default), diff or incr
+	Level string `json:"level"` // full (default), diff, incr or scheduled
 }
+
+// LevelScheduled asks a policy run for the level of the policy's next
+// scheduled run (full for a policy without schedules): the run started
+// now stands in for that one, as the scheduler would start it.
+const LevelScheduled = "scheduled"
 
 // JobsSubmitted answers a submission: one job, or one per stream.
 type JobsSubmitted struct {

@@ -28,8 +28,9 @@ type PolicyService interface {
 	// policy's rules or with those the request sets in their place (a
 	// policy being edited). It changes nothing.
 	PolicyRetention(ctx context.Context, name string, req RetentionPreview) ([]RetentionDecision, error)
-	// RunPolicy queues a run of the policy now at a level (default full);
-	// it needs a server's job queue.
+	// RunPolicy queues a run of the policy now at a level (default full;
+	// LevelScheduled: the level of its next scheduled run), the same job
+	// its scheduler starts; it needs a server's job queue.
 	RunPolicy(ctx context.Context, name, level string) ([]int64, error)
 }
 

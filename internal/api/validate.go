@@ -322,10 +322,10 @@ func (u *ClientUpdate) Validate() error {
 // Validate checks a policy run.
 func (p *PolicyRun) Validate() error {
 	switch p.Level {
-	case "", rules.LevelFull, rules.LevelDiff, rules.LevelIncr:
+	case "", rules.LevelFull, rules.LevelDiff, rules.LevelIncr, LevelScheduled:
 		return nil
 	}
-	return bad("level", "unknown level %q (full, diff or incr)", p.Level)
+	return bad("level", "unknown level %q (full, diff, incr or scheduled)", p.Level)
 }
 
 // Validate checks a library to create: a name, and sizes that are not

@@ -140,7 +140,7 @@ func TestPolicyAndPlannerInBrowser(t *testing.T) {
 
 	// On a tablet's screen every page of these fits the width.
 	browsertest.Do(t, ctx, "a tablet's screen", chromedp.EmulateViewport(768, 1024))
-	for _, p := range []string{"/libraries/vtl", "/tapes/VT001", "/clients", "/policies", "/policies/nightly", "/policies/nightly/edit", "/planner"} {
+	for _, p := range []string{"/libraries/vtl", "/tapes/VT001", "/clients", "/policies", "/policies/nightly", "/policies/nightly/edit", "/planner", "/clients/web1/backup"} {
 		browsertest.Do(t, ctx, p, chromedp.Navigate(base+p), chromedp.WaitVisible(chromedp.CSS("main")))
 		if wide := browsertest.Eval[bool](t, ctx, `document.documentElement.scrollWidth > window.innerWidth`); wide {
 			t.Errorf("on a 768-pixel screen %s is wider than the screen", p)

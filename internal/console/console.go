@@ -28,7 +28,8 @@
 // template of its own (library.go, clients.go, policies.go and
 // planner.go are the admin pages: a library's picture and its tapes'
 // actions, enrollment tokens and revocation, policies with their
-// calendar and retention preview, the sizing form).
+// calendar and retention preview, the sizing form; backup.go starts
+// backups by hand: a policy's Run now, a client's Back up now).
 package console
 
 import (
@@ -70,9 +71,9 @@ type Backend interface {
 	// channel closes), or until ctx ends. A job that has ended sends only
 	// job_ended.
 	Events(ctx context.Context, id int64) (<-chan api.Event, error)
-	// Submit queues a job (a restore or a verify from the savesets page)
-	// and returns its ID: the job runs in the server's queue, not in a
-	// request.
+	// Submit queues a job (a restore or a verify from the savesets page,
+	// a backup from a client's form) and returns its IDs: the job runs in
+	// the server's queue, not in a request.
 	Submit(ctx context.Context, req api.JobRequest) ([]int64, error)
 }
 
@@ -200,12 +201,15 @@ func (c *Console) routes() []route {
 		{"POST /clients/tokens", change, c.createToken},
 		{"POST /clients/{name}/revoke", change, c.revokeClient},
 		{"POST /clients/{name}/bandwidth", change, c.setBandwidth},
+		{"GET /clients/{name}/backup", change, c.newBackup},
+		{"POST /clients/{name}/backup", change, c.startBackup},
 		{"GET /policies", watch, c.policies},
 		{"GET /new/policy", change, c.newPolicy}, // not /policies/new: that is the page of a policy named new
 		{"POST /policies", change, c.createPolicy},
 		{"GET /policies/{name}", watch, c.policy},
 		{"GET /policies/{name}/edit", change, c.editPolicy},
 		{"POST /policies/{name}", change, c.updatePolicy},
+		{"POST /policies/{name}/run", change, c.runPolicy},
 		{"GET /planner", watch, c.planner},
 		{"POST /savesets/{id}/verify", change, c.verify},
 		{"GET /benchmarks", watch, c.benchmarks},
@@ -223,7 +227,7 @@ type navItem struct {
 // nav is the console's sections, in header order.
 var nav = []navItem{{"/", "Dashboard", []string{"dashboard"}}, {"/jobs", "Jobs", []string{"jobs", "job"}},
 	{"/savesets", "Savesets", []string{"savesets", "saveset", "search", "recipe"}}, {"/libraries", "Library", []string{"libraries", "library", "tape"}},
-	{"/clients", "Clients", []string{"clients"}}, {"/policies", "Policies", []string{"policies", "policy", "policyedit"}},
+	{"/clients", "Clients", []string{"clients", "backup"}}, {"/policies", "Policies", []string{"policies", "policy", "policyedit"}},
 	{"/planner", "Planner", []string{"planner"}}, {"/benchmarks", "Benchmarks", []string{"benchmarks"}}}
 
 // ServeHTTP serves the console.

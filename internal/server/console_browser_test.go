@@ -2,14 +2,17 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
@@ -36,11 +39,12 @@ func (r *rig) startConsole() string {
 	return "https://" + ln.Addr().String()
 }
 
-// In a real browser: a wrong password is refused; an admin signs in, sees
-// the running backup on the dashboard with its live rate, watches its
-// chart grow from the event stream without a reload, is refused a cancel
-// without the CSRF token, cancels it with the button, and sees it end
-// canceled.
+// In a real browser: a wrong password is refused; an admin signs in,
+// starts a backup of a client from its Back up now form (typed, sent with
+// the keyboard), lands on the job's monitor and watches its chart grow
+// from the event stream without a reload, sees the running backup on the
+// dashboard with its live rate, is refused a cancel without the CSRF
+// token, cancels it with the button, and sees it end canceled.
 func TestConsoleInBrowser(t *testing.T) {
 	t.Parallel()
 	r := startServer(t, t.TempDir(), "")
@@ -51,13 +55,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	url := r.startConsole()
 	r.runAgent("c1")
 	src := t.TempDir()
+	// 48 MiB at 256 KiB/s (the form's bandwidth limit): over three
+	// minutes, longer than the test on a busy machine, so it ends only
+	// canceled; a progress event comes with each 1 MiB frame.
 	randomFiles(t, src, 48, 1<<20, 3)
-	// 48 MiB at 256 KiB/s: over three minutes, longer than the test on a
-	// busy machine, so it ends only canceled; small frames make a progress
-	// event every quarter of a second.
-	id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none",
-		BWLimit: 256 << 10, FrameSize: 64 << 10})[0]
-	r.waitProgress(id)
 
 	ctx := browsertest.Tab(t)
 	browsertest.Do(t, ctx, "open the console", chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS("#signin")))
@@ -71,19 +72,41 @@ func TestConsoleInBrowser(t *testing.T) {
 	browsertest.Do(t, ctx, "retype",
 		chromedp.SetValue(chromedp.CSS("#name"), "alice"), chromedp.SendKeys(chromedp.CSS("#password"), "alice's long password"))
 	browsertest.Navigate(t, ctx, "sign in", chromedp.Click(chromedp.CSS("#signin")))
-	browsertest.Do(t, ctx, "the dashboard", chromedp.WaitVisible(chromedp.CSS("#running")))
+	browsertest.Do(t, ctx, "the dashboard", chromedp.WaitVisible(chromedp.CSS("#who")))
 	if who := browsertest.Eval[string](t, ctx, `document.getElementById("who").textContent`); who != "alice (admin)" {
 		t.Errorf("signed in as %q; want alice (admin)", who)
 	}
 	if cookies := browsertest.Eval[string](t, ctx, `document.cookie`); cookies != "" {
 		t.Errorf("the page's script can read the cookies %q; want the session cookie HttpOnly", cookies)
 	}
-	row := fmt.Sprintf(`tr.live-job[data-job="%d"]`, id)
-	browsertest.WaitFor(t, ctx, "the dashboard's live rate",
-		fmt.Sprintf(`(() => { const c = document.querySelector('%s [data-field="rate"]'); return c && /^[0-9,]+$/.test(c.textContent); })()`, row))
-	browsertest.Screenshot(t, ctx, "console-dashboard")
 
-	browsertest.Do(t, ctx, "the job monitor", chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", url, id)), chromedp.WaitVisible(chromedp.CSS("#chart")))
+	// Back up now, from the clients page.
+	browsertest.Do(t, ctx, "the clients page", chromedp.Navigate(url+"/clients"), chromedp.WaitVisible(chromedp.CSS(`a.backup-now[data-client="c1"]`)))
+	browsertest.Navigate(t, ctx, "open c1's backup form", chromedp.Click(chromedp.CSS(`a.backup-now[data-client="c1"]`)))
+	browsertest.Do(t, ctx, "fill the backup form", chromedp.WaitVisible(chromedp.CSS("#backup-form")),
+		chromedp.SendKeys(chromedp.CSS("#bf-paths"), src), chromedp.SetValue(chromedp.CSS("#bf-compress"), "none"),
+		chromedp.SendKeys(chromedp.CSS("#bf-bw"), "256"))
+	browsertest.Screenshot(t, ctx, "console-backup")
+	if status := browsertest.Navigate(t, ctx, "start the backup with Enter", chromedp.SendKeys(chromedp.CSS("#bf-bw"), kb.Enter)); status != 200 {
+		t.Fatalf("start the backup: the page after it is %d", status)
+	}
+	browsertest.Do(t, ctx, "the job monitor", chromedp.WaitVisible(chromedp.CSS("#chart")))
+	id, err := strconv.ParseInt(browsertest.Eval[string](t, ctx, `document.getElementById("monitor").dataset.job`), 10, 64)
+	if err != nil {
+		t.Fatalf("the page after the backup form is not a job's monitor: %v", err)
+	}
+	j, err := r.admin.Job(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req api.JobRequest
+	if err := json.Unmarshal(j.Request, &req); err != nil {
+		t.Fatalf("job %d's request: %v", id, err)
+	}
+	want := api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Level: "full", Compress: "none", BWLimit: 256 << 10}
+	if !reflect.DeepEqual(req, want) {
+		t.Fatalf("job %d is %+v; want the backup the form asked for, %+v", id, req, want)
+	}
 	points := func() int {
 		n, _ := strconv.Atoi(browsertest.Eval[string](t, ctx, `document.getElementById("chart").getAttribute("data-points")`))
 		return n
@@ -93,14 +116,25 @@ func TestConsoleInBrowser(t *testing.T) {
 	browsertest.Eval[bool](t, ctx, `window.kuraSamePage = true`)
 	browsertest.WaitFor(t, ctx, "the chart moving without a reload",
 		fmt.Sprintf(`window.kuraSamePage === true && Number(document.getElementById("chart").getAttribute("data-points")) > %d`, n))
+	if state := browsertest.Eval[string](t, ctx, `document.getElementById("state").textContent + (document.getElementById("reason") ? " " + document.getElementById("reason").textContent : "")`); state != "running" {
+		t.Errorf("the monitor of the running job says %q; want running (and no reason it waits)", state)
+	}
 	if lines := browsertest.Eval[int](t, ctx, `document.querySelectorAll("#chart polyline.rate, #chart line.avg:not(.legend), #chart line.peak:not(.legend)").length`); lines != 3 {
 		t.Errorf("the chart has %d of its rate, average and peak lines; want 3", lines)
 	}
 	if peak := browsertest.Eval[string](t, ctx, `document.getElementById("peak").textContent`); peak == "0" || peak == "" {
 		t.Errorf("Peak KB/s %q while the job runs", peak)
 	}
-
 	browsertest.Screenshot(t, ctx, "console-job")
+	r.waitLog("console: backup started", "user=alice")
+
+	// The dashboard shows it running, with its live rate.
+	browsertest.Do(t, ctx, "the dashboard", chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS("#running")))
+	row := fmt.Sprintf(`tr.live-job[data-job="%d"]`, id)
+	browsertest.WaitFor(t, ctx, "the dashboard's live rate",
+		fmt.Sprintf(`(() => { const c = document.querySelector('%s [data-field="rate"]'); return c && /^[0-9,]+$/.test(c.textContent); })()`, row))
+	browsertest.Screenshot(t, ctx, "console-dashboard")
+	browsertest.Do(t, ctx, "back to the job monitor", chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", url, id)), chromedp.WaitVisible(chromedp.CSS("#chart")))
 
 	// A change without the CSRF token: refused, and the job runs on.
 	status := browsertest.Eval[int](t, ctx, fmt.Sprintf(`fetch("/jobs/%d/cancel", {method: "POST"}).then(r => r.status)`, id), chromedp.EvalAwaitPromise)

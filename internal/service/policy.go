@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -205,8 +206,13 @@ func (l *Local) RunPolicy(ctx context.Context, name, level string) ([]int64, err
 	if l.submit == nil {
 		return nil, api.Wrap(api.CodeConflict, "", ErrNoQueue)
 	}
-	if level == "" {
+	switch level {
+	case "":
 		level = engine.LevelFull
+	case api.LevelScheduled:
+		// The level its next run has; a policy without schedules: full.
+		_, level = engine.NextRun(p, l.now())
+		level = cmp.Or(level, engine.LevelFull)
 	}
 	ids, err := l.submit(PolicyJob(p, level))
 	return ids, Err(err)

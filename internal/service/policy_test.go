@@ -162,6 +162,42 @@ func TestRunPolicyQueuesThePolicyJob(t *testing.T) {
 	wantAPI(t, "a run of no policy", err, api.CodeNotFound, "policy")
 }
 
+// A run at level scheduled takes the level of the policy's next run at the
+// service's clock (full where a full and an incremental fall together),
+// and full for a policy without schedules.
+func TestRunPolicyAtItsScheduledLevel(t *testing.T) {
+	svc, _ := newService(t)
+	ctx := t.Context()
+	now := time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC) // a Monday
+	svc.WithClock(func() time.Time { return now })
+	var got []string
+	svc.WithQueue(func(r api.JobRequest) ([]int64, error) {
+		got = append(got, r.Level)
+		return []int64{int64(len(got))}, nil
+	})
+	for _, p := range []api.PolicyCreate{
+		{Name: "nightly", Selection: "docs", KeepDays: 7, FullCron: "0 1 * * 6", IncrCron: "0 1 * * *", Zone: "UTC"},
+		{Name: "byhand", Selection: "docs", KeepDays: 7},
+	} {
+		if _, err := svc.CreatePolicy(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(name string) {
+		t.Helper()
+		if _, err := svc.RunPolicy(ctx, name, api.LevelScheduled); err != nil {
+			t.Fatalf("run %s at its scheduled level: %v", name, err)
+		}
+	}
+	run("nightly") // next: Tuesday's incremental
+	now = time.Date(2026, 5, 8, 12, 0, 0, 0, time.UTC)
+	run("nightly") // next: Saturday 01:00, full and incremental: the full
+	run("byhand")
+	if want := []string{"incr", "full", "full"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("levels queued %v; want %v", got, want)
+	}
+}
+
 // The job filter: a state not known is bad input; a plan's auto inputs on
 // a catalog without history are a conflict naming the input.
 func TestJobFilterAndPlanErrors(t *testing.T) {

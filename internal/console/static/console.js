@@ -125,6 +125,17 @@ function jobMonitor(root) {
   const ended = ["succeeded", "warnings", "failed", "canceled", "interrupted"];
   if (ended.includes(root.dataset.state)) return;
   const set = (elid, text) => { const e = document.getElementById(elid); if (e) e.textContent = text; };
+  // A job that was queued when the page was drawn (the page a form
+  // submission lands on) starts: its state, not why it waited.
+  const running = () => {
+    if (root.dataset.state === "running") return;
+    root.dataset.state = "running";
+    set("state", "running");
+    const st = document.getElementById("state");
+    if (st) st.className = "state-running";
+    const why = document.getElementById("reason");
+    if (why) why.remove();
+  };
   follow(id, (ev) => {
     const t = Date.parse(ev.time);
     switch (ev.kind) {
@@ -137,13 +148,14 @@ function jobMonitor(root) {
       set("bytes", fmtSize(ev.bytes || 0));
       set("avg", kbps(avg));
       set("peak", kbps(chart.peak));
-      set("state", "running");
+      running();
       break;
     }
     case "queued":
       if (ev.message) set("chart-note", "Waiting: " + ev.message);
       break;
     case "phase_started":
+      running();
       set("chart-note", "Phase " + ev.phase + " started.");
       break;
     case "phase_ended":
