@@ -103,31 +103,11 @@ func Enroll(ctx context.Context, home, server, token, name string, dataHosts []s
 		name string
 		data []byte
 	}{{keyFile, keyPEM}, {certFile, []byte(resp.CertPEM)}, {caFile, []byte(resp.CAPEM)}, {configFile, append(cb, '\n')}} {
-		if err := writeFile(filepath.Join(dir, f.name), f.data); err != nil {
+		if err := private.WriteFileDurable(filepath.Join(dir, f.name), f.data); err != nil {
 			return nil, err
 		}
 	}
 	return cfg, nil
-}
-
-func writeFile(p string, data []byte) error {
-	tmp := p + ".tmp"
-	f, err := private.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
 }
 
 // Options configure a running node.

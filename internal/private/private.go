@@ -34,6 +34,30 @@ func OpenFile(name string, flag int) (*os.File, error) { return os.OpenFile(name
 // WriteFile is os.WriteFile with FileMode.
 func WriteFile(name string, data []byte) error { return os.WriteFile(name, data, FileMode) }
 
+// WriteFileDurable writes data to name whole or not at all: into name.tmp
+// with FileMode, synced, then renamed over name, so a crash leaves either
+// the old file or the new one (an enrolled home's key, certificate and
+// configuration).
+func WriteFileDurable(name string, data []byte) error {
+	tmp := name + ".tmp"
+	f, err := OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, name)
+}
+
 // Touch creates name empty with FileMode if it does not exist, so that a
 // file made by someone else's code (SQLite's catalog, its -wal and -shm,
 // which take the database file's mode) starts private.
