@@ -356,8 +356,8 @@ func (r *LibraryCreate) Validate() error {
 		return bad("changer", "a library is on a changer or on S3, not both")
 	case r.Changer != "" && (r.Slots != 0 || r.Drives != 0):
 		return bad("changer", "a tape library's slots are its changer's and its drives the drive devices given")
-	case r.Node != "" && (r.S3 != "" || r.Changer != "" || r.Dir != ""):
-		return bad("node", "a library on a storage node is a folder in the node's home (no dir, s3 or changer)")
+	case r.Node != "" && r.Dir != "":
+		return bad("node", "a library on a storage node keeps its folder in the node's home (no dir)")
 	}
 	return nil
 }

@@ -274,16 +274,14 @@ func (e *Env) addLibraryOn(lib library.Changer, node string) error {
 	return e.registerTapes(lib)
 }
 
-// CreateNodeLibrary creates a folder library on a storage node (through
-// Nodes) and registers it and its tapes: its name and barcode prefix are
-// checked here against every library of the catalog, its folder is in the
-// node's home.
+// CreateNodeLibrary creates a library on a storage node (through Nodes) —
+// a folder library, or with cfg.Media one on S3 or a tape library, whose
+// bucket, changer and drives the node reaches itself — and registers it
+// and its tapes: its name and barcode prefix are checked here against
+// every library of the catalog, its folder is in the node's home.
 func (e *Env) CreateNodeLibrary(cfg library.Config, node string) (library.Changer, error) {
 	if e.Nodes == nil {
 		return nil, fmt.Errorf("library %s: %w %s: create it through the server (kura login)", cfg.Name, ErrOnNode, node)
-	}
-	if cfg.Media != nil {
-		return nil, fmt.Errorf("%w: library %s: a storage node's library keeps its tapes in folders", ErrBadOption, cfg.Name)
 	}
 	if err := e.checkNewLibrary(&cfg); err != nil {
 		return nil, err

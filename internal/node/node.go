@@ -19,6 +19,7 @@ import (
 
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/apiclient"
+	"github.com/kura-backup/kura/internal/library"
 	"github.com/kura-backup/kura/internal/pki"
 	"github.com/kura-backup/kura/internal/private"
 )
@@ -122,6 +123,10 @@ type Options struct {
 	// "" for none (the data then goes through the server). The node's
 	// certificate must name the host agents dial (enroll --data-host).
 	DataListen string
+	// TapeHardware reaches the changers and drives of the node's tape
+	// libraries (nil: the mtx command and the st driver; tests give an
+	// emulation).
+	TapeHardware *library.Hardware
 }
 
 // Node is an enrolled storage node.
@@ -245,6 +250,7 @@ func (n *Node) Run(ctx context.Context) error {
 func (n *Node) serve(ctx context.Context, conn net.Conn) {
 	libs := NewLibraries(n.opts.Home)
 	libs.spans = n.spans
+	libs.hw = n.opts.TapeHardware
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	ServeConn(conn, libs.Handler())

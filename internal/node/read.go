@@ -51,7 +51,7 @@ const readStart = 2 * time.Minute
 type readSession struct {
 	ticket, agent string
 	req           ReadRequest
-	lib           *library.Library
+	lib           library.Changer
 	used          atomic.Bool
 	ctx           context.Context
 	cancel        context.CancelCauseFunc

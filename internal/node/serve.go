@@ -19,19 +19,21 @@ import (
 )
 
 // Libraries is the node's half of the changer protocol: the libraries in a
-// node home (HOME/vtl/NAME), served to the server over the tunnel. Every
+// node home (HOME/vtl/NAME) — folder, S3 or tape libraries, each a
+// library.Changer — served to the server over the tunnel. Every
 // handle it gives out (a leased drive, an open device) lives until it is
 // released or the session that took it ends: Close releases them all, so
 // a server that vanishes mid-backup leaves no drive leased and no tape
 // file open on the node (the partial tape file is aborted).
 type Libraries struct {
 	home  string
-	spans *spans // the process's span sessions (direct data path); nil: none
+	spans *spans            // the process's span sessions (direct data path); nil: none
+	hw    *library.Hardware // how a tape library's changer and drives are reached; nil: mtx and st
 
 	calls sync.WaitGroup // calls being answered: Close waits for them
 
 	mu      sync.Mutex
-	libs    map[string]*library.Library
+	libs    map[string]library.Changer
 	next    int64
 	drives  map[int64]*driveHandle
 	devices map[int64]*devHandle
@@ -40,7 +42,7 @@ type Libraries struct {
 
 type driveHandle struct {
 	mu  sync.Mutex // a library.Drive is used by one goroutine at a time
-	lib *library.Library
+	lib library.Changer
 	drv library.Drive
 	dev int64 // the device handle of the tape loaded now, 0 for none
 }
@@ -52,7 +54,7 @@ type devHandle struct {
 
 // NewLibraries serves the libraries of a node home.
 func NewLibraries(homeDir string) *Libraries {
-	return &Libraries{home: homeDir, libs: map[string]*library.Library{},
+	return &Libraries{home: homeDir, libs: map[string]library.Changer{},
 		drives: map[int64]*driveHandle{}, devices: map[int64]*devHandle{}}
 }
 
@@ -101,7 +103,7 @@ func (l *Libraries) Names() ([]string, error) {
 	return out, nil
 }
 
-func (l *Libraries) lib(name string) (*library.Library, error) {
+func (l *Libraries) lib(name string) (library.Changer, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if lib := l.libs[name]; lib != nil {
@@ -110,7 +112,7 @@ func (l *Libraries) lib(name string) (*library.Library, error) {
 	if name == "" || name != filepath.Base(name) || name[0] == '.' {
 		return nil, fmt.Errorf("%w: library name %q", errBadRequest, name)
 	}
-	lib, err := library.Open(home.LibraryDir(l.home, name))
+	lib, err := library.OpenChanger(home.LibraryDir(l.home, name), l.hw)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("no library %q on this node: %w", name, library.ErrNotLibrary)
 	}
@@ -279,14 +281,23 @@ func (l *Libraries) Handler() http.Handler {
 		if err != nil {
 			return nil, fmt.Errorf("%w: tapes %q", errBadRequest, r.URL.Query().Get("n"))
 		}
-		return lib.AddTapes(n)
+		a, ok := lib.(interface{ AddTapes(int) ([]string, error) })
+		if !ok {
+			// A tape library's cartridges come through its mail slots.
+			return nil, fmt.Errorf("library %s: %w", r.PathValue("lib"), library.ErrTapeLibrary)
+		}
+		return a.AddTapes(n)
 	})
 	h("DELETE /libraries/{lib}", func(w http.ResponseWriter, r *http.Request) (any, error) {
 		lib, err := l.lib(r.PathValue("lib"))
 		if err != nil {
 			return nil, err
 		}
-		if err := lib.Remove(); err != nil {
+		rm, ok := lib.(interface{ Remove() error })
+		if !ok {
+			return nil, fmt.Errorf("library %s cannot be removed: %w", r.PathValue("lib"), library.ErrUnsupported)
+		}
+		if err := rm.Remove(); err != nil {
 			return nil, err
 		}
 		l.mu.Lock()
@@ -421,14 +432,21 @@ func (l *Libraries) create(w http.ResponseWriter, r *http.Request) (any, error) 
 		return nil, err
 	}
 	cfg := req.Config
-	if cfg.Media != nil {
-		return nil, fmt.Errorf("library %s: a storage node keeps its tapes in folders: %w", cfg.Name, library.ErrUnsupported)
-	}
 	if cfg.Name == "" || cfg.Name != filepath.Base(cfg.Name) || cfg.Name[0] == '.' {
 		return nil, fmt.Errorf("%w: library name %q", library.ErrInvalidConfig, cfg.Name)
 	}
 	cfg.Dir = home.LibraryDir(l.home, cfg.Name)
-	lib, err := library.Create(cfg)
+	// The node reaches the media itself: the bucket with the credentials
+	// of its own environment, the changer and drives on its own machine.
+	var (
+		lib library.Changer
+		err error
+	)
+	if cfg.Media != nil && cfg.Media.Kind == library.MediaChanger {
+		lib, err = library.CreateTapeLibrary(cfg, l.hw)
+	} else {
+		lib, err = library.Create(cfg)
+	}
 	if err != nil {
 		return nil, err
 	}
