@@ -54,6 +54,9 @@ var sentinels = []struct {
 	{"busy", tape.ErrBusy},
 	{"closed", tape.ErrClosed},
 	{"no_handle", ErrNoHandle},
+	{"tape_library", library.ErrTapeLibrary},
+	{"changer", library.ErrChanger},
+	{"no_device", library.ErrNoDevice},
 }
 
 // ErrNoHandle: a call names a drive, device or writer handle the node does

@@ -53,10 +53,18 @@ func (r *rig) startNode(name, home string) *runningNode {
 // startNodeOn is startNode with the node's data port on dataListen ("":
 // none, its backups go through the server).
 func (r *rig) startNodeOn(name, home, dataListen string) *runningNode {
+	return r.startNodeWith(name, node.Options{Home: home, DataListen: dataListen})
+}
+
+// startNodeWith is startNode with the node's options (its log and
+// reconnection backoff are the test's).
+func (r *rig) startNodeWith(name string, opts node.Options) *runningNode {
 	t := r.t
 	t.Helper()
-	n, err := node.Open(node.Options{Home: home, Log: &logWriter{t: t, prefix: name + ": "},
-		MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, DataListen: dataListen})
+	home := opts.Home
+	opts.Log = &logWriter{t: t, prefix: name + ": "}
+	opts.MinBackoff, opts.MaxBackoff = 50*time.Millisecond, 200*time.Millisecond
+	n, err := node.Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
