@@ -55,12 +55,16 @@ checked first: a missing one is an error and nothing is registered.
 With --node the library is created on that storage node (kura node enroll),
 in the node's home: its tapes and drives are the node's, the catalog stays
 with the server, and backups, restores, verifies and copies run on it like
-on any library. Through a server only.`,
+on any library. With --node and --s3 the node reaches the bucket with the
+credentials of its own environment (set them for kura node run); with
+--node and --changer the changer and drives are the node's devices. Through
+a server only.`,
 		Example: `  kura vtl create lib1 --dir /backup/lib1 --slots 20 --drives 4 --tape-size 100GiB
   kura vtl create small --tape-size 1GiB --block-size 32KiB --buffer 257KiB
   kura vtl create cloud --s3 https://s3.example.com/backups/kura --chunk-size 64MiB
   kura vtl create lto --changer /dev/sg3 --drive /dev/nst0 --drive /dev/nst1
-  kura vtl create far --node sn1 --slots 20 --drives 2`,
+  kura vtl create far --node sn1 --slots 20 --drives 2
+  kura vtl create farcloud --node sn1 --s3 https://s3.example.com/backups/far`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Flags not given are 0: the library's defaults.

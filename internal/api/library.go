@@ -77,7 +77,9 @@ type LibraryCreate struct {
 	Name string `json:"name"`
 	Dir  string `json:"dir,omitempty"` // on the server; default: in its home
 	// Node creates the library on that storage node (in its home), not on
-	// the server: its tapes and drives are the node's.
+	// the server: its tapes and drives are the node's. With S3 the node
+	// reaches the bucket with its own credentials; with Changer the
+	// changer and drive devices are the node's.
 	Node            string `json:"node,omitempty"`
 	Slots           int    `json:"slots,omitempty"`
 	Drives          int    `json:"drives,omitempty"`

@@ -85,8 +85,8 @@ type Env struct {
 // library.Changer whose drives and tapes are in another process (the
 // server's tunnel to the node, internal/node).
 type Nodes interface {
-	// CreateLibrary creates a folder library on the node (cfg.Dir is the
-	// node's to choose).
+	// CreateLibrary creates a library on the node — a folder, S3 or tape
+	// library as cfg.Media says (cfg.Dir is the node's to choose).
 	CreateLibrary(node string, cfg library.Config) (library.Changer, error)
 	// Open opens a registered library of a node; a node that is not
 	// connected is an error saying so (ErrNodeOffline).

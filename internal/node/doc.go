@@ -1,6 +1,10 @@
-// Package node is a Kura storage node: a machine that owns libraries (a
-// folder library in its home, HOME/vtl/NAME) and their drives, for a
-// server that keeps the catalog and directs every job.
+// Package node is a Kura storage node: a machine that owns libraries and
+// their drives, for a server that keeps the catalog and directs every job.
+// Each library has its folder in the node's home (HOME/vtl/NAME) and keeps
+// its tapes there, in an S3 bucket the node reaches with the credentials
+// of its own environment, or on the cartridges of a tape library whose
+// changer and drives are the node's devices; the server never touches the
+// media or their credentials.
 //
 // # Roles
 //
@@ -34,7 +38,7 @@
 // verify, copy, tape listing and erase on a node's library unchanged.
 //
 //	GET  /libraries                      the node's libraries
-//	POST /libraries                      create a folder library
+//	POST /libraries                      create a library (folder, S3, tape)
 //	GET  /libraries/{lib}[/status|/tapes|/drives]
 //	POST /libraries/{lib}/add?n=N        add blank tapes
 //	DELETE /libraries/{lib}              remove it and its tapes

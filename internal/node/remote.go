@@ -99,8 +99,10 @@ func (c *Conn) Libraries() ([]LibraryInfo, error) {
 	return out, c.call(nil, "GET", "/libraries", nil, &out)
 }
 
-// CreateLibrary creates a folder library on the node (in its home's vtl
-// folder; cfg.Dir is ignored) and returns it as a Changer.
+// CreateLibrary creates a library on the node (in its home's vtl folder;
+// cfg.Dir is ignored) — a folder library, or on the media cfg.Media names:
+// an S3 bucket the node reaches with its own credentials, or a changer and
+// drives on the node's machine — and returns it as a Changer.
 func (c *Conn) CreateLibrary(cfg library.Config) (*Remote, error) {
 	var info LibraryInfo
 	cfg.Dir = ""

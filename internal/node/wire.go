@@ -152,7 +152,7 @@ type LibraryInfo struct {
 	Dir    string         `json:"dir"`
 }
 
-// createLibrary asks the node to create a folder library.
+// createLibrary asks the node to create a library (folder, S3 or tape).
 type createLibrary struct {
 	Config library.Config `json:"config"`
 }

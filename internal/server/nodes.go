@@ -64,7 +64,7 @@ func (h *nodeHub) link(name string) *nodeLink {
 
 func (h *nodeHub) online(name string) bool { return h.link(name) != nil }
 
-// CreateLibrary creates a folder library on a connected node.
+// CreateLibrary creates a library (folder, S3 or tape) on a connected node.
 func (h *nodeHub) CreateLibrary(name string, cfg library.Config) (library.Changer, error) {
 	c, err := h.s.env.Catalog.Client(name)
 	if errors.Is(err, catalog.ErrNotFound) || err == nil && !c.IsNode() {
