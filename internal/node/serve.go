@@ -283,8 +283,7 @@ func (l *Libraries) Handler() http.Handler {
 		}
 		a, ok := lib.(interface{ AddTapes(int) ([]string, error) })
 		if !ok {
-			// A tape library's cartridges come through its mail slots.
-			return nil, fmt.Errorf("library %s: %w", r.PathValue("lib"), library.ErrTapeLibrary)
+			return nil, fmt.Errorf("library %s: %w: its tapes are the cartridges in its changer (put new ones into a mail slot and import them with kura tape import)", r.PathValue("lib"), library.ErrTapeLibrary)
 		}
 		return a.AddTapes(n)
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/apiclient"
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/tape/s3tape/versitygw"
 )
@@ -65,6 +66,17 @@ func TestStorageNodeS3(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(sn.home, "vtl", "nobucket")); !os.IsNotExist(err) {
 		t.Errorf("the refused library left its folder on the node: %v", err)
+	}
+
+	// Credentials the bucket refuses: the node's words again.
+	os.Setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+	_, err = r.admin.CreateLibrary(ctx, api.LibraryCreate{Name: "denied", Node: "sn1", S3: "http://" + gw.Addr + "/nodes/denied"})
+	os.Setenv("AWS_SECRET_ACCESS_KEY", nodeS3Secret)
+	if err == nil || !strings.Contains(err.Error(), "storage node sn1") || !strings.Contains(err.Error(), "nodes") {
+		t.Errorf("creating a library with credentials the bucket refuses: %v; want the node's refusal", err)
+	}
+	if _, err := r.admin.Library(ctx, "denied"); apiclient.Code(err) != api.CodeNotFound {
+		t.Errorf("after a refused create, library denied: %v; want not found", err)
 	}
 
 	url := "http://" + gw.Addr + "/nodes/far"

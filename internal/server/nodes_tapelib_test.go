@@ -58,8 +58,8 @@ func TestStorageNodeTapeLibrary(t *testing.T) {
 		t.Fatalf("the robot's cartridges as tapes of lto: %+v, %v", tapes, err)
 	}
 	_, err = r.admin.AddTapes(ctx, "lto", api.TapeAdd{Count: 1})
-	if apiclient.Code(err) != api.CodeConflict {
-		t.Errorf("adding tapes to a tape library on a node: %v; want a conflict", err)
+	if apiclient.Code(err) != api.CodeConflict || !strings.Contains(err.Error(), "kura tape import") {
+		t.Errorf("adding tapes to a tape library on a node: %v; want a conflict saying how cartridges come in", err)
 	}
 
 	r.runAgent("c1")
