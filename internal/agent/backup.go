@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/compress"
 	"github.com/kura-backup/kura/internal/index"
@@ -28,12 +26,15 @@ import (
 const heartbeat = 2 * time.Second
 
 // netSink sends a backup's frames, figures and warnings to the server as
-// one stream of messages (api.WriteMsg).
+// one stream of messages (api.WriteMsg). Its figures are those of what
+// went out (sentFigures).
 type netSink struct {
 	mu    sync.Mutex
 	w     io.Writer
-	phase *monitor.Phase
-	off   int64
+	sent  *sentFigures
+	clear bool  // the stream writer's frames come here as they are (no sealSink between)
+	off   int64 // bytes of frames sent
+	plain int64 // of an encrypted stream: the plaintext they hold
 	err   error
 }
 
@@ -48,56 +49,34 @@ func (n *netSink) send(typ byte, payload ...[]byte) error {
 }
 
 // WriteFrame sends one frame; its place on tape comes back at the end.
+// It returns once the connection has taken the frame's last byte.
 func (n *netSink) WriteFrame(frame []byte) (stream.Location, error) {
 	if err := n.send(api.MsgFrame, frame); err != nil {
 		return stream.Location{}, err
 	}
 	loc := stream.Location{Offset: n.off}
 	n.off += int64(len(frame))
+	switch {
+	case n.clear:
+		n.sent.enter(n.off)
+		n.sent.sentTo(n.off)
+	case loc.Offset > 0:
+		// A batch of sealed chunks (the first message is the age
+		// header): the frames whose plaintext it ends went out.
+		n.plain += int64(seal.PlainLen(len(frame)))
+		n.sent.sentTo(n.plain)
+	}
 	return loc, n.progress()
 }
 
 func (n *netSink) progress() error {
-	b, _ := json.Marshal(api.Progress{Files: n.phase.Files.Total(), Bytes: n.phase.Source.Total()})
+	b, _ := json.Marshal(n.sent.figures())
 	return n.send(api.MsgProgress, b)
 }
 
 func (n *netSink) warn(path, msg string) {
 	b, _ := json.Marshal(api.NewWarning(path, msg))
 	_ = n.send(api.MsgWarning, b)
-}
-
-// limitedWriter holds writes to a rate (bytes per second).
-type limitedWriter struct {
-	ctx context.Context
-	w   io.Writer
-	lim *rate.Limiter
-}
-
-func (l *limitedWriter) Write(p []byte) (int, error) {
-	n := 0
-	for len(p) > 0 {
-		k := min(len(p), l.lim.Burst())
-		if err := l.lim.WaitN(l.ctx, k); err != nil {
-			return n, err
-		}
-		m, err := l.w.Write(p[:k])
-		n += m
-		if err != nil {
-			return n, err
-		}
-		p = p[k:]
-	}
-	return n, nil
-}
-
-// newLimiter allows bps bytes per second with a burst of a tenth of a
-// second (at least 16 KiB), so the average stays under the limit.
-func newLimiter(bps int64) *rate.Limiter {
-	burst := max(int(bps/10), 16<<10)
-	lim := rate.NewLimiter(rate.Limit(bps), burst)
-	lim.AllowN(time.Now(), burst) // start empty: no initial burst
-	return lim
 }
 
 func (a *Agent) backup(ctx context.Context, o api.Order) error {
@@ -111,10 +90,13 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 	pw := newHandoff()
 	var w io.Writer = pw
 	if b.BWLimit > 0 {
-		w = &limitedWriter{ctx: ctx, w: pw, lim: newLimiter(b.BWLimit)}
+		// At the write to the connection, after every buffer: the
+		// limit holds on the wire, whatever the frame size.
+		w = newLimitedWriter(ctx, pw, b.BWLimit)
 	}
 	phase := monitor.StartPhase(monitor.SystemClock{}, "backup")
-	sink := &netSink{w: w, phase: phase}
+	sent := &sentFigures{}
+	sink := &netSink{w: w, sent: sent, clear: !b.Encrypt}
 	type answer struct {
 		close api.BackupClose
 		err   error
@@ -214,6 +196,7 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 	spec := producer.Spec{JobID: o.JobID, Paths: paths, Excludes: b.Excludes, Compress: level,
 		FrameSize: b.FrameSize, BaseID: b.BaseID, Uncounted: uncounted,
 		Sources: plugin.FromAPI(b.Sources), PartSize: b.PartSize}
+	countSent(&spec, sent, phase)
 	for i, s := range spec.Sources {
 		if s.Kind == plugin.KindWAL {
 			// A WAL file is read from this agent's spool, where kura wal
@@ -267,6 +250,7 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 	}
 	close(beatDone)
 	if err == nil {
+		sent.all(figuresOf(phase)) // every frame has gone out
 		host, _ := os.Hostname()
 		end, _ := json.Marshal(api.BackupEnd{Files: prod.Files, Entries: prod.Entries, Host: host})
 		if err = sink.progress(); err == nil {
@@ -309,6 +293,17 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 	_, err = io.Copy(io.Discard, rc)
 	rc.Close()
 	return err
+}
+
+// countSent has each frame's figures go out with it, not when its bytes
+// were read: a frame's figures are taken when it is full.
+func countSent(spec *producer.Spec, sent *sentFigures, phase *monitor.Phase) {
+	spec.Stream.OnSeal = func() { sent.seal(figuresOf(phase)) }
+}
+
+// figuresOf are a phase's files and source bytes so far.
+func figuresOf(phase *monitor.Phase) api.Progress {
+	return api.Progress{Files: phase.Files.Total(), Bytes: phase.Source.Total()}
 }
 
 // mergeFrames puts the server's tape locations into the agent's frame

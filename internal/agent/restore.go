@@ -249,7 +249,7 @@ func (a *Agent) restore(ctx context.Context, o api.Order) error {
 	// saveset's record, which notes it again: the result goes to the server.
 	_ = store.note(&r.Saveset)
 	if r.BWLimit > 0 {
-		store.lim = newLimiter(r.BWLimit)
+		store.lim = newLimiter(r.BWLimit, time.Now())
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup

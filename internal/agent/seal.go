@@ -69,8 +69,9 @@ func (a *Agent) identities() ([]age.Identity, error) {
 // own). The locations it returns are offsets into the plaintext (label
 // included), all in part 0.
 type sealSink struct {
-	w   *seal.Writer
-	off int64 // plaintext written so far
+	w    *seal.Writer
+	off  int64 // plaintext written so far
+	sent *sentFigures
 }
 
 func newSealSink(next *netSink, recipients []string, label []byte) (*sealSink, error) {
@@ -81,15 +82,18 @@ func newSealSink(next *netSink, recipients []string, label []byte) (*sealSink, e
 	if err != nil {
 		return nil, err
 	}
-	s := &sealSink{w: w}
-	if _, err := s.WriteFrame(label); err != nil {
+	s := &sealSink{w: w, sent: next.sent}
+	if _, err := s.w.Write(label); err != nil {
 		w.Abort()
 		return nil, err
 	}
+	s.off = int64(len(label))
 	return s, nil
 }
 
-// frameMessages sends each Write as one frame message.
+// frameMessages sends each Write as one frame message: the age header
+// first, then batches of sealed chunks (netSink counts the plaintext that
+// went out from them).
 type frameMessages struct{ n *netSink }
 
 func (f frameMessages) Write(p []byte) (int, error) {
@@ -101,6 +105,8 @@ func (f frameMessages) Write(p []byte) (int, error) {
 
 func (s *sealSink) WriteFrame(frame []byte) (stream.Location, error) {
 	at := s.off
+	// Marked before the seal writer can send it: its end is known now.
+	s.sent.enter(at + int64(len(frame)))
 	if _, err := s.w.Write(frame); err != nil {
 		return stream.Location{}, err
 	}

@@ -12,7 +12,6 @@ import (
 	"filippo.io/age"
 
 	"github.com/kura-backup/kura/internal/api"
-	"github.com/kura-backup/kura/internal/monitor"
 	"github.com/kura-backup/kura/internal/seal"
 	"github.com/kura-backup/kura/internal/stream"
 )
@@ -53,7 +52,7 @@ func TestSealSinkSendsOneAgeFile(t *testing.T) {
 	}
 	label := stream.LabelFrame(stream.Label{SavesetID: 7, Client: "c1"})
 	var wire bytes.Buffer
-	sink := &netSink{w: &wire, phase: monitor.StartPhase(monitor.SystemClock{}, "backup")}
+	sink := &netSink{w: &wire, sent: &sentFigures{}}
 	s, err := newSealSink(sink, []string{k.Recipient().String()}, label)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +99,7 @@ func TestSealSinkSendsOneAgeFile(t *testing.T) {
 	// after Abort nothing more is written.
 	broken := errors.New("connection reset")
 	cw := &cutWriter{left: 4, err: broken} // the header's frame and progress messages
-	sink = &netSink{w: cw, phase: monitor.StartPhase(monitor.SystemClock{}, "backup")}
+	sink = &netSink{w: cw, sent: &sentFigures{}}
 	if s, err = newSealSink(sink, []string{k.Recipient().String()}, label); err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,16 @@ const tagSize = chacha20poly1305.Overhead
 // stride is a chunk on the media: its plaintext and its tag.
 const stride = ChunkSize + tagSize
 
+// PlainLen is the plaintext held in n bytes of payload made of whole
+// sealed chunks (the last one may be short), as each Write of a Writer
+// after its header is: n less one tag per chunk begun.
+func PlainLen(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	return n - tagSize*((n+stride-1)/stride)
+}
+
 // WriterOptions tune a Writer. The zero value is valid.
 type WriterOptions struct {
 	// Workers seal batches of chunks in parallel; default GOMAXPROCS.

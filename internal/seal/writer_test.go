@@ -198,3 +198,46 @@ func TestWriterAbort(t *testing.T) {
 		t.Errorf("an aborted file decrypts: %v", err)
 	}
 }
+
+// writeLog keeps the length of every Write.
+type writeLog struct {
+	mu   sync.Mutex
+	lens []int
+}
+
+func (l *writeLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	l.lens = append(l.lens, len(p))
+	l.mu.Unlock()
+	return len(p), nil
+}
+
+// PlainLen of every Write after the header adds up to the plaintext, and
+// each Write's share never exceeds what was written to the Writer by then
+// (an agent counts what went out with it).
+func TestPlainLenOfWrites(t *testing.T) {
+	k := newKey(t)
+	for _, size := range []int{0, 1, seal.ChunkSize, batch + 1, 3*batch + 5} {
+		var log writeLog
+		w, err := seal.NewWriterOptions(&log, []string{k.Recipient().String()}, seal.WriterOptions{Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(randomBytes(size, 2)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		plain := 0
+		for _, n := range log.lens[1:] {
+			plain += seal.PlainLen(n)
+		}
+		if plain != size {
+			t.Errorf("size %d: writes %v hold %d bytes of plaintext by PlainLen", size, log.lens, plain)
+		}
+	}
+	if seal.PlainLen(0) != 0 || seal.PlainLen(-3) != 0 {
+		t.Error("PlainLen of nothing is not 0")
+	}
+}

@@ -178,8 +178,10 @@ func TestMetricsWhileRunning(t *testing.T) {
 	src := t.TempDir()
 	randomFiles(t, src, 16, 1<<20, 5)
 	// 16 MiB at 128 KiB/s: two minutes, longer than the test on a busy
-	// machine, so it ends only canceled.
-	slow := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none", BWLimit: 128 << 10, Drive: 1})[0]
+	// machine, so it ends only canceled. Small frames: progress counts
+	// what went out, a frame at a time.
+	slow := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none", BWLimit: 128 << 10,
+		FrameSize: 64 << 10, Drive: 1})[0]
 	r.waitProgress(slow)
 	next := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Drive: 1})[0]
 	r.pollJob(next, 10*time.Second, "waits for the drive", func(j *api.Job) bool { return j.State == "waiting" || j.Reason != "queued" })

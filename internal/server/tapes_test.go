@@ -18,10 +18,12 @@ func TestLoadRefusedOnTheDriveARunningJobHolds(t *testing.T) {
 	r := startServer(t, t.TempDir(), "")
 	r.runAgent("c1")
 	src := t.TempDir()
-	randomFiles(t, src, 4, 1<<20, 41)
+	randomFiles(t, src, 64, 64<<10, 41)
 	// 4 MiB at 64 KiB/s would take over a minute: the job runs while the
-	// test looks.
-	id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none", BWLimit: 64 << 10})[0]
+	// test looks. Small files in small frames: progress counts what went
+	// out, a frame at a time, so the first comes within seconds.
+	id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{src}, Compress: "none",
+		BWLimit: 64 << 10, FrameSize: 64 << 10})[0]
 	r.waitProgress(id)
 	ctx := t.Context()
 

@@ -3,10 +3,13 @@ package stream
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/kura-backup/kura/internal/compress"
@@ -375,4 +378,76 @@ func TestContentReadInPlace(t *testing.T) {
 			t.Fatalf("%s: digest of the stored content differs from the writer's", items[i].e.Path)
 		}
 	}
+}
+
+// sealWatchSink notes, as each frame arrives, how many frames were sealed.
+type sealWatchSink struct {
+	memSink
+	mu     sync.Mutex
+	sealed []int64 // content bytes read when each frame was sealed
+	bad    []string
+	n      int
+}
+
+func (s *sealWatchSink) WriteFrame(f []byte) (Location, error) {
+	s.mu.Lock()
+	if len(s.sealed) <= s.n {
+		s.bad = append(s.bad, fmt.Sprintf("frame %d reached the sink with %d frames sealed", s.n, len(s.sealed)))
+	}
+	s.n++
+	s.mu.Unlock()
+	return s.memSink.WriteFrame(f)
+}
+
+// TestOnSealPrecedesSink: every frame is sealed, in order, before it can
+// reach the sink, and what was read when a frame was sealed fits in the
+// frames up to it (content counted as read is never ahead of its frame).
+func TestOnSealPrecedesSink(t *testing.T) {
+	sink := &sealWatchSink{}
+	var read atomic.Int64
+	w, err := NewWriter(sink, Options{Level: compress.LevelNone, FrameSize: MinFrameSize, Workers: 2,
+		OnSeal: func() {
+			sink.mu.Lock()
+			sink.sealed = append(sink.sealed, read.Load())
+			sink.mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		e := index.Entry{Path: fmt.Sprintf("f%d", i), Type: index.TypeFile, Size: 3*MinFrameSize + 1000}
+		r := &tallyReader{r: bytes.NewReader(make([]byte, e.Size)), n: &read}
+		if err := w.WriteEntry(&e, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frames, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.sealed) != len(frames) || sink.n != len(frames) {
+		t.Fatalf("%d frames, %d sealed, %d in the sink", len(frames), len(sink.sealed), sink.n)
+	}
+	for _, b := range sink.bad {
+		t.Error(b)
+	}
+	for i, got := range sink.sealed {
+		if limit := int64(i+1) * MinFrameSize; got > limit {
+			t.Errorf("frame %d sealed with %d bytes read; frames 0..%d hold %d", i, got, i, limit)
+		}
+	}
+	if last := sink.sealed[len(sink.sealed)-1]; last != read.Load() {
+		t.Errorf("last frame sealed with %d bytes read of %d", last, read.Load())
+	}
+}
+
+type tallyReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *tallyReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }

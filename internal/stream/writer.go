@@ -39,6 +39,13 @@ type Options struct {
 	// OnFrame, if set, is called after each frame reached the sink, from
 	// the writer's sink goroutine, in stream order. It must be quick.
 	OnFrame func(uncompressed, compressed int)
+	// OnSeal, if set, is called from the goroutine writing entries (the
+	// caller of WriteEntry or Close) each time a frame is full (or is the
+	// last one, at Close), in stream order, before that frame can reach
+	// the sink. Whatever the caller counted as it wrote the frame's
+	// content is then counted; a caller that reports progress as the sink
+	// sends frames pairs its figures with frames here. It must be quick.
+	OnSeal func()
 }
 
 func (o Options) withDefaults() Options {
@@ -311,6 +318,9 @@ func (w *Writer) submit() error {
 		return err
 	}
 	j := &job{off: w.curStart, raw: w.cur, n: w.curN, done: make(chan struct{})}
+	if w.o.OnSeal != nil {
+		w.o.OnSeal()
+	}
 	w.order <- j
 	w.work <- j
 	w.curStart += int64(w.curN)
