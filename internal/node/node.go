@@ -69,36 +69,15 @@ func Enroll(ctx context.Context, home, server, token, name string, dataHosts []s
 	if _, err := os.Stat(filepath.Join(dir, configFile)); err == nil {
 		return nil, fmt.Errorf("this home is enrolled already (%s); remove that folder to enroll again", dir)
 	}
-	if err := apiclient.CheckHost(ctx, server, t.CAFingerprint); err != nil {
-		return nil, err
-	}
-	keyPEM, csr, err := pki.NewClientKey(name)
+	en, err := apiclient.EnrollWith(ctx, server, t, api.EnrollRequest{Token: token, Name: name, Kind: api.EnrollNode, DataHosts: dataHosts})
 	if err != nil {
 		return nil, err
 	}
-	c, err := apiclient.New(server, pki.PinnedTLSConfig(t.CAFingerprint, nil), "")
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	var resp api.EnrollResponse
-	if err := c.Enroll(ctx, api.EnrollRequest{Token: token, Name: name, CSR: csr, Kind: api.EnrollNode, DataHosts: dataHosts}, &resp); err != nil {
-		return nil, err
-	}
-	ca, err := pki.ParseCertPEM([]byte(resp.CAPEM))
-	if err != nil {
-		return nil, fmt.Errorf("the server's CA: %w", err)
-	}
-	if pki.Fingerprint(ca) != t.CAFingerprint {
-		return nil, fmt.Errorf("the server sent a CA that does not match the token: %w", pki.ErrFingerprint)
-	}
-	if _, _, err := pki.LoadClientCertificate([]byte(resp.CertPEM), keyPEM); err != nil {
-		return nil, fmt.Errorf("the certificate the server sent: %w", err)
-	}
+	keyPEM, resp := en.KeyPEM, en.Resp
 	if err := private.MkdirAll(dir); err != nil {
 		return nil, err
 	}
-	cfg := &Config{Server: c.Base(), Name: resp.Name, Enrolled: time.Now().UTC()}
+	cfg := &Config{Server: en.Server, Name: resp.Name, Enrolled: time.Now().UTC()}
 	cb, _ := json.MarshalIndent(cfg, "", "  ")
 	for _, f := range []struct {
 		name string
