@@ -208,7 +208,12 @@ func writeLink(p func(string, ...any), res *Results) {
 		}
 	}
 	p("")
-	vs := LinkVerdicts(res)
+	writeAutoVerdicts(p, LinkVerdicts(res))
+}
+
+// writeAutoVerdicts writes the table of auto against the best fixed level
+// at each link (the link and pglink parts), and which links miss.
+func writeAutoVerdicts(p func(string, ...any), vs []LinkVerdict) {
 	if len(vs) == 0 {
 		return
 	}

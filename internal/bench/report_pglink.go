@@ -48,30 +48,7 @@ func writePGLink(p func(string, ...any), res *Results) {
 		}
 	}
 	p("")
-	vs := PGLinkVerdicts(res)
-	if len(vs) == 0 {
-		return
-	}
-	p("`auto` against the best fixed level at each link (within %.0f %% is the goal):", AutoTolerance*100)
-	p("")
-	p("| link | best fixed level | its time | auto | auto ÷ best | within %.0f %% |", AutoTolerance*100)
-	p("|---|---|---:|---:|---:|---|")
-	var misses []string
-	for _, v := range vs {
-		mark := "yes"
-		if !v.Within {
-			mark = "**no**"
-			misses = append(misses, fmt.Sprintf("%s (auto %s, %s %s: %.2f×)", v.Link, duration(v.AutoSeconds), v.Best, duration(v.BestSeconds), v.Ratio))
-		}
-		p("| %s | %s | %s | %s | %.2f | %s |", v.Link, v.Best, duration(v.BestSeconds), duration(v.AutoSeconds), v.Ratio, mark)
-	}
-	p("")
-	if len(misses) > 0 {
-		p("**auto is more than %.0f %% slower than the best fixed level at**: %s.", AutoTolerance*100, strings.Join(misses, "; "))
-	} else {
-		p("auto is within %.0f %% of the best fixed level at every link speed measured.", AutoTolerance*100)
-	}
-	p("")
+	writeAutoVerdicts(p, PGLinkVerdicts(res))
 }
 
 func orDash(s string) string {
