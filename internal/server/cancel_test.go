@@ -16,7 +16,11 @@ func TestCancelDuringFastBackup(t *testing.T) {
 	small, big := t.TempDir(), t.TempDir()
 	makeTree(t, small, 8, 51)
 	randomFiles(t, big, 20, 1<<20, 51)
-	id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{big}, Compress: "none", Drive: 1})[0]
+	// 20 MiB at 8 MiB/s in 64 KiB frames: frames still pour in, but the
+	// backup lasts seconds, so the cancel (sent on the first progress, which
+	// comes once a frame is on the wire) cannot arrive after its end.
+	id := r.submit(api.JobRequest{Kind: api.KindBackup, Client: "c1", Paths: []string{big}, Compress: "none", Drive: 1,
+		BWLimit: 8 << 20, FrameSize: 64 << 10})[0]
 	r.waitProgress(id)
 	if _, err := r.admin.Cancel(t.Context(), id); err != nil {
 		t.Fatal(err)
