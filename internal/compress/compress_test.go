@@ -3,6 +3,9 @@ package compress
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -169,6 +172,23 @@ func TestProbe(t *testing.T) {
 	}
 }
 
+// data is how well some data compresses at each level (output ÷ input).
+type data map[Level]float64
+
+// textLike compresses better at each level (levels.go's text figures);
+// dumpLike compresses worse above low (the pgbench dump of seed 003:
+// 110:1 at low, 105:1 at medium, 104.5:1 at high).
+var (
+	textLike = data{LevelLow: 0.322, LevelMedium: 0.306, LevelHigh: 0.290}
+	dumpLike = data{LevelLow: 1 / 110.3, LevelMedium: 1 / 105.0, LevelHigh: 1 / 104.5}
+)
+
+// frame feeds one 1 MiB frame compressed at the controller's level.
+func frame(a *Auto, d data, comp, sink time.Duration) Level {
+	l := a.Level()
+	return a.Observe(Obs{Level: l, Compress: comp, Sink: sink, Raw: 1 << 20, Out: int(d[l] * (1 << 20))})
+}
+
 func TestAutoGoesUpWhenSinkIsSlow(t *testing.T) {
 	a, err := NewAuto(AutoOptions{Window: 4})
 	if err != nil {
@@ -177,16 +197,16 @@ func TestAutoGoesUpWhenSinkIsSlow(t *testing.T) {
 	ms := time.Millisecond
 	want := []Level{LevelLow, LevelLow, LevelLow, LevelMedium, LevelMedium, LevelMedium, LevelMedium, LevelHigh}
 	for i, w := range want {
-		if got := a.Observe(2*ms, 10*ms); got != w {
+		if got := frame(a, textLike, 2*ms, 10*ms); got != w {
 			t.Fatalf("observation %d: level %v, want %v", i, got, w)
 		}
 	}
 	// Stays at the top.
 	for i := 0; i < 8; i++ {
-		a.Observe(2*ms, 10*ms)
+		frame(a, textLike, 2*ms, 10*ms)
 	}
-	if a.Level() != LevelHigh || a.Changes() != 2 {
-		t.Fatalf("level %v changes %d, want high after 2 changes", a.Level(), a.Changes())
+	if tried, lost := a.Trials(); a.Level() != LevelHigh || a.Changes() != 2 || tried != 2 || lost != 0 {
+		t.Fatalf("level %v changes %d trials %d lost %d, want high after 2 changes, none lost", a.Level(), a.Changes(), tried, lost)
 	}
 }
 
@@ -197,7 +217,7 @@ func TestAutoGoesDownWhenCompressionIsSlow(t *testing.T) {
 	}
 	ms := time.Millisecond
 	for i := 0; i < 10; i++ {
-		a.Observe(20*ms, 5*ms)
+		frame(a, textLike, 20*ms, 5*ms)
 	}
 	if a.Level() != LevelLow {
 		t.Fatalf("level %v, want low when compression is the bottleneck", a.Level())
@@ -212,7 +232,7 @@ func TestAutoHysteresis(t *testing.T) {
 	ms := time.Millisecond
 	// Sink 2× slower than compression: inside the band, no change.
 	for i := 0; i < 20; i++ {
-		a.Observe(5*ms, 10*ms)
+		frame(a, textLike, 5*ms, 10*ms)
 	}
 	if a.Level() != LevelMedium || a.Changes() != 0 {
 		t.Fatalf("level %v changes %d inside the hysteresis band", a.Level(), a.Changes())
@@ -220,12 +240,141 @@ func TestAutoHysteresis(t *testing.T) {
 	// A burst inside one window is averaged: one slow sink write among
 	// fast ones does not move a window of 4.
 	b, _ := NewAuto(AutoOptions{Start: LevelMedium, Window: 4})
-	b.Observe(5*ms, 40*ms)
-	b.Observe(5*ms, 1*ms)
-	b.Observe(5*ms, 1*ms)
-	b.Observe(5*ms, 1*ms) // sums: compress 20, sink 43 → 2.15×: stay
+	frame(b, textLike, 5*ms, 40*ms)
+	frame(b, textLike, 5*ms, 1*ms)
+	frame(b, textLike, 5*ms, 1*ms)
+	frame(b, textLike, 5*ms, 1*ms) // sums: compress 20, sink 43 → 2.15×: stay
 	if b.Level() != LevelMedium {
 		t.Fatalf("level %v after a single burst", b.Level())
+	}
+}
+
+// TestAutoUndoesAStepThatDoesNotPay: on data that compresses no better at
+// the next level, a slow sink makes the controller try the step, see the
+// output not shrink, step back, and wait longer before each next try
+// (Backoff 4 windows, doubling to MaxBackoff 16 here).
+func TestAutoUndoesAStepThatDoesNotPay(t *testing.T) {
+	a, err := NewAuto(AutoOptions{Window: 1, Backoff: 4, MaxBackoff: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := time.Millisecond
+	var ups []int
+	for i := 0; i < 80; i++ {
+		before := a.Level()
+		if frame(a, dumpLike, 1*ms, 10*ms) > before {
+			ups = append(ups, i)
+		}
+		if a.Level() > LevelMedium {
+			t.Fatalf("window %d: level %v; medium never paid, high must not be tried", i, a.Level())
+		}
+	}
+	// Window 0 steps up; 1 undoes it and waits 4 windows (2..5), so 6
+	// steps up again; 7 undoes it and waits 8 (8..15); 16 steps up; 17
+	// undoes it and waits 16, the most; 34; 52; 70.
+	want := []int{0, 6, 16, 34, 52, 70}
+	if fmt.Sprint(ups) != fmt.Sprint(want) {
+		t.Errorf("steps up at windows %v, want %v", ups, want)
+	}
+	if tried, lost := a.Trials(); tried != len(want) || lost != len(want) || a.Level() != LevelLow {
+		t.Errorf("tried %d lost %d level %v, want %d tried, all lost, back at low", tried, lost, a.Level(), len(want))
+	}
+}
+
+// TestAutoTrialCountsOnlyItsOwnFrames: frames still in flight from before
+// a step up (compressed at the old level) do not count for the new
+// level's ratio, and a window without any frame at the new level does not
+// decide the trial.
+func TestAutoTrialCountsOnlyItsOwnFrames(t *testing.T) {
+	a, _ := NewAuto(AutoOptions{Window: 2})
+	ms := time.Millisecond
+	frame(a, textLike, 1*ms, 10*ms)
+	if frame(a, textLike, 1*ms, 10*ms) != LevelMedium {
+		t.Fatal("no step up with a slow sink")
+	}
+	// Two frames compressed at low before the step land now: were they
+	// counted, the window's ratio (low's) would undo the step.
+	for i := 0; i < 2; i++ {
+		a.Observe(Obs{Level: LevelLow, Compress: ms, Sink: 2 * ms, Raw: 1 << 20, Out: int(textLike[LevelLow] * (1 << 20))})
+	}
+	if a.Level() != LevelMedium {
+		t.Fatalf("level %v: the trial was judged on the old level's frames", a.Level())
+	}
+	frame(a, textLike, 1*ms, 2*ms)
+	frame(a, textLike, 1*ms, 2*ms)
+	if tried, lost := a.Trials(); a.Level() != LevelMedium || tried != 1 || lost != 0 {
+		t.Fatalf("level %v tried %d lost %d, want medium kept: it paid", a.Level(), tried, lost)
+	}
+}
+
+// TestAutoBackoffStartsAfreshAfterAHold: once a level has held for
+// MaxBackoff windows, a lost trial waits Backoff again, not the maximum.
+func TestAutoBackoffStartsAfreshAfterAHold(t *testing.T) {
+	a, _ := NewAuto(AutoOptions{Window: 1, Backoff: 2, MaxBackoff: 8})
+	ms := time.Millisecond
+	for i := 0; i < 40; i++ { // several lost trials: the wait is at 8
+		frame(a, dumpLike, 1*ms, 10*ms)
+	}
+	for a.Level() != LevelLow {
+		frame(a, dumpLike, 1*ms, 10*ms)
+	}
+	for i := 0; i < 10; i++ { // a quiet spell at low: sink in the band
+		frame(a, dumpLike, 1*ms, 2*ms)
+	}
+	frame(a, dumpLike, 1*ms, 10*ms) // step up
+	frame(a, dumpLike, 1*ms, 10*ms) // undone
+	n := 0
+	for a.Level() == LevelLow {
+		frame(a, dumpLike, 1*ms, 10*ms)
+		n++
+	}
+	if n != 3 {
+		t.Errorf("next step up after %d windows, want 3 (a wait of Backoff 2, then the step)", n)
+	}
+}
+
+// TestAutoProperties: whatever the observations, the level stays in its
+// range, lost trials never exceed tried ones, and on data whose higher
+// levels never pay the trials grow with the log of the windows, not with
+// them.
+func TestAutoProperties(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ms := time.Millisecond
+	for run := 0; run < 200; run++ {
+		o := AutoOptions{Window: 1 + rng.IntN(8), Backoff: 1 + rng.IntN(4)}
+		o.MaxBackoff = o.Backoff * (1 + rng.IntN(32))
+		a, err := NewAuto(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := data{LevelLow: rng.Float64(), LevelMedium: rng.Float64(), LevelHigh: rng.Float64()}
+		for i := 0; i < 2000; i++ {
+			l := a.Level()
+			if rng.IntN(10) == 0 { // an in-flight frame from another level
+				l = Level(int(LevelLow) + rng.IntN(3))
+			}
+			a.Observe(Obs{Level: l, Compress: time.Duration(rng.IntN(20)) * ms, Sink: time.Duration(rng.IntN(20)) * ms, Raw: 1 << 20, Out: int(d[l] * (1 << 20))})
+			if lv := a.Level(); lv < LevelLow || lv > LevelHigh {
+				t.Fatalf("run %d: level %v out of range", run, lv)
+			}
+		}
+		if tried, lost := a.Trials(); lost > tried {
+			t.Fatalf("run %d: lost %d > tried %d", run, lost, tried)
+		}
+
+		// Never paying: a slow sink, the same ratio at every level.
+		b, _ := NewAuto(o)
+		windows := 4000
+		for i := 0; i < windows*o.Window; i++ {
+			frame(b, data{LevelLow: 0.5, LevelMedium: 0.5, LevelHigh: 0.5}, 1*ms, 10*ms)
+		}
+		tried, _ := b.Trials()
+		// Doubling from Backoff to MaxBackoff takes log2 steps; after
+		// that one trial per MaxBackoff+2 windows.
+		limit := 2 + int(math.Ceil(math.Log2(float64(o.MaxBackoff)/float64(o.Backoff)))) + windows/(o.MaxBackoff+2) + 1
+		if tried > limit {
+			t.Fatalf("run %d (%+v): %d trials in %d windows of data that never pays, want ≤ %d", run, o, tried, windows, limit)
+		}
 	}
 }
 
@@ -236,13 +385,17 @@ func TestAutoOptionsValidate(t *testing.T) {
 		{Start: LevelHigh, Min: LevelLow, Max: LevelMedium},
 		{Window: -1},
 		{UpRatio: 1, DownRatio: 2},
+		{MinGain: 1},
+		{MinGain: -0.1},
+		{Backoff: 8, MaxBackoff: 4},
+		{Backoff: -1},
 	}
 	for _, o := range bad {
 		if _, err := NewAuto(o); !errors.Is(err, ErrBadOptions) {
 			t.Errorf("NewAuto(%+v) err = %v, want ErrBadOptions", o, err)
 		}
 	}
-	if s := (AutoOptions{}).String(); s != "auto(start=low range=low..high window=8 up=3 down=1)" {
+	if s := (AutoOptions{}).String(); s != "auto(start=low range=low..high window=8 up=3 down=1 gain=0.02 backoff=4..64)" {
 		t.Errorf("default options = %s", s)
 	}
 }

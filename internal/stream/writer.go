@@ -108,6 +108,7 @@ type job struct {
 	out     []byte
 	inPlace bool // out is raw finished in place, not a buffer of outPool
 	codec   compress.Codec
+	level   compress.Level // the level it was encoded at
 	encDur  time.Duration
 	done    chan struct{}
 }
@@ -215,6 +216,7 @@ func (w *Writer) encodeLoop() {
 			flat = compress.GatherRaw(flat[:0], j.raw, j.n)
 			j.out, j.codec = w.enc.Encode(w.outBuf(j.n), flat, lvl)
 		}
+		j.level = lvl
 		j.encDur = time.Since(t0)
 		close(j.done)
 	}
@@ -257,7 +259,7 @@ func (w *Writer) sinkLoop() {
 		st.SinkTime += sinkDur
 		st.EncodeWait += wait
 		if w.auto != nil && j.codec == compress.CodecZstd {
-			st.Level = w.auto.Observe(j.encDur/time.Duration(w.o.Workers), sinkDur)
+			st.Level = w.auto.Observe(compress.Obs{Level: j.level, Compress: j.encDur / time.Duration(w.o.Workers), Sink: sinkDur, Raw: n, Out: c})
 		}
 		w.mu.Unlock()
 		if w.o.OnFrame != nil {
