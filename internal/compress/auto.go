@@ -145,6 +145,8 @@ type Auto struct {
 	// the step.
 	trial bool
 	base  float64
+	// wentUp: the last change was a step up.
+	wentUp bool
 	// held counts windows since the last change; wait is how many windows
 	// to let pass before the next step up, backoff the wait the next lost
 	// trial sets.
@@ -207,8 +209,11 @@ func (a *Auto) Observe(f Obs) Level {
 		return a.level
 	}
 	c, s := float64(a.comp), float64(a.snk)
-	ratio := 1.0
-	if a.raw > 0 {
+	// ratio is the current level's output ÷ input in this window; known
+	// says the window had frames at that level (after a change, the first
+	// frames may all be in-flight ones from the level before).
+	ratio, known := 1.0, a.raw > 0
+	if known {
 		ratio = float64(a.out) / float64(a.raw)
 	}
 	a.n, a.comp, a.snk, a.raw, a.out = 0, 0, 0, 0, 0
@@ -225,8 +230,9 @@ func (a *Auto) Observe(f Obs) Level {
 	case c >= a.o.DownRatio*s && c > 0 && a.level > a.o.Min:
 		// Compression is the bottleneck. Right after a step up, that
 		// step was a lost trial.
-		a.step(-1, a.held <= 2)
-	case s >= a.o.UpRatio*c && a.level < a.o.Max && a.wait == 0:
+		a.step(-1, a.wentUp && a.held <= 2)
+	case s >= a.o.UpRatio*c && a.level < a.o.Max && a.wait == 0 && known:
+		// (A step up needs this level's ratio to judge the next one by.)
 		a.step(+1, false)
 		a.trial, a.base = true, ratio
 	case a.wait == 0 && a.held >= a.o.MaxBackoff:
@@ -249,6 +255,7 @@ func (a *Auto) step(d int, lost bool) {
 	}
 	a.changes++
 	a.held = 0
+	a.wentUp = d > 0
 	if lost {
 		a.lost++
 		a.wait = a.backoff + 1 // counted down from the next window on

@@ -341,7 +341,7 @@ func TestAutoProperties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	ms := time.Millisecond
 	for run := 0; run < 200; run++ {
-		o := AutoOptions{Window: 1 + rng.IntN(8), Backoff: 1 + rng.IntN(4)}
+		o := AutoOptions{Window: 1 + rng.IntN(8), Backoff: 1 + rng.IntN(4), Start: Level(int(LevelLow) + rng.IntN(3))}
 		o.MaxBackoff = o.Backoff * (1 + rng.IntN(32))
 		a, err := NewAuto(o)
 		if err != nil {
