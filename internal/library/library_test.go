@@ -43,7 +43,7 @@ func newLibrary(t *testing.T, mod func(*Config)) *Library {
 }
 
 // writeFile appends one tape file of n bytes to the tape in dev.
-func writeFile(t *testing.T, dev tape.Device, n int) tape.FileInfo {
+func writeFile(t testing.TB, dev tape.Device, n int) tape.FileInfo {
 	t.Helper()
 	fw, err := dev.Append("test")
 	if err != nil {
@@ -60,7 +60,7 @@ func writeFile(t *testing.T, dev tape.Device, n int) tape.FileInfo {
 }
 
 // writeTo writes one tape file of n bytes to the library tape bc.
-func writeTo(t *testing.T, l *Library, bc string, n int) {
+func writeTo(t testing.TB, l *Library, bc string, n int) {
 	t.Helper()
 	tp, err := l.OpenTape(bc)
 	if err != nil {

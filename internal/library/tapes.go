@@ -137,7 +137,15 @@ func (l *Library) inspect(bc string, e *tapeEntry) TapeStatus {
 	return ts
 }
 
-// Tapes describes every tape of the library, sorted by barcode.
+// Tapes describes every tape of the library, sorted by barcode. It opens
+// every tape (both label copies, each tape file's filemark), so what it
+// says is what the media hold now, whoever changed them. That costs about
+// 40 µs a tape with the labels in the page cache and 0.2 ms without
+// (BenchmarkTapes, BenchmarkTapesEvicted: 20 ms and 100 ms for 500 tapes).
+// A backup's choice of tape (LoadWritableIf) opens every tape the same
+// way, beside an fsynced inventory write (BenchmarkLoadWritable: 10 ms in
+// all with 50 tapes, 29 ms with 500). That is too little for a summary
+// kept beside the inventory, which could go stale, to be worth its risk.
 func (l *Library) Tapes() ([]TapeStatus, error) {
 	inv, err := l.readInventory()
 	if err != nil {
