@@ -15,7 +15,7 @@ import (
 // session cookie when not "".
 func consoleDo(t *testing.T, r *rig, method, path, cookie string, form url.Values) *http.Response {
 	t.Helper()
-	h, err := r.srv.Console(0)
+	h, err := r.srv.Console(0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
