@@ -158,8 +158,8 @@ func (ss *sessions) get(r *http.Request, now time.Time) (*session, error) {
 	return &session{hash: hash, user: rec.User, role: rec.Role, stamp: rec.Stamp, csrf: csrfOf(ck.Value)}, nil
 }
 
-// prune deletes the sessions that are over, at most once every touchEvery
-// unless now (at start).
+// prune deletes the sessions that are over (of every server of the
+// catalog), at most once every touchEvery unless forced (at start).
 func (ss *sessions) prune(now time.Time, force bool) {
 	ss.mu.Lock()
 	due := force || now.Sub(ss.pruned) >= touchEvery

@@ -9,8 +9,8 @@
 //     stream); the console never reads the catalog but for its sessions.
 //     A little plain JavaScript (static/console.js, embedded) follows
 //     running jobs over server-sent events and draws the job monitor's
-//     chart as inline SVG.
-//     No build step, no CDN: everything is in the binary.
+//     chart as inline SVG. No build step, no CDN: everything is in the
+//     binary.
 //   - Sign-in with the admin token or a named user (argon2id hash in the
 //     home's console-users.json, read on every sign-in). A session is a
 //     random ID in a cookie (HttpOnly, Secure, SameSite=Strict, path /),
@@ -331,13 +331,14 @@ func (c *Console) current(s *session) (*session, error) {
 	if s.user != "" {
 		var err error
 		role, stamp, err = c.opts.Users.Credential(s.user)
-		if errors.Is(err, ErrNoSuchUser) {
+		switch {
+		case errors.Is(err, ErrNoSuchUser):
 			stamp = "" // never a user's stamp
-		} else if err != nil {
+		case err != nil:
 			return nil, err
 		}
 	}
-	if stamp == "" && s.user != "" || subtle.ConstantTimeCompare([]byte(stamp), []byte(s.stamp)) != 1 {
+	if (s.user != "" && stamp == "") || subtle.ConstantTimeCompare([]byte(stamp), []byte(s.stamp)) != 1 {
 		c.opts.Log.Info("console: session ended: its credential is gone", "user", s.who())
 		c.sessions.end(s.hash)
 		return nil, nil
