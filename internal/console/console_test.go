@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -345,6 +346,9 @@ func TestOperatorCannotCancel(t *testing.T) {
 	}
 	if resp := f.do("GET", "/jobs/5", ck, nil); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("a removed user's session: %d; want a redirect to sign in", resp.StatusCode)
+	}
+	if _, err := f.cat.ConsoleSessionByHash(hashID(ck)); !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("a removed user's session in the catalog: %v; want it deleted", err)
 	}
 }
 
