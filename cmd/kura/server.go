@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kura-backup/kura/internal/catalog"
+	"github.com/kura-backup/kura/internal/console"
 	"github.com/kura-backup/kura/internal/home"
 	"github.com/kura-backup/kura/internal/server"
 )
@@ -27,6 +28,7 @@ func newServerCmd(g *globals) *cobra.Command {
 		recovery      []string
 		consoleListen string
 		consoleIdle   time.Duration
+		consoleLife   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -47,17 +49,22 @@ existing catalog there.
 Of several servers started on one catalog, one leads: it listens, runs the
 job queue and the scheduler; the others stand by (they print who leads) and
 the first to find the leader's lease expired takes over: within --leader-ttl
-and a third of it after the leader dies. They need the same pki/ and
-admin.token (a shared home, or copies), and clients a name that moves with
-the leader.
+and a third of it after the leader dies. They need the same pki/,
+admin.token and console-users.json (a shared home, or copies), and clients
+a name that moves with the leader.
 
 --console-listen serves the web console on a port of its own (sign in with
-the admin token or a user of "kura user add"). GET /metrics on the API port
-is the Prometheus scrape, for the token in metrics.token.`,
+the admin token or a user of "kura user add"). Its sign-ins are kept in the
+catalog: a restart, or a standby taking over, signs nobody out. GET
+/metrics on the API port is the Prometheus scrape, for the token in
+metrics.token.`,
 		Example: `  kura server --home /var/lib/kura --listen :8420 --host backup.example.com --console-listen :8421
   kura server --home /var/lib/kura --catalog postgres://kura@db.example.com/kura`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if consoleIdle <= 0 || consoleLife <= 0 {
+				return usageErrorf("--console-idle and --console-lifetime must be more than 0 (got %s and %s)", consoleIdle, consoleLife)
+			}
 			if catDSN == "" {
 				catDSN = catalogDSN()
 			}
@@ -125,7 +132,7 @@ is the Prometheus scrape, for the token in metrics.token.`,
 				done := make(chan struct{})
 				go func() {
 					defer close(done)
-					if err := srv.ServeConsole(ctx, cln, consoleIdle); err != nil {
+					if err := srv.ServeConsole(ctx, cln, consoleIdle, consoleLife); err != nil {
 						fmt.Fprintln(cmd.ErrOrStderr(), "console:", err)
 						stop()
 					}
@@ -138,6 +145,7 @@ is the Prometheus scrape, for the token in metrics.token.`,
 	cmd.Flags().StringVar(&listen, "listen", ":8420", "address to listen on (HOST:PORT)")
 	cmd.Flags().StringVar(&consoleListen, "console-listen", "", "serve the web console on this address too (HOST:PORT, HTTPS with the server's certificate); off when empty")
 	cmd.Flags().DurationVar(&consoleIdle, "console-idle", 30*time.Minute, "sign a console session out after this long without a request")
+	cmd.Flags().DurationVar(&consoleLife, "console-lifetime", console.DefaultLifetime, "sign a console session out this long after its sign-in, however busy")
 	cmd.Flags().StringArrayVar(&hosts, "host", nil, "a name or address clients use to reach this server, for its certificate; repeatable")
 	cmd.Flags().StringVar(&name, "name", "", "server name (default: host name)")
 	cmd.Flags().DurationVar(&leaderTTL, "leader-ttl", server.DefaultLeaderTTL, "how long the leader lease lasts: a standby server takes over within it after the leader dies")

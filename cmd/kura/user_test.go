@@ -143,4 +143,9 @@ func TestServerConsoleAndMetrics(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "kura_build_info{") {
 		t.Errorf("/metrics: %d\n%s", resp.StatusCode, b)
 	}
+
+	// A console session that would end at once is a usage error.
+	if r := newKura(t).run("server", "--listen", "127.0.0.1:0", "--console-lifetime", "0s"); r.code != 2 || !strings.Contains(r.stderr, "--console-lifetime") {
+		t.Errorf("a zero --console-lifetime: want exit 2 naming the flag\n%s", r)
+	}
 }

@@ -48,6 +48,7 @@ var tables = []table{
 	{name: "tokens", key: "id", id: "{rowid}"},
 	{name: "policies", key: "name"},
 	{name: "settings", key: "name"},
+	{name: "console_sessions", key: "hash"},
 }
 
 // TableSum is what a copy checked of one table: its rows and a checksum

@@ -251,4 +251,22 @@ var migrations = [][]string{
 			PRIMARY KEY (client, cluster)
 		)`,
 	},
+	// 14: the web console's sessions, so that a sign-in
+	// outlives a restart of the server and moves to a standby that takes
+	// over. hash is the SHA-256 of the session ID in the browser's cookie,
+	// never the ID; stamp fingerprints the credential signed in with (a
+	// user's password hash, the admin token), so a session ends when that
+	// credential is removed or replaced.
+	{
+		`CREATE TABLE console_sessions (
+			hash      TEXT PRIMARY KEY,
+			username  TEXT NOT NULL,
+			role      TEXT NOT NULL,
+			stamp     TEXT NOT NULL,
+			created   INTEGER NOT NULL,
+			last_used INTEGER NOT NULL,
+			expires   INTEGER NOT NULL
+		)`,
+		`CREATE INDEX console_sessions_expires ON console_sessions (expires)`,
+	},
 }

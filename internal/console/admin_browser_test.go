@@ -2,12 +2,17 @@ package console
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http/httptest"
+	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
 	"github.com/kura-backup/kura/internal/console/browsertest"
 )
@@ -89,7 +94,8 @@ func TestLibraryInBrowser(t *testing.T) {
 
 // In a real browser: a policy created in the form shows its runs on the
 // calendar and the retention preview of its savesets; a what-if with three
-// generations keeps them all. The planner answers seed 004's sizing.
+// generations keeps them all; its Run now button queues its next run's
+// job and shows that job's monitor. The planner answers seed 004's sizing.
 func TestPolicyAndPlannerInBrowser(t *testing.T) {
 	f, lb := newLocalFixture(t) // Monday 4 May 2026
 	withClient(t, lb)
@@ -100,6 +106,20 @@ func TestPolicyAndPlannerInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The server's queue, as Server.Submit keeps it: a queued job in the
+	// catalog, so that the monitor shows it.
+	lb.Local.WithQueue(func(req api.JobRequest) ([]int64, error) {
+		b, err := json.Marshal(req)
+		if err != nil {
+			return nil, err
+		}
+		j := &catalog.Job{Kind: req.Kind, State: catalog.StateQueued, Client: req.Client, Selection: req.Selection,
+			Level: req.Level, Request: b, Reason: "queued"}
+		if err := lb.env.Catalog.CreateJob(j); err != nil {
+			return nil, err
+		}
+		return []int64{j.ID}, nil
+	})
 	ctx, base := serveAndSignIn(t, f, "/policies")
 	browsertest.Navigate(t, ctx, "new policy", chromedp.Click(chromedp.CSS("#new-policy")))
 	browsertest.Do(t, ctx, "fill in the form", chromedp.WaitVisible(chromedp.CSS("#policy-form")),
@@ -129,6 +149,41 @@ func TestPolicyAndPlannerInBrowser(t *testing.T) {
 	browsertest.Do(t, ctx, "the what-if preview", chromedp.WaitVisible(chromedp.CSS("#retention")))
 	if n := browsertest.Eval[int](t, ctx, expiring); n != 0 {
 		t.Errorf("with three generations the preview expires %d savesets; want none", n)
+	}
+
+	// Run now at the schedule's level (the form's default): the page goes
+	// to the job's monitor, and the job is queued as the policy's next
+	// run, an incremental (Tuesday's), of its client and selection.
+	browsertest.Do(t, ctx, "the policy's page again", chromedp.Navigate(base+"/policies/nightly"), chromedp.WaitVisible(chromedp.CSS("#run-policy")))
+	if status := browsertest.Navigate(t, ctx, "Run now", chromedp.Click(chromedp.CSS("#run-policy"))); status != 200 {
+		t.Fatalf("Run now: the page after it is %d", status)
+	}
+	browsertest.Do(t, ctx, "the job monitor", chromedp.WaitVisible(chromedp.CSS("#monitor")))
+	id, err := strconv.ParseInt(browsertest.Eval[string](t, ctx, `document.getElementById("monitor").dataset.job`), 10, 64)
+	if err != nil {
+		t.Fatalf("the page after Run now is not a job's monitor: %v", err)
+	}
+	if path := browsertest.Eval[string](t, ctx, `location.pathname`); path != fmt.Sprintf("/jobs/%d", id) {
+		t.Errorf("after Run now the browser is at %s; want /jobs/%d", path, id)
+	}
+	if state := browsertest.Eval[string](t, ctx, `document.getElementById("state").textContent`); state != catalog.StateQueued {
+		t.Errorf("the monitor says %q; want queued", state)
+	}
+	j, err := lb.env.Catalog.Job(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req api.JobRequest
+	if err := json.Unmarshal(j.Request, &req); err != nil {
+		t.Fatal(err)
+	}
+	p, err := lb.Policy(t.Context(), "nightly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := api.JobRequest{Kind: api.KindBackup, Client: "web1", Selection: "docs", Level: "incr", Policy: "nightly", Pool: p.Pool}
+	if j.State != catalog.StateQueued || j.Level != "incr" || !reflect.DeepEqual(req, want) {
+		t.Errorf("Run now queued job %d %s at level %q: %+v; want queued at incr, %+v", id, j.State, j.Level, req, want)
 	}
 
 	browsertest.Navigate(t, ctx, "the planner", chromedp.Click(chromedp.CSS(`header nav a[href="/planner"]`)))

@@ -104,8 +104,9 @@ func newLocalFixture(t testing.TB) (*fixture, *localBackend) {
 	if _, err := lb.CreateLibrary(t.Context(), api.LibraryCreate{Name: "vtl", Slots: 4, Drives: 2, TapeSizeBytes: 16 << 20, BarcodePrefix: "VT"}); err != nil {
 		t.Fatal(err)
 	}
+	f.cat = env.Catalog
 	f.c, err = New(Options{Backend: lb, Users: f.users, AdminToken: func(s string) bool { return s == adminToken },
-		Idle: 30 * time.Minute, Now: f.clk.now})
+		Sessions: env.Catalog, Idle: 30 * time.Minute, Now: f.clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,35 +2,66 @@ package console
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kura-backup/kura/internal/catalog"
 )
 
 // CookieName is the session cookie's name.
 const CookieName = "kura_session"
 
-// session is one signed-in browser.
-type session struct {
-	id   string
-	user string // "" for the admin token
-	role string
-	csrf string
+// DefaultLifetime is how long a session lasts at most from its sign-in,
+// however busy: a working day and a half, so that an admin signs in once a
+// shift and a stolen cookie does not last.
+const DefaultLifetime = 12 * time.Hour
 
-	mu   sync.Mutex
-	seen time.Time
+// touchEvery is the resolution of a session's last use: a request writes
+// it to the store when the recorded one is older than this, so page views
+// do not each cost a catalog commit. A session therefore ends between
+// Idle minus touchEvery and Idle after its last request.
+const touchEvery = time.Minute
+
+// SessionStore keeps the console's sessions where every server of the
+// catalog sees them (*catalog.Catalog), so that a sign-in outlives a
+// restart and moves to a standby that takes over. It is handed hashes of
+// session IDs only.
+type SessionStore interface {
+	AddConsoleSession(s catalog.ConsoleSession) error
+	// ConsoleSessionByHash is catalog.ErrNotFound for a session not there.
+	ConsoleSessionByHash(hash string) (*catalog.ConsoleSession, error)
+	TouchConsoleSession(hash string, at time.Time) error
+	DeleteConsoleSession(hash string) error
+	PruneConsoleSessions(now, idleSince time.Time) (int64, error)
 }
 
-// withRole is this request's view of the session with the user's role
-// now (the live session is shared by concurrent requests: never written).
+var _ SessionStore = (*catalog.Catalog)(nil)
+
+// session is one signed-in browser, as this request sees it.
+type session struct {
+	hash  string // of the ID in the cookie: the store's key
+	user  string // "" for the admin token
+	role  string
+	stamp string // fingerprint of the credential signed in with
+	csrf  string
+}
+
+// withRole is the session with the user's role now.
 func (s *session) withRole(role string) *session {
-	return &session{id: s.id, user: s.user, role: role, csrf: s.csrf}
+	c := *s
+	c.role = role
+	return &c
 }
 
 func (s *session) who() string {
@@ -51,13 +82,18 @@ func (s *session) csrfOK(r *http.Request) bool {
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) == 1
 }
 
-// sessions are the live sessions, by ID.
+// sessions are the sessions in the store: a session's ID is 32 random
+// bytes in the browser's cookie; the store keys it by the ID's SHA-256,
+// and its CSRF token is another hash of the ID (domain-separated), so the
+// store holds nothing that signs in or passes the CSRF check.
 type sessions struct {
-	mu sync.Mutex
-	m  map[string]*session
-}
+	store          SessionStore
+	idle, lifetime time.Duration
+	log            *slog.Logger
 
-func newSessions() *sessions { return &sessions{m: map[string]*session{}} }
+	mu     sync.Mutex
+	pruned time.Time // the last prune of this process
+}
 
 func randomID() string {
 	var b [32]byte
@@ -67,47 +103,85 @@ func randomID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-func (ss *sessions) start(user, role string, now time.Time) *session {
-	s := &session{id: randomID(), user: user, role: role, csrf: randomID(), seen: now}
-	ss.mu.Lock()
-	ss.m[s.id] = s
-	ss.mu.Unlock()
-	return s
+// hashID is the store's key of a session ID.
+func hashID(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])
 }
 
-// get is the request's live session, touched; nil when there is none or
-// it has been idle for longer than idle (it ends then).
-func (ss *sessions) get(r *http.Request, now time.Time, idle time.Duration) *session {
-	ck, err := r.Cookie(CookieName)
+// csrfOf is the CSRF token of a session ID.
+func csrfOf(id string) string {
+	sum := sha256.Sum256([]byte("kura console csrf\x00" + id))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// start records a new session and returns it with the ID for the cookie.
+func (ss *sessions) start(user, role, stamp string, now time.Time) (*session, string, error) {
+	id := randomID()
+	s := &session{hash: hashID(id), user: user, role: role, stamp: stamp, csrf: csrfOf(id)}
+	err := ss.store.AddConsoleSession(catalog.ConsoleSession{Hash: s.hash, User: user, Role: role, Stamp: stamp,
+		Created: now, LastUsed: now, Expires: now.Add(ss.lifetime)})
 	if err != nil {
-		return nil
+		return nil, "", err
 	}
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	// Sweep the expired sessions as we go: a map that only grows would
-	// hold every browser that ever signed in.
-	for id, s := range ss.m {
-		s.mu.Lock()
-		gone := now.Sub(s.seen) > idle
-		s.mu.Unlock()
-		if gone {
-			delete(ss.m, id)
+	return s, id, nil
+}
+
+// get is the request's session, its use recorded (to touchEvery); nil
+// when there is none or it is over (past its lifetime, or idle for longer
+// than idle: it is deleted then). An error is the store's: the caller
+// answers it and signs nobody out.
+func (ss *sessions) get(r *http.Request, now time.Time) (*session, error) {
+	ck, err := r.Cookie(CookieName)
+	if err != nil || ck.Value == "" {
+		return nil, nil
+	}
+	ss.prune(now, false)
+	hash := hashID(ck.Value)
+	rec, err := ss.store.ConsoleSessionByHash(hash)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !now.Before(rec.Expires) || now.Sub(rec.LastUsed) > ss.idle {
+		ss.end(hash)
+		return nil, nil
+	}
+	if now.Sub(rec.LastUsed) >= touchEvery {
+		if err := ss.store.TouchConsoleSession(hash, now); err != nil {
+			// The request goes on; the session may end up to a minute early.
+			ss.log.Warn("console: recording a session's use", "err", err)
 		}
 	}
-	s := ss.m[ck.Value]
-	if s == nil {
-		return nil
-	}
-	s.mu.Lock()
-	s.seen = now
-	s.mu.Unlock()
-	return s
+	return &session{hash: hash, user: rec.User, role: rec.Role, stamp: rec.Stamp, csrf: csrfOf(ck.Value)}, nil
 }
 
-func (ss *sessions) end(id string) {
+// prune deletes the sessions that are over (of every server of the
+// catalog), at most once every touchEvery unless forced (at start).
+func (ss *sessions) prune(now time.Time, force bool) {
 	ss.mu.Lock()
-	delete(ss.m, id)
+	due := force || now.Sub(ss.pruned) >= touchEvery
+	if due {
+		ss.pruned = now
+	}
 	ss.mu.Unlock()
+	if !due {
+		return
+	}
+	if n, err := ss.store.PruneConsoleSessions(now, now.Add(-ss.idle)); err != nil {
+		ss.log.Warn("console: pruning sessions", "err", err)
+	} else if n > 0 {
+		ss.log.Info("console: sessions over", "ended", n)
+	}
+}
+
+// end deletes a session (sign-out, or over).
+func (ss *sessions) end(hash string) {
+	if err := ss.store.DeleteConsoleSession(hash); err != nil {
+		ss.log.Warn("console: ending a session", "err", err)
+	}
 }
 
 func sessionCookie(value string, maxAge int) *http.Cookie {
@@ -204,12 +278,12 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request, _ *session) erro
 		return c.render(w, "login", nil, map[string]any{"Next": next, "Name": name,
 			"Error": fmt.Sprintf("Too many failed sign-ins from your address; try again in %d minutes.", int(wait.Minutes())+1)})
 	}
-	var role string
+	var role, stamp string
 	ok := false
 	if name == "" {
-		ok, role = c.opts.AdminToken(strings.TrimSpace(secret)), RoleAdmin
-	} else if rl, err := c.opts.Users.Check(name, secret); err == nil {
-		ok, role = true, rl
+		ok, role, stamp = c.opts.AdminToken(strings.TrimSpace(secret)), RoleAdmin, c.opts.AdminTokenStamp
+	} else if u, err := c.opts.Users.check(name, secret); err == nil {
+		ok, role, stamp = true, u.Role, stampOf(u.Hash)
 	}
 	if !ok {
 		c.fails.add(addr, now)
@@ -219,15 +293,20 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request, _ *session) erro
 			"Error": "Wrong name or password (or admin token)."})
 	}
 	c.fails.clear(addr)
-	s := c.sessions.start(name, role, now)
+	s, id, err := c.sessions.start(name, role, stamp, now)
+	if err != nil {
+		return err
+	}
 	c.opts.Log.Info("console: signed in", "user", s.who(), "role", role, "remote", r.RemoteAddr)
-	http.SetCookie(w, sessionCookie(s.id, 0))
+	http.SetCookie(w, sessionCookie(id, 0))
 	http.Redirect(w, r, next, http.StatusSeeOther)
 	return nil
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) error {
-	c.sessions.end(s.id)
+	if err := c.sessions.store.DeleteConsoleSession(s.hash); err != nil {
+		return err // not signed out: say so rather than drop the cookie only
+	}
 	http.SetCookie(w, sessionCookie("", -1))
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 	return nil

@@ -6,15 +6,22 @@
 //
 //   - Pages are html/template, rendered on the server from typed calls on
 //     the Backend (api.Service plus the server's clients, cancel and event
-//     stream); the console never reads the catalog. A little plain
-//     JavaScript (static/console.js, embedded) follows running jobs over
-//     server-sent events and draws the job monitor's chart as inline SVG.
-//     No build step, no CDN: everything is in the binary.
+//     stream); the console never reads the catalog but for its sessions.
+//     A little plain JavaScript (static/console.js, embedded) follows
+//     running jobs over server-sent events and draws the job monitor's
+//     chart as inline SVG. No build step, no CDN: everything is in the
+//     binary.
 //   - Sign-in with the admin token or a named user (argon2id hash in the
 //     home's console-users.json, read on every sign-in). A session is a
 //     random ID in a cookie (HttpOnly, Secure, SameSite=Strict, path /),
-//     kept in memory: a restart signs everyone out. It ends on sign-out,
-//     after Options.Idle without a request, and when its user is removed.
+//     kept in the catalog (Options.Sessions) by the ID's SHA-256 only, so
+//     it outlives a restart and moves to a standby server that takes over.
+//     It ends on sign-out (its row is deleted), after Options.Idle without
+//     a request (last use is written at most once a minute), at
+//     Options.Lifetime after sign-in, and when the credential it signed in
+//     with is gone: its user removed or given a new password, the admin
+//     token replaced. Sessions that are over are pruned at start and at
+//     most once a minute after.
 //   - Every request that is not GET or HEAD carries the session's CSRF
 //     token (form field csrf, or header X-CSRF-Token) or gets 403; so does
 //     every change an operator asks for, and a request whose Origin is
@@ -34,6 +41,7 @@ package console
 
 import (
 	"context"
+	"crypto/subtle"
 	"embed"
 	"errors"
 	"fmt"
@@ -84,8 +92,18 @@ type Options struct {
 	Users *Users
 	// AdminToken reports whether s is the server's admin token.
 	AdminToken func(s string) bool
-	// Idle ends a session after this long without a request (30 min).
+	// AdminTokenStamp fingerprints the admin token in use (not the token
+	// itself): a session signed in with the token ends when the server
+	// runs with another one.
+	AdminTokenStamp string
+	// Sessions keeps the sessions (the catalog). Required.
+	Sessions SessionStore
+	// Idle ends a session after this long without a request (30 min; to
+	// a minute, see touchEvery).
 	Idle time.Duration
+	// Lifetime ends a session this long after its sign-in, however busy
+	// (DefaultLifetime).
+	Lifetime time.Duration
 	// StaleAfter marks a client red on the dashboard when its last
 	// successful backup is older (26 h: a daily backup missed once, with
 	// two hours' slack).
@@ -112,11 +130,14 @@ var assets embed.FS
 
 // New makes a console.
 func New(opts Options) (*Console, error) {
-	if opts.Backend == nil || opts.Users == nil || opts.AdminToken == nil {
-		return nil, errors.New("console: Backend, Users and AdminToken are required")
+	if opts.Backend == nil || opts.Users == nil || opts.AdminToken == nil || opts.Sessions == nil {
+		return nil, errors.New("console: Backend, Users, AdminToken and Sessions are required")
 	}
 	if opts.Idle == 0 {
 		opts.Idle = 30 * time.Minute
+	}
+	if opts.Lifetime == 0 {
+		opts.Lifetime = DefaultLifetime
 	}
 	if opts.StaleAfter == 0 {
 		opts.StaleAfter = 26 * time.Hour
@@ -127,7 +148,9 @@ func New(opts Options) (*Console, error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	c := &Console{opts: opts, sessions: newSessions(), fails: newFailures(), pages: map[string]*template.Template{}}
+	c := &Console{opts: opts, fails: newFailures(), pages: map[string]*template.Template{},
+		sessions: &sessions{store: opts.Sessions, idle: opts.Idle, lifetime: opts.Lifetime, log: opts.Log}}
+	c.sessions.prune(opts.Now(), true)
 	base, err := template.New("base").Funcs(funcs).ParseFS(assets, "templates/base.html")
 	if err != nil {
 		return nil, err
@@ -263,19 +286,15 @@ func (c *Console) wrap(rt route) http.Handler {
 		}
 		var s *session
 		if rt.access != open {
-			s = c.sessions.get(r, c.opts.Now(), c.opts.Idle)
-			if s != nil && s.user != "" {
-				// A removed user's sessions end; a changed role counts now.
-				role, err := c.opts.Users.Role(s.user)
-				switch {
-				case errors.Is(err, ErrNoSuchUser):
-					c.sessions.end(s.id)
-					s = nil
-				case err != nil: // the user file cannot be read: no sign-out for that
+			var err error
+			if s, err = c.sessions.get(r, c.opts.Now()); err != nil {
+				c.fail(w, r, nil, err) // the store failed: no sign-out for that
+				return
+			}
+			if s != nil {
+				if s, err = c.current(s); err != nil {
 					c.fail(w, r, nil, err)
 					return
-				default:
-					s = s.withRole(role)
 				}
 			}
 			if s == nil {
@@ -301,6 +320,30 @@ func (c *Console) wrap(rt route) http.Handler {
 			c.fail(w, r, s, err)
 		}
 	})
+}
+
+// current is s with its user's role now, or nil (and s deleted) when the
+// credential it signed in with is gone: the user removed, or removed and
+// added again (another password hash), or the admin token replaced. An
+// error is the user file's: no sign-out for that.
+func (c *Console) current(s *session) (*session, error) {
+	stamp, role := c.opts.AdminTokenStamp, RoleAdmin
+	if s.user != "" {
+		var err error
+		role, stamp, err = c.opts.Users.Credential(s.user)
+		switch {
+		case errors.Is(err, ErrNoSuchUser):
+			stamp = "" // never a user's stamp
+		case err != nil:
+			return nil, err
+		}
+	}
+	if (s.user != "" && stamp == "") || subtle.ConstantTimeCompare([]byte(stamp), []byte(s.stamp)) != 1 {
+		c.opts.Log.Info("console: session ended: its credential is gone", "user", s.who())
+		c.sessions.end(s.hash)
+		return nil, nil
+	}
+	return s.withRole(role), nil
 }
 
 // sameOrigin reports whether a request's Origin, when the browser sent

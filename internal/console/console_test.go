@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kura-backup/kura/internal/api"
+	"github.com/kura-backup/kura/internal/catalog"
 )
 
 const adminToken = "kura1-admin-the-admin-token"
@@ -137,6 +139,10 @@ type fixture struct {
 	b     *fakeBackend
 	users *Users
 	clk   *clock
+	cat   *catalog.Catalog // the sessions
+	dbDir string           // where cat's files are (newFixture)
+	store SessionStore     // in front of cat when not nil (fault injection)
+	stamp string           // the admin token's stamp
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -145,12 +151,29 @@ func newFixture(t testing.TB) *fixture {
 	f := &fixture{t: t, clk: &clock{t: t0}, users: OpenUsers(filepath.Join(t.TempDir(), "users.json")),
 		b: &fakeBackend{jobs: []api.Job{{ID: 5, Kind: "backup", State: "running", Client: "c1", Started: t0}}}}
 	var err error
-	f.c, err = New(Options{Backend: f.b, Users: f.users, AdminToken: func(s string) bool { return s == adminToken },
-		Idle: 30 * time.Minute, Now: f.clk.now})
-	if err != nil {
+	f.dbDir = t.TempDir()
+	if f.cat, err = catalog.Open(filepath.Join(f.dbDir, "catalog.db")); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { f.cat.Close() })
+	f.restart()
 	return f
+}
+
+// restart replaces the fixture's console with a new one over the same
+// sessions: a restarted server, or a standby that took over.
+func (f *fixture) restart() {
+	f.t.Helper()
+	var store SessionStore = f.cat
+	if f.store != nil {
+		store = f.store
+	}
+	var err error
+	f.c, err = New(Options{Backend: f.b, Users: f.users, AdminToken: func(s string) bool { return s == adminToken },
+		AdminTokenStamp: f.stamp, Sessions: store, Idle: 30 * time.Minute, Now: f.clk.now})
+	if err != nil {
+		f.t.Fatal(err)
+	}
 }
 
 // do sends a request with the session cookie (when not "") and form.
@@ -323,6 +346,9 @@ func TestOperatorCannotCancel(t *testing.T) {
 	}
 	if resp := f.do("GET", "/jobs/5", ck, nil); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("a removed user's session: %d; want a redirect to sign in", resp.StatusCode)
+	}
+	if _, err := f.cat.ConsoleSessionByHash(hashID(ck)); !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("a removed user's session in the catalog: %v; want it deleted", err)
 	}
 }
 

@@ -2,8 +2,10 @@ package console
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -138,7 +140,8 @@ func (u *Users) Add(name, password, role string) error {
 	return u.save(append(us, User{Name: name, Role: role, Hash: h}))
 }
 
-// Remove removes a user; its sessions end at their next request.
+// Remove removes a user; their sessions end at their next request (and
+// are deleted then, or pruned once idle).
 func (u *Users) Remove(name string) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -162,38 +165,55 @@ func (u *Users) List() ([]User, error) {
 	return us, err
 }
 
-// Role is the role of a user now, or ErrNoSuchUser.
-func (u *Users) Role(name string) (string, error) {
+// Credential is a user's role now and the stamp of their password hash
+// (see stampOf), or ErrNoSuchUser.
+func (u *Users) Credential(name string) (role, stamp string, err error) {
 	us, err := u.load()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	for _, x := range us {
 		if x.Name == name {
-			return x.Role, nil
+			return x.Role, stampOf(x.Hash), nil
 		}
 	}
-	return "", ErrNoSuchUser
+	return "", "", ErrNoSuchUser
+}
+
+// stampOf fingerprints a user's password hash (which holds a random salt):
+// a session keeps the stamp of the credential it signed in with and ends
+// when the user's stamp is another, so removing a user and adding them
+// again with a new password ends their old sessions. Not secret, and no
+// help to a guesser: a hash of the salted hash, cut to 128 bits.
+func stampOf(hash string) string {
+	sum := sha256.Sum256([]byte("kura console user\x00" + hash))
+	return hex.EncodeToString(sum[:16])
 }
 
 // Check checks a user's password and returns the user's role. An unknown
 // name costs as much as a wrong password, so the answer's time does not
 // tell which names exist.
 func (u *Users) Check(name, password string) (string, error) {
+	x, err := u.check(name, password)
+	return x.Role, err
+}
+
+// check is Check with the user's entry.
+func (u *Users) check(name, password string) (User, error) {
 	us, err := u.load()
 	if err != nil {
-		return "", err
+		return User{}, err
 	}
 	for _, x := range us {
 		if x.Name == name {
 			if checkPassword(x.Hash, password) {
-				return x.Role, nil
+				return x, nil
 			}
-			return "", ErrWrongSecret
+			return User{}, ErrWrongSecret
 		}
 	}
 	checkPassword(dummyHash, password)
-	return "", ErrWrongSecret
+	return User{}, ErrWrongSecret
 }
 
 // dummyHash is checked for unknown names (a hash of no password anyone has).

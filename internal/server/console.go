@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"net"
@@ -144,11 +146,21 @@ func (b consoleBackend) Events(ctx context.Context, id int64) (<-chan api.Event,
 }
 
 // Console is the web console's handler (internal/console) over this
-// server. idle is the session idle expiry (0: the console's default).
-func (s *Server) Console(idle time.Duration) (http.Handler, error) {
+// server; its sessions are kept in the catalog. idle is the session idle
+// expiry and lifetime its absolute lifetime (0: the console's defaults).
+func (s *Server) Console(idle, lifetime time.Duration) (http.Handler, error) {
 	return console.New(console.Options{Backend: consoleBackend{Local: s.svc, s: s},
 		Users: console.OpenUsers(console.UsersFile(s.env.Home)), AdminToken: s.isAdminToken,
-		Idle: idle, Now: s.opts.Clock.Now, Log: s.log, BenchDir: filepath.Join(s.env.Home, "benchmarks")})
+		AdminTokenStamp: s.adminTokenStamp(), Sessions: s.env.Catalog,
+		Idle: idle, Lifetime: lifetime, Now: s.opts.Clock.Now, Log: s.log, BenchDir: filepath.Join(s.env.Home, "benchmarks")})
+}
+
+// adminTokenStamp fingerprints the admin token for the console's sessions
+// (which end when the server runs with another token): a hash of the
+// token's hash, kept in the catalog, from which neither can be had back.
+func (s *Server) adminTokenStamp() string {
+	sum := sha256.Sum256([]byte("kura console admin token\x00" + s.adminHash))
+	return hex.EncodeToString(sum[:16])
 }
 
 // isAdminToken reports whether text is the admin token.
@@ -159,8 +171,9 @@ func (s *Server) isAdminToken(text string) bool {
 
 // ServeConsole serves the web console on ln (its own port, the server's
 // TLS certificate) until ctx ends or the server stops. Run it beside Serve.
-func (s *Server) ServeConsole(ctx context.Context, ln net.Listener, idle time.Duration) error {
-	h, err := s.Console(idle)
+// idle and lifetime are as for Console.
+func (s *Server) ServeConsole(ctx context.Context, ln net.Listener, idle, lifetime time.Duration) error {
+	h, err := s.Console(idle, lifetime)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ func (r *rig) startConsole() string {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := r.srv.ServeConsole(ctx, ln, 0); err != nil {
+		if err := r.srv.ServeConsole(ctx, ln, 0, 0); err != nil {
 			r.t.Errorf("console: %v", err)
 		}
 	}()
