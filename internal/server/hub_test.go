@@ -169,6 +169,9 @@ func TestGoodbyeTakesAnAgentOfflineAtOnce(t *testing.T) {
 	if reason, err := s.q.agentReady(c); err != nil || reason != "waiting for agent "+c+" to connect" {
 		t.Errorf("the queue's reason for a job of it: %q, %v", reason, err)
 	}
+	if cs, err := (consoleBackend{s: s}).Clients(t.Context()); err != nil || len(cs) != 1 || cs[0].Connected {
+		t.Errorf("the console's Clients page after the goodbye: %+v, %v; want %s not connected", cs, err, c)
+	}
 	cl, err := s.env.Catalog.Client(c)
 	if err != nil {
 		t.Fatal(err)
