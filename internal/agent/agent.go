@@ -212,9 +212,9 @@ func (a *Agent) Server() string { return a.cfg.Server }
 // error, since retrying cannot fix it.
 //
 // When ctx ends (SIGTERM, Ctrl-C) Run stops its jobs, waits for them to
-// report their end, and, if it was connected, says goodbye to the server
-// (POST /agent/bye, at most ByeTimeout) before it returns: the server
-// shows the client offline from then on, not after its grace.
+// report their end, and, unless its last poll failed, says goodbye to the
+// server (POST /agent/bye, at most ByeTimeout) before it returns: the
+// server shows the client offline from then on, not after its grace.
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.jobs.Wait()
 	defer a.c.Close()

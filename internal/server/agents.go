@@ -32,7 +32,7 @@ type session struct {
 	gone     chan struct{} // closed when the client is cut off (revoked)
 	// The agent said goodbye (POST /agent/bye): offline at once, whatever
 	// polls of it are still open here, until a poll of another run comes.
-	// byeRun is the run that left ("" when it named none).
+	// byeRun is the run that left: its late polls are refused.
 	bye    bool
 	byeRun string
 }
