@@ -13,6 +13,7 @@ package agent
 
 import (
 	"context"
+	crand "crypto/rand"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -109,6 +110,11 @@ type Options struct {
 	// SpoolEvery is how often Run sends the WAL spool and reports it to
 	// the server (1 minute).
 	SpoolEvery time.Duration
+	// ByeTimeout bounds the goodbye Run sends the server as it stops, so
+	// that a stop never hangs on a server or network that is away (3 s:
+	// a few round trips of a slow link, well inside a service manager's
+	// stop timeout).
+	ByeTimeout time.Duration
 }
 
 // ErrNotEnrolled: Open found no agent configuration: the machine was
@@ -143,6 +149,9 @@ func Open(opts Options) (*Agent, error) {
 	}
 	if opts.SpoolEvery == 0 {
 		opts.SpoolEvery = spoolEvery
+	}
+	if opts.ByeTimeout == 0 {
+		opts.ByeTimeout = 3 * time.Second
 	}
 	dir := Dir(opts.Home)
 	b, err := os.ReadFile(filepath.Join(dir, configFile))
@@ -201,9 +210,18 @@ func (a *Agent) Server() string { return a.cfg.Server }
 // Run takes orders until ctx ends. Connection failures are retried with a
 // growing, jittered delay; a refusal (revoked, unknown) ends Run with its
 // error, since retrying cannot fix it.
+//
+// When ctx ends (SIGTERM, Ctrl-C) Run stops its jobs, waits for them to
+// report their end, and, unless its last poll failed, says goodbye to the
+// server (POST /agent/bye, at most ByeTimeout) before it returns: the
+// server shows the client offline from then on, not after its grace.
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.jobs.Wait()
 	defer a.c.Close()
+	// This run's name: its polls carry it, and its goodbye names it, so
+	// that a poll of this run that reaches the server late cannot bring
+	// the client back online.
+	run := crand.Text()
 	// The jobs run under their own context, so a refusal stops them too:
 	// Run returns once they have ended, within seconds.
 	jobsCtx, stopJobs := context.WithCancelCause(ctx)
@@ -219,7 +237,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	connected := false
 	failing := false // a failure to connect is logged once, until it connects
 	for ctx.Err() == nil {
-		o, err := a.poll(ctx)
+		o, err := a.poll(ctx, run)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -261,12 +279,32 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.execute(jobsCtx, *o)
 		}()
 	}
+	// Stopping: the jobs first (their results still go to the server),
+	// then the goodbye, unless the last poll failed (the server counts
+	// this agent from the start of its poll, which may be the first).
+	a.jobs.Wait()
+	if !failing {
+		a.bye(context.WithoutCancel(ctx), run)
+	}
 	return nil
 }
 
+// bye tells the server this run is stopping, within ByeTimeout. A failure
+// is only logged: the server then shows the client connected until its
+// grace after the last poll ends, as after a crash.
+func (a *Agent) bye(ctx context.Context, run string) {
+	ctx, cancel := context.WithTimeout(ctx, a.opts.ByeTimeout)
+	defer cancel()
+	if err := a.c.AgentBye(ctx, api.AgentBye{Run: run}); err != nil {
+		a.log.Warn("could not tell the server this agent is stopping; it shows the client connected a little longer", "err", err)
+		return
+	}
+	a.log.Info("stopped; the server shows this client offline")
+}
+
 // poll waits for the next order; nil when none came in the poll time.
-func (a *Agent) poll(ctx context.Context) (*api.Order, error) {
-	rc, err := a.call(ctx, "GET", "/agent/orders", "", nil, maxPollWait, false)
+func (a *Agent) poll(ctx context.Context, run string) (*api.Order, error) {
+	rc, err := a.call(ctx, "GET", "/agent/orders?run="+run, "", nil, maxPollWait, false)
 	if err != nil {
 		return nil, err
 	}

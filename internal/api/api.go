@@ -611,6 +611,21 @@ type WALArchive struct {
 	File    string `json:"file"`    // PostgreSQL's %f
 }
 
+// AgentBye is an agent's goodbye (POST /agent/bye), sent when kura agent
+// run stops cleanly: the server then shows the client offline at once,
+// instead of after the grace that covers the gap between two polls (a
+// crash or a cut network still takes that grace). Run names the agent run
+// that is ending, as its order polls named it (GET /agent/orders?run=RUN):
+// a poll of that run reaching the server after the goodbye is refused and
+// does not bring the client back online; a poll of a new run does.
+type AgentBye struct {
+	Run string `json:"run"`
+}
+
+// MaxAgentRunLen is the longest agent run name (AgentBye.Run, the run
+// parameter of an order poll).
+const MaxAgentRunLen = 64
+
 // WALSpoolReport is an agent's report of its WAL spools (POST
 // /agent/walspool), sent every minute by kura agent run and after each
 // send of kura wal archive. Ages are in seconds by the agent's clock; the

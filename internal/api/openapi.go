@@ -32,7 +32,7 @@ var wireTypes = []any{
 	Error{}, ServerInfo{}, TokenRequest{}, TokenResponse{}, EnrollRequest{}, EnrollResponse{},
 	Client{}, ClientUpdate{}, Node{}, JobRequest{}, PolicyRun{}, JobsSubmitted{}, Job{}, Saveset{},
 	Order{}, BackupEnd{}, BackupClose{}, Progress{},
-	RestoreResult{}, Warning{}, WALArchive{}, WALSpoolReport{}, ReadTicket{},
+	RestoreResult{}, Warning{}, WALArchive{}, WALSpoolReport{}, AgentBye{}, ReadTicket{},
 }
 
 // Schemas returns components/schemas of the OpenAPI document: one JSON

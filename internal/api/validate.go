@@ -370,6 +370,23 @@ func (r *LibraryRegister) Validate() error {
 	return nil
 }
 
+// ValidAgentRun checks an agent run name (AgentBye.Run, the run parameter
+// of an order poll): 1 to MaxAgentRunLen letters, digits, '-' or '_'.
+func ValidAgentRun(run string) error {
+	if run == "" || len(run) > MaxAgentRunLen {
+		return bad("run", "an agent run is named by 1 to %d characters, not %d", MaxAgentRunLen, len(run))
+	}
+	for _, c := range []byte(run) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return bad("run", "%q: an agent run is named by letters, digits, '-' and '_'", run)
+		}
+	}
+	return nil
+}
+
+// Validate checks an agent's goodbye.
+func (b *AgentBye) Validate() error { return ValidAgentRun(b.Run) }
+
 // Validate checks a WAL spool report's bounds; the server checks the
 // names of clusters and files (plugin.ValidWALName).
 func (r *WALSpoolReport) Validate() error {

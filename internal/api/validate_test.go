@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -116,5 +117,21 @@ func TestValidateWALSpoolReport(t *testing.T) {
 	many := WALSpoolReport{Clusters: make([]WALSpoolState, MaxWALClusters+1)}
 	if err := many.Validate(); err == nil {
 		t.Error("too many clusters were accepted")
+	}
+}
+
+// An agent's goodbye names its run by a short plain word: anything else
+// is refused, naming the field.
+func TestValidateAgentBye(t *testing.T) {
+	for _, run := range []string{"a", "0123456789abcdef", "run_1-2", strings.Repeat("x", MaxAgentRunLen)} {
+		if err := (&AgentBye{Run: run}).Validate(); err != nil {
+			t.Errorf("run %q: %v", run, err)
+		}
+	}
+	for _, run := range []string{"", strings.Repeat("x", MaxAgentRunLen+1), "a b", "a/b", "ä", "a\x00"} {
+		var fe *FieldError
+		if err := (&AgentBye{Run: run}).Validate(); !errors.As(err, &fe) || fe.Field != "run" || !errors.Is(err, ErrInvalid) {
+			t.Errorf("run %q: %v; want a field error on run", run, err)
+		}
 	}
 }

@@ -30,10 +30,19 @@ type session struct {
 	unsaved  bool      // lastSeen and addr are newer than the catalog's
 	addr     string
 	gone     chan struct{} // closed when the client is cut off (revoked)
+	// The agent said goodbye (POST /agent/bye): offline at once, whatever
+	// polls of it are still open here, until a poll of another run comes.
+	// byeRun is the run that left: its late polls are refused.
+	bye    bool
+	byeRun string
 }
 
-// online: polling now, or within grace of its last poll.
+// online: polling now, or within grace of its last poll, unless it said
+// goodbye since.
 func (ss *session) online(grace time.Duration) bool {
+	if ss.bye {
+		return false
+	}
 	return ss.polls > 0 || (!ss.lastPoll.IsZero() && time.Since(ss.lastPoll) < grace) // liveness is real time
 }
 
@@ -127,6 +136,21 @@ func (h *hub) online(name string) bool {
 	return ss != nil && ss.online(h.s.opts.OnlineGrace)
 }
 
+// bye marks an agent that said goodbye offline at once, and takes its
+// last sighting (this call) to the catalog now rather than with the next
+// batch: an agent stopped for maintenance may stay away for long.
+func (h *hub) bye(name, run string) {
+	h.mu.Lock()
+	ss := h.session(name)
+	ss.bye, ss.byeRun = true, run
+	seen := []catalog.ClientSeen{{Name: name, Addr: ss.addr, At: ss.lastSeen}}
+	ss.unsaved = false
+	h.mu.Unlock()
+	if err := h.s.env.Catalog.SeenClients(seen); err != nil {
+		h.s.log.Error("recording when an agent was last seen", "client", name, "err", err)
+	}
+}
+
 // send queues an order for an agent.
 func (h *hub) send(name string, o api.Order) error {
 	h.mu.Lock()
@@ -153,11 +177,24 @@ func (h *hub) drop(name string) {
 }
 
 // agentOrders is the agent's long poll: 200 with an order, or 204 when
-// none came within the poll time.
+// none came within the poll time. The run parameter names the agent run
+// (one kura agent run process): a poll of a run that said goodbye, which
+// reached the server after the goodbye, is refused and counts for nothing.
 func (s *Server) agentOrders(w http.ResponseWriter, r *http.Request, client string) error {
+	run := r.URL.Query().Get("run")
+	if run != "" {
+		if err := api.ValidAgentRun(run); err != nil {
+			return err
+		}
+	}
 	s.hub.mu.Lock()
 	ss := s.hub.session(client)
+	if ss.bye && run != "" && run == ss.byeRun {
+		s.hub.mu.Unlock()
+		return apiErr(api.CodeConflict, "agent run %s of client %s said goodbye; a new run polls with a new name", run, client)
+	}
 	cameOnline := !ss.online(s.opts.OnlineGrace)
+	ss.bye, ss.byeRun = false, ""
 	ss.polls++
 	s.hub.mu.Unlock()
 	if cameOnline {
@@ -196,6 +233,24 @@ func (s *Server) agentOrders(w http.ResponseWriter, r *http.Request, client stri
 	case <-r.Context().Done():
 		return nil
 	}
+}
+
+// agentBye is an agent's goodbye as kura agent run stops: it is offline
+// from now on (kura client list, the console, the queue's reasons,
+// metrics), not after the grace. Its open polls, ending after this, do not
+// bring it back; its next run's first poll does.
+func (s *Server) agentBye(w http.ResponseWriter, r *http.Request, client string) error {
+	var b api.AgentBye
+	if err := readJSON(r, &b); err != nil {
+		return err
+	}
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	s.hub.bye(client, b.Run)
+	s.log.Info("agent said goodbye", "client", client, "run", b.Run)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // agentJob finds the running job an agent call is about, and checks that

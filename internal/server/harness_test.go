@@ -369,6 +369,13 @@ func (p *proxy) pipe(dst, src net.Conn) {
 	}
 }
 
+// close stops the proxy for good: its connections are cut and new ones
+// are refused (the network is gone).
+func (p *proxy) close() {
+	p.ln.Close()
+	p.cut()
+}
+
 func (p *proxy) freeze() {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -166,9 +166,11 @@ func TestJobAwaitingAgentWhenServerStops(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	opts := fastOpts
-	opts.OnlineGrace = time.Minute // the stopped agent still counts as connected
+	opts.OnlineGrace = time.Minute // the cut-off agent still counts as connected
 	r := startServerWith(t, home, "", opts)
-	_, stopAgent := r.runAgent("c1")
+	px := startProxy(t, r.addr)
+	stopAgent := r.startAgent(r.enroll("c1", px.url()), "c1")
+	px.close() // its network goes: no goodbye (which would show it offline at once)
 	stopAgent()
 	src := t.TempDir()
 	makeTree(t, src, 4, 9)

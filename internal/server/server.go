@@ -381,6 +381,7 @@ func (s *Server) routes() []route {
 		admin("GET", "/prune", s.getPrunePlan),
 		open("POST", "/enroll", s.postEnroll),
 		agent("GET", "/agent/orders", s.agentOrders),
+		agent("POST", "/agent/bye", s.agentBye),
 		agent("POST", "/agent/wal", s.agentWAL),
 		agent("POST", "/agent/walspool", s.agentWALSpool),
 		agent("GET", "/agent/savesets", s.agentOwnSavesets),
