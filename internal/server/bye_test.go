@@ -10,7 +10,6 @@ import (
 	"github.com/kura-backup/kura/internal/agent"
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
-	"github.com/kura-backup/kura/internal/pki"
 )
 
 // clientState is one client as the client list shows it now.
@@ -108,27 +107,7 @@ func TestGoodbyeFromRevokedOrUnknownClientRefused(t *testing.T) {
 	wantCode(t, "a goodbye from revoked c1", err, api.CodeForbidden)
 	r.waitLog("refused: revoked client", "client=c1")
 
-	ca, _, err := pki.LoadOrCreateCA(r.home+"/pki", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPEM, csr, err := pki.NewClientKey("ghost")
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM, _, err := ca.SignClient(csr, "ghost", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _, err := pki.LoadClientCertificate(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pki.ClientTLSConfig(ca.CertPEM, &cert)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = newClient(t, r.url, cfg, "").AgentBye(t.Context(), api.AgentBye{Run: "run1"})
+	err = newClient(t, r.url, r.unenrolledTLS(t, "ghost"), "").AgentBye(t.Context(), api.AgentBye{Run: "run1"})
 	wantCode(t, "a goodbye from ghost, not enrolled", err, api.CodeForbidden)
 	r.waitLog("refused: unknown client", "client=ghost")
 

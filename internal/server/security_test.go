@@ -115,26 +115,7 @@ func TestCertificateNotTheEnrolledOne(t *testing.T) {
 	t.Parallel()
 	r := startServer(t, t.TempDir(), "")
 	r.enroll("c1", "")
-	ca, _, err := pki.LoadOrCreateCA(filepath.Join(r.home, "pki"), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPEM, csr, err := pki.NewClientKey("c1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM, _, err := ca.SignClient(csr, "c1", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _, err := pki.LoadClientCertificate(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pki.ClientTLSConfig(ca.CertPEM, &cert)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := r.unenrolledTLS(t, "c1")
 	wantCode(t, "a second certificate for c1", get(t, newClient(t, r.url, cfg, ""), "/agent/orders"), api.CodeForbidden)
 	r.waitLog("refused: certificate does not match the enrolled one")
 }
@@ -455,4 +436,32 @@ func TestEnrollNameNotProbedWithoutToken(t *testing.T) {
 		t.Errorf("the token refused for a taken name was spent: %v", err)
 	}
 	r.waitLog("unknown token", "enrolled already")
+}
+
+// unenrolledTLS is a client TLS configuration with a certificate for name
+// signed by the server's own CA but never enrolled: the right CA, not the
+// enrolled certificate.
+func (r *rig) unenrolledTLS(t testing.TB, name string) *tls.Config {
+	t.Helper()
+	ca, _, err := pki.LoadOrCreateCA(filepath.Join(r.home, "pki"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM, csr, err := pki.NewClientKey(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, _, err := ca.SignClient(csr, name, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _, err := pki.LoadClientCertificate(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pki.ClientTLSConfig(ca.CertPEM, &cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
