@@ -553,3 +553,31 @@ func prefixColumns(prefix, cols string) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// LiveSavesetsByTape returns, for every tape that holds a part (data or
+// index, of the saveset or of a copy) of a complete or running saveset
+// that has not expired, the IDs of those savesets in ascending order: what
+// Savesets with a Barcode filter and those statuses gives for each tape
+// (less the expired ones), in one query instead of one per tape.
+func (c *Catalog) LiveSavesetsByTape() (map[string][]int64, error) {
+	rows, err := c.db.Query(`SELECT DISTINCT p.barcode, s.id FROM saveset_parts p
+		JOIN savesets s ON s.id = p.saveset_id
+		WHERE s.status IN (?, ?) AND s.expired = ? ORDER BY s.id`, StatusComplete, StatusRunning, false)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: live savesets by tape: %w", err)
+	}
+	defer rows.Close()
+	out := map[string][]int64{}
+	for rows.Next() {
+		var bc string
+		var id int64
+		if err := rows.Scan(&bc, &id); err != nil {
+			return nil, fmt.Errorf("catalog: live savesets by tape: %w", err)
+		}
+		out[bc] = append(out[bc], id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("catalog: live savesets by tape: %w", err)
+	}
+	return out, nil
+}

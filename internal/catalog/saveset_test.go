@@ -303,3 +303,57 @@ func testReserveSavesetIDs(t *testing.T) {
 		t.Fatalf("saveset after reserving 20 got ID %d", s2.ID)
 	}
 }
+
+func TestLiveSavesetsByTape(t *testing.T) { onBoth(t, testLiveSavesetsByTape) }
+
+// testLiveSavesetsByTape: the one-query map agrees, tape by tape, with the
+// Barcode filter it replaces, and leaves out expired, failed and
+// incomplete savesets; copies' parts count on their tapes.
+func testLiveSavesetsByTape(t *testing.T) {
+	c, _ := openTemp(t)
+	mk := func(status string, parts []string, index string, copyParts ...string) int64 {
+		s := &Saveset{Selection: "home", Level: LevelFull, Status: status, Library: "default", Created: t0}
+		for i, b := range parts {
+			s.Parts = append(s.Parts, Part{Barcode: b, File: i + 1})
+		}
+		if index != "" {
+			s.IndexPart = Part{Barcode: index, File: 9}
+		}
+		if len(copyParts) > 0 {
+			cp := Copy{Copy: 1, Library: "vault", Created: t0}
+			for i, b := range copyParts {
+				cp.Parts = append(cp.Parts, Part{Barcode: b, File: i + 1})
+			}
+			s.Copies = []Copy{cp}
+		}
+		must(t, c.CreateSaveset(s))
+		return s.ID
+	}
+	s1 := mk(StatusComplete, []string{"T1", "T2"}, "T2")
+	s2 := mk(StatusComplete, []string{"T2"}, "T3", "V1")
+	mk(StatusFailed, []string{"T4"}, "")
+	s4 := mk(StatusRunning, []string{"T4", "T1"}, "")
+	mk(StatusIncomplete, []string{"T5"}, "")
+	s6 := mk(StatusComplete, []string{"T6"}, "T6")
+	must(t, c.ExpireSaveset(s6, "kept 1 generation"))
+
+	got, err := c.LiveSavesetsByTape()
+	must(t, err)
+	want := map[string][]int64{"T1": {s1, s4}, "T2": {s1, s2}, "T3": {s2}, "T4": {s4}, "V1": {s2}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("live savesets by tape = %v, want %v", got, want)
+	}
+	for _, bc := range []string{"T1", "T2", "T3", "T4", "T5", "T6", "V1", "NONE"} {
+		ss, err := c.Savesets(SavesetFilter{Barcode: bc, Statuses: []string{StatusComplete, StatusRunning}})
+		must(t, err)
+		var live []int64
+		for _, s := range ss {
+			if !s.Expired {
+				live = append(live, s.ID)
+			}
+		}
+		if !reflect.DeepEqual(live, got[bc]) {
+			t.Errorf("tape %s: the filter gives %v, the map %v", bc, live, got[bc])
+		}
+	}
+}

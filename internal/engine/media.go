@@ -228,6 +228,10 @@ func (e *Env) Tapes(libName string) ([]TapeInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	live, err := e.Catalog.LiveSavesetsByTape()
+	if err != nil {
+		return nil, err
+	}
 	var out []TapeInfo
 	for _, rec := range libs {
 		lib, err := e.ChangerOf(rec)
@@ -240,13 +244,7 @@ func (e *Env) Tapes(libName string) ([]TapeInfo, error) {
 		}
 		for _, t := range tapes {
 			ti := TapeInfo{TapeStatus: t, Library: rec.Name, Savesets: []int64{}, Pool: pools[t.Barcode]}
-			sets, err := e.liveSavesets("", t.Barcode)
-			if err != nil {
-				return nil, err
-			}
-			for _, s := range sets {
-				ti.Savesets = append(ti.Savesets, s.ID)
-			}
+			ti.Savesets = append(ti.Savesets, live[t.Barcode]...)
 			out = append(out, ti)
 		}
 	}
