@@ -88,15 +88,15 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 	// Open the data stream first: whatever goes wrong after this reaches
 	// the server as an abort message with its reason.
 	pw := newHandoff()
-	var w io.Writer = pw
+	var body io.Reader = pw
 	if b.BWLimit > 0 {
 		// At the write to the connection, after every buffer: the
 		// limit holds on the wire, whatever the frame size.
-		w = newLimitedWriter(ctx, pw, b.BWLimit)
+		body = newLimitedUpload(ctx, pw, b.BWLimit)
 	}
 	phase := monitor.StartPhase(monitor.SystemClock{}, "backup")
 	sent := &sentFigures{}
-	sink := &netSink{w: w, sent: sent, clear: !b.Encrypt}
+	sink := &netSink{w: pw, sent: sent, clear: !b.Encrypt}
 	type answer struct {
 		close api.BackupClose
 		err   error
@@ -114,10 +114,10 @@ func (a *Agent) backup(ctx context.Context, o api.Order) error {
 			var nc *apiclient.Client
 			if nc, err = apiclient.New(b.DataURL, a.tls, ""); err == nil {
 				defer nc.Close()
-				rc, err = a.callVia(nc, nc.DoBulk, ctx, "POST", "/span/"+b.Ticket, "application/octet-stream", pw, idle, true)
+				rc, err = a.callVia(nc, nc.DoBulk, ctx, "POST", "/span/"+b.Ticket, "application/octet-stream", body, idle, true)
 			}
 		} else {
-			rc, err = a.callBulk(ctx, "POST", jobPath(o.JobID, "/data"), "application/octet-stream", pw, idle, true)
+			rc, err = a.callBulk(ctx, "POST", jobPath(o.JobID, "/data"), "application/octet-stream", body, idle, true)
 		}
 		if err != nil {
 			an.err = err

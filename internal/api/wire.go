@@ -65,7 +65,14 @@ func (w Warning) FilePath() string {
 	return w.Path
 }
 
-// WriteMsg writes one message.
+// smallMsg is the largest payload WriteMsg sends in the same Write as its
+// header: figures, warnings and the end fit; a frame goes as it is, not
+// copied.
+const smallMsg = 4 << 10
+
+// WriteMsg writes one message: a small one (figures, warnings) in one
+// Write, header and payload together, so that a connection sends it as one
+// piece; a larger one as its header, then each payload slice as it is.
 func WriteMsg(w io.Writer, typ byte, payload ...[]byte) error {
 	n := 0
 	for _, p := range payload {
@@ -74,6 +81,14 @@ func WriteMsg(w io.Writer, typ byte, payload ...[]byte) error {
 	var hdr [5]byte
 	hdr[0] = typ
 	binary.BigEndian.PutUint32(hdr[1:], uint32(n))
+	if n <= smallMsg {
+		msg := append(make([]byte, 0, len(hdr)+n), hdr[:]...)
+		for _, p := range payload {
+			msg = append(msg, p...)
+		}
+		_, err := w.Write(msg)
+		return err
+	}
 	if _, err := w.Write(hdr[:]); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -150,6 +151,50 @@ func TestWarningKeepsANonUTF8Path(t *testing.T) {
 		}
 		if w.FilePath() != path || w.Message != "name is not valid UTF-8" {
 			t.Errorf("%q came back as %q (%s)", path, w.FilePath(), b)
+		}
+	}
+}
+
+// writeLog keeps each Write as it came.
+type writeLog [][]byte
+
+func (w *writeLog) Write(p []byte) (int, error) {
+	*w = append(*w, bytes.Clone(p))
+	return len(p), nil
+}
+
+// A small message (figures, a warning, the end) is one Write, so that a
+// bandwidth-limited connection sends it as one piece; a frame is its
+// header, then its payload slices as they are (not copied).
+func TestWriteMsgWrites(t *testing.T) {
+	figures := []byte(`{"files":3,"bytes":1048576}`)
+	frame := bytes.Repeat([]byte{0xCD}, smallMsg+1)
+	for _, c := range []struct {
+		name    string
+		typ     byte
+		payload [][]byte
+		writes  []int
+	}{
+		{"progress", MsgProgress, [][]byte{figures}, []int{5 + len(figures)}},
+		{"end", MsgEnd, nil, []int{5}},
+		{"two small slices", MsgWarning, [][]byte{figures[:4], figures[4:]}, []int{5 + len(figures)}},
+		{"largest small", MsgFrame, [][]byte{frame[:smallMsg]}, []int{5 + smallMsg}},
+		{"frame", MsgFrame, [][]byte{frame[:100], frame[100:]}, []int{5, 100, len(frame) - 100}},
+	} {
+		var log writeLog
+		if err := WriteMsg(&log, c.typ, c.payload...); err != nil {
+			t.Fatal(err)
+		}
+		var sizes []int
+		for _, w := range log {
+			sizes = append(sizes, len(w))
+		}
+		if !slices.Equal(sizes, c.writes) {
+			t.Errorf("%s: writes of %v bytes, want %v", c.name, sizes, c.writes)
+		}
+		typ, p, err := ReadMsg(bytes.NewReader(bytes.Join(log, nil)), nil)
+		if err != nil || typ != c.typ || !bytes.Equal(p, bytes.Join(c.payload, nil)) {
+			t.Errorf("%s: read back %q, %d bytes, %v", c.name, typ, len(p), err)
 		}
 	}
 }

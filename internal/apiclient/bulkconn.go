@@ -12,6 +12,15 @@ import (
 // before it writes them to the socket.
 const bulkWriteSize = 256 << 10
 
+// bulkBufferSize is the HTTP transport's write buffer of a bulk
+// connection. A request body in chunked encoding goes through it as a chunk
+// header, the bytes, then "\r\n" and a flush; a write that does not fit is
+// cut into a buffer's worth, flushed, the rest, and the end: three TLS
+// writes and three socket writes. A write of up to 64 KiB fits whole (the
+// agent's bandwidth-limited pieces, internal/agent/throttle.go), so it is
+// one TLS write and one socket write.
+const bulkBufferSize = 64<<10 + 64
+
 // A bulk stream is mostly large writes. crypto/tls cuts each into records
 // of at most 16 KiB and writes every record to the socket by itself: one
 // system call, and on loopback one trip through the TCP stack, per 16 KiB.

@@ -10,8 +10,10 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"io"
 	"math/big"
 	"net"
+	"net/http"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -201,4 +203,65 @@ func cpuSeconds() float64 {
 		return 0
 	}
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// piecesBody is a request body that writes pieces of 64 KiB, each as one
+// Write (as the agent's bandwidth limiter does), and then sends how many
+// socket writes they took.
+type piecesBody struct {
+	pieces int
+	cc     *countingConn
+	took   chan int64
+}
+
+func (b *piecesBody) Read([]byte) (int, error) { return 0, errors.New("piecesBody: WriteTo only") }
+
+func (b *piecesBody) WriteTo(w io.Writer) (int64, error) {
+	before := b.cc.writes.Load()
+	piece := make([]byte, 64<<10)
+	var n int64
+	for range b.pieces {
+		m, err := w.Write(piece)
+		n += int64(m)
+		if err != nil {
+			return n, err
+		}
+	}
+	b.took <- b.cc.writes.Load() - before
+	return n, errPiecesDone // ends the request
+}
+
+var errPiecesDone = errors.New("piecesBody: done")
+
+// A 64 KiB write of a bulk request body (chunked) goes to the socket as one
+// write: chunk header, bytes and end in the transport's buffer at once, not
+// cut into a buffer's worth, the rest and the end (three writes, each a
+// TLS record batch and a packet).
+func TestBulkChunkIsOneSocketWrite(t *testing.T) {
+	bc, cc, _ := tlsPair(t, false)
+	tr := bulkTransport(func(context.Context, string, string) (net.Conn, error) { return bc, nil })
+	defer tr.CloseIdleConnections()
+	const pieces = 8
+	body := &piecesBody{pieces: pieces, cc: cc, took: make(chan int64, 1)}
+	req, err := http.NewRequestWithContext(t.Context(), "POST", "https://127.0.0.1/data", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := tr.RoundTrip(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-done
+	var took int64
+	select {
+	case took = <-body.took:
+	default:
+		t.Fatal("the request ended before its body was written")
+	}
+	if took != pieces {
+		t.Errorf("%d writes of 64 KiB took %d socket writes, want one each", pieces, took)
+	}
 }

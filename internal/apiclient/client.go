@@ -52,12 +52,18 @@ func New(base string, tlsCfg *tls.Config, token string) (*Client, error) {
 	}
 	bulkTLS.NextProtos = []string{"http/1.1"}
 	// Its TLS records are gathered into large socket writes (bulkconn.go).
-	bulk := &http.Transport{DialTLSContext: dialBulk(bulkTLS, 15*time.Second), ForceAttemptHTTP2: false,
-		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
-		MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second,
-		WriteBufferSize: 16 << 10, ReadBufferSize: 64 << 10}
+	bulk := bulkTransport(dialBulk(bulkTLS, 15*time.Second))
 	return &Client{base: strings.TrimRight(u.String(), "/"), hc: &http.Client{Transport: tr}, bulk: &http.Client{Transport: bulk},
 		token: strings.TrimSpace(token)}, nil
+}
+
+// bulkTransport is the HTTP/1.1 transport of bulk streams over the
+// connections dial makes.
+func bulkTransport(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
+	return &http.Transport{DialTLSContext: dial, ForceAttemptHTTP2: false,
+		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
+		MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second,
+		WriteBufferSize: bulkBufferSize, ReadBufferSize: 64 << 10}
 }
 
 // Base is the server address.
