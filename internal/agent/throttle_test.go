@@ -47,7 +47,7 @@ func (w *wireLog) Write(p []byte) (int, error) {
 // producer pauses, the connection is given at most limit × t bytes by any
 // moment t since the start (the limiter starts empty), and at most
 // limit × t + burst over any span t between two writes; the burst is at
-// most 64 KiB, and no write is larger than it. The limit is also used:
+// most maxBurst (1 MiB), and no write is larger than it. The limit is also used:
 // the stream takes no longer than its bytes at the limit plus the time
 // slept too long and paused. Time is a fake clock: a sleep advances it,
 // in one run exactly, in the other oversleeping at random as a loaded
@@ -111,8 +111,8 @@ func testLimit(t *testing.T, maxOver time.Duration, bps int64, frame int) {
 		t.Fatal(err)
 	}
 	burst := lw.lim.Burst()
-	if burst > 64<<10 || burst != burstOf(bps) {
-		t.Fatalf("burst %d, want burstOf %d, at most 64 KiB", burst, burstOf(bps))
+	if burst > maxBurst || burst != burstOf(bps) {
+		t.Fatalf("burst %d, want burstOf %d, at most 1 MiB", burst, burstOf(bps))
 	}
 	// slack for the limiter's rounding of delays to whole nanoseconds
 	slack := 1 + float64(bps)*1e-6
@@ -190,7 +190,7 @@ func TestBurstOf(t *testing.T) {
 	for _, c := range []struct {
 		bps  int64
 		want int
-	}{{1000, 16 << 10}, {256 << 10, 256 << 10 / 10}, {1 << 20, 64 << 10}, {12_500_000, 64 << 10}} {
+	}{{1000, 16 << 10}, {256 << 10, 16 << 10}, {1 << 20, 1 << 20 / 50}, {12_500_000, 250_000}, {125_000_000, 1 << 20}} {
 		if got := burstOf(c.bps); got != c.want {
 			t.Errorf("burstOf(%d) = %d, want %d", c.bps, got, c.want)
 		}
@@ -357,11 +357,12 @@ func TestSealedProgressCountsWhatWentOut(t *testing.T) {
 // GiB (user + system; it holds both ends of the connection).
 //
 //   - "limited" is a backup's arrangement (netSink → handoff →
-//     limitedUpload → connection: each 64 KiB piece waits and is written on
-//     the connection's goroutine); "before-handoff" is the one it replaced
-//     (netSink → limitedWriter → handoff: every piece handed across to that
-//     goroutine and back); "burst-256KiB" is limited with four times the
-//     burst, for what a larger burst would save (not what Kura does).
+//     limitedUpload → connection: each piece of one burst, 244 KiB at this
+//     limit, waits and is written on the connection's goroutine);
+//     "before-handoff" is the one it replaced (netSink → limitedWriter →
+//     handoff: every piece handed across to that goroutine and back);
+//     "burst-64KiB" is limited with the fixed 64 KiB burst Kura used before
+//     the burst grew with the limit.
 //   - "fake-clock": a wait advances a fake clock at once, so only the
 //     limit's own work per byte counts; "real-clock": the waits are real
 //     (100 Mbit/s: 84 ms a frame; use -benchtime 40x), so the wake-ups of an
@@ -376,8 +377,8 @@ func BenchmarkLimitedSend(b *testing.B) {
 	run := func(b *testing.B, arr, clockName string) {
 		conn := &countingWriter{w: loopback(b)}
 		burst := burstOf(bps)
-		if arr == "burst-256KiB" {
-			burst = 256 << 10
+		if arr == "burst-64KiB" {
+			burst = 64 << 10
 		}
 		limited := func(w io.Writer) *limitedWriter {
 			if clockName == "real-clock" {
@@ -396,7 +397,7 @@ func BenchmarkLimitedSend(b *testing.B) {
 		var body io.WriterTo = pw
 		var sinkTo io.Writer = pw
 		switch arr {
-		case "limited", "burst-256KiB":
+		case "limited", "burst-64KiB":
 			body = &limitedUpload{h: pw, lw: limited(nil)}
 		case "before-handoff":
 			sinkTo = limited(pw)
@@ -426,7 +427,7 @@ func BenchmarkLimitedSend(b *testing.B) {
 		b.ReportMetric(float64(conn.writes)/float64(b.N), "writes/MiB")
 	}
 	b.Run("unlimited", func(b *testing.B) { run(b, "unlimited", "") })
-	for _, arr := range []string{"limited", "before-handoff", "burst-256KiB"} {
+	for _, arr := range []string{"limited", "before-handoff", "burst-64KiB"} {
 		for _, clock := range []string{"fake-clock", "real-clock"} {
 			b.Run(arr+"/"+clock, func(b *testing.B) { run(b, arr, clock) })
 		}

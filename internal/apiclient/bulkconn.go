@@ -17,8 +17,11 @@ const bulkWriteSize = 256 << 10
 // header, the bytes, then "\r\n" and a flush; a write that does not fit is
 // cut into a buffer's worth, flushed, the rest, and the end: three TLS
 // writes and three socket writes. A write of up to 64 KiB fits whole (the
-// agent's bandwidth-limited pieces, internal/agent/throttle.go), so it is
-// one TLS write and one socket write.
+// agent's bandwidth-limited pieces up to about 25 Mbit/s,
+// internal/agent/throttle.go), so it is one TLS write and one socket
+// write. A larger buffer would copy every byte of an unlimited stream's
+// frames into it (the chunk header is buffered first, so a frame that fits
+// is copied, not written through); larger pieces take the three writes.
 const bulkBufferSize = 64<<10 + 64
 
 // A bulk stream is mostly large writes. crypto/tls cuts each into records
