@@ -37,23 +37,26 @@ import (
 // the wire's (times the compression ratio: it counts source bytes); it
 // never runs ahead of the connection by more than the frame being sent.
 
-// Burst bounds: 20 ms of the limit (burstPerSecond bursts a second), at
-// least minBurst (so a low limit does not cut the stream into tiny writes)
-// and at most maxBurst (so a high one never bursts much above it). Each
-// piece costs a timer wake-up and a socket write (about 0.2 ms of CPU on
-// the project's 2-core machine), so the burst grows with the limit: at
+// Burst bounds: a tenth of a second of the limit up to 64 KiB, or 20 ms
+// of it (burstPerSecond bursts a second) when that is more; at least
+// minBurst (so a low limit does not cut the stream into tiny writes) and at
+// most maxBurst (so a high one never bursts much above it). Each piece
+// costs a timer wake-up and a socket write (about 0.2 ms of CPU on the
+// project's 2-core machine), so the burst grows with the limit: at
 // 100 Mbit/s 244 KiB pieces, 50 a second, where a fixed 64 KiB cost 190
-// wake-ups a second (docs/benchmarks.md §4.3.1). Over any second the wire
-// carries at most 2 % more than the limit.
+// wake-ups a second (docs/benchmarks.md §4.3.1); at 10 Mbit/s it stays at
+// 64 KiB. Over any second the wire carries at most 2 % more than the limit
+// above 25 Mbit/s, and at most 64 KiB more below.
 const (
 	minBurst       = 16 << 10
+	smallBurst     = 64 << 10
 	maxBurst       = 1 << 20
 	burstPerSecond = 50
 )
 
 // burstOf is the burst of a limit of bps bytes per second.
 func burstOf(bps int64) int {
-	return int(min(max(bps/burstPerSecond, minBurst), maxBurst))
+	return int(min(max(bps/burstPerSecond, min(bps/10, smallBurst), minBurst), maxBurst))
 }
 
 // newLimiter allows bps bytes per second with a burst of burstOf(bps),

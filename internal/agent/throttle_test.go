@@ -190,9 +190,19 @@ func TestBurstOf(t *testing.T) {
 	for _, c := range []struct {
 		bps  int64
 		want int
-	}{{1000, 16 << 10}, {256 << 10, 16 << 10}, {1 << 20, 1 << 20 / 50}, {12_500_000, 250_000}, {125_000_000, 1 << 20}} {
+	}{{1000, 16 << 10}, {256 << 10, 256 << 10 / 10}, {1 << 20, 64 << 10}, {1_250_000, 64 << 10}, {12_500_000, 250_000}, {125_000_000, 1 << 20}} {
 		if got := burstOf(c.bps); got != c.want {
 			t.Errorf("burstOf(%d) = %d, want %d", c.bps, got, c.want)
+		}
+	}
+	// Never smaller than the fixed burst it replaced (a tenth of a second,
+	// 16-64 KiB: more pieces would cost more wake-ups), never more than
+	// 20 ms of the limit above that, never above 1 MiB.
+	for bps := int64(1); bps < 1<<33; bps = bps*3/2 + 1 {
+		old := int(min(max(bps/10, 16<<10), 64<<10))
+		got := burstOf(bps)
+		if got < old || got > max(old, int(bps/50)) || got > 1<<20 {
+			t.Fatalf("burstOf(%d) = %d: below the old %d, or above max(old, 20 ms) or 1 MiB", bps, got, old)
 		}
 	}
 }
