@@ -2,8 +2,6 @@ package node
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,22 +56,10 @@ type readSession struct {
 	owner         *Libraries
 }
 
-func (sp *spans) getRead(ticket string) *readSession {
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	return sp.reads[ticket]
-}
-
-func (sp *spans) removeRead(s *readSession) {
-	sp.mu.Lock()
-	delete(sp.reads, s.ticket)
-	sp.mu.Unlock()
-}
-
 // end kills the ticket and cuts a read under way.
 func (s *readSession) end(cause error) {
 	s.cancel(cause)
-	s.owner.spans.removeRead(s)
+	s.owner.spans.reads.remove(s.ticket)
 }
 
 // openRead is the tunnel call POST /libraries/{lib}/read.
@@ -92,15 +78,13 @@ func (l *Libraries) openRead(w http.ResponseWriter, r *http.Request) (any, error
 	if req.Agent == "" || len(req.Parts) == 0 || req.Part < 0 || req.Part >= len(req.Parts) || req.Offset < 0 || req.Offset > req.Parts[req.Part].Bytes {
 		return nil, fmt.Errorf("%w: a read of saveset %d needs an agent and a location inside its %d parts", errBadRequest, req.Saveset, len(req.Parts))
 	}
-	var tb [32]byte
-	if _, err := rand.Read(tb[:]); err != nil {
+	ticket, err := newTicket()
+	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	s := &readSession{ticket: hex.EncodeToString(tb[:]), agent: req.Agent, req: req, lib: lib, ctx: ctx, cancel: cancel, owner: l}
-	l.spans.mu.Lock()
-	l.spans.reads[s.ticket] = s
-	l.spans.mu.Unlock()
+	s := &readSession{ticket: ticket, agent: req.Agent, req: req, lib: lib, ctx: ctx, cancel: cancel, owner: l}
+	l.spans.reads.add(s.ticket, s)
 	// A ticket nobody comes for dies on its own.
 	time.AfterFunc(readStart, func() {
 		if s.used.CompareAndSwap(false, true) {
@@ -115,15 +99,7 @@ func (l *Libraries) closeReads() {
 	if l.spans == nil {
 		return
 	}
-	l.spans.mu.Lock()
-	var mine []*readSession
-	for _, s := range l.spans.reads {
-		if s.owner == l {
-			mine = append(mine, s)
-		}
-	}
-	l.spans.mu.Unlock()
-	for _, s := range mine {
+	for _, s := range l.spans.reads.where(func(s *readSession) bool { return s.owner == l }) {
 		s.end(errSessionEnded)
 	}
 }
@@ -135,7 +111,7 @@ func (l *Libraries) cancelRead(w http.ResponseWriter, r *http.Request) (any, err
 	if l.spans == nil {
 		return struct{}{}, nil
 	}
-	if s := l.spans.getRead(r.PathValue("t")); s != nil && s.owner == l {
+	if s := l.spans.reads.get(r.PathValue("t")); s != nil && s.owner == l {
 		s.end(fmt.Errorf("the server cancelled the read: %s", r.URL.Query().Get("why")))
 	}
 	return struct{}{}, nil
@@ -150,20 +126,8 @@ func (l *Libraries) cancelAgent(w http.ResponseWriter, r *http.Request) (any, er
 	}
 	name := r.PathValue("name")
 	why := fmt.Errorf("client %s was revoked", name)
-	l.spans.mu.Lock()
-	var reads []*readSession
-	var spans []*spanSession
-	for _, s := range l.spans.reads {
-		if s.agent == name {
-			reads = append(reads, s)
-		}
-	}
-	for _, s := range l.spans.m {
-		if s.agent == name {
-			spans = append(spans, s)
-		}
-	}
-	l.spans.mu.Unlock()
+	reads := l.spans.reads.where(func(s *readSession) bool { return s.agent == name })
+	spans := l.spans.m.where(func(s *spanSession) bool { return s.agent == name })
 	for _, s := range reads {
 		s.end(why)
 	}
@@ -181,7 +145,7 @@ func (sp *spans) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.TLS.VerifiedChains[0][0].Subject.CommonName
-	s := sp.getRead(r.PathValue("t"))
+	s := sp.reads.get(r.PathValue("t"))
 	if s == nil || s.agent != name {
 		dataErr(w, http.StatusForbidden, api.CodeForbidden, "no read for client %s waits here under that ticket", name)
 		return

@@ -3,8 +3,6 @@ package node
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +11,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -74,16 +71,15 @@ type spanEvent struct {
 // spans are the open sessions of the node process, shared by the tunnel's
 // session (which opens them) and the data port (where agents attach).
 type spans struct {
-	mu       sync.Mutex
-	m        map[string]*spanSession
-	reads    map[string]*readSession // read tickets (read.go)
-	received atomic.Int64            // frame bytes agents sent to the data port
-	sent     atomic.Int64            // saveset bytes the data port sent to agents
+	m        *tickets[*spanSession]
+	reads    *tickets[*readSession] // read tickets (read.go)
+	received atomic.Int64           // frame bytes agents sent to the data port
+	sent     atomic.Int64           // saveset bytes the data port sent to agents
 	dataURL  string
 }
 
 func newSpans(dataURL string) *spans {
-	return &spans{m: map[string]*spanSession{}, reads: map[string]*readSession{}, dataURL: dataURL}
+	return &spans{m: newTickets[*spanSession](), reads: newTickets[*readSession](), dataURL: dataURL}
 }
 
 type spanSession struct {
@@ -97,18 +93,6 @@ type spanSession struct {
 	ctx           context.Context
 	cancel        context.CancelCauseFunc
 	owner         *Libraries
-}
-
-func (sp *spans) get(ticket string) *spanSession {
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	return sp.m[ticket]
-}
-
-func (sp *spans) remove(s *spanSession) {
-	sp.mu.Lock()
-	delete(sp.m, s.ticket)
-	sp.mu.Unlock()
 }
 
 // openSpan is the tunnel call POST /devices/{d}/span.
@@ -136,13 +120,13 @@ func (l *Libraries) openSpan(w http.ResponseWriter, r *http.Request) (any, error
 	if dh == nil || dv == nil {
 		return nil, fmt.Errorf("device handle %d is not loaded in a drive of this session: %w", id, ErrNoHandle)
 	}
-	var tb [32]byte
-	if _, err := rand.Read(tb[:]); err != nil {
+	ticket, err := newTicket()
+	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	first := dv.dev.Label().Barcode
-	s := &spanSession{ticket: hex.EncodeToString(tb[:]), agent: req.Agent, sealed: req.Sealed, tapes: []string{first},
+	s := &spanSession{ticket: ticket, agent: req.Agent, sealed: req.Sealed, tapes: []string{first},
 		events: make(chan spanEvent, 256), closeCh: make(chan api.BackupClose, 1), ctx: ctx, cancel: cancel, owner: l}
 	cur := first
 	next := func(exclude []string, full bool) (tape.Device, string, error) {
@@ -185,9 +169,7 @@ func (l *Libraries) openSpan(w http.ResponseWriter, r *http.Request) (any, error
 		return stream.LabelFrame(lb)
 	}
 	s.sw = span.NewWriter(dv.dev, first, next, header, req.Tag)
-	l.spans.mu.Lock()
-	l.spans.m[s.ticket] = s
-	l.spans.mu.Unlock()
+	l.spans.m.add(s.ticket, s)
 	return SpanOpened{Ticket: s.ticket, DataURL: l.spans.dataURL}, nil
 }
 
@@ -195,7 +177,7 @@ func (l *Libraries) span(r *http.Request) (*spanSession, error) {
 	if l.spans == nil {
 		return nil, fmt.Errorf("span %s: %w", r.PathValue("t"), ErrNoHandle)
 	}
-	s := l.spans.get(r.PathValue("t"))
+	s := l.spans.m.get(r.PathValue("t"))
 	if s == nil || s.owner != l {
 		return nil, fmt.Errorf("span session: %w", ErrNoHandle)
 	}
@@ -236,15 +218,7 @@ func (l *Libraries) closeSessions() {
 	if l.spans == nil {
 		return
 	}
-	l.spans.mu.Lock()
-	var mine []*spanSession
-	for _, s := range l.spans.m {
-		if s.owner == l {
-			mine = append(mine, s)
-		}
-	}
-	l.spans.mu.Unlock()
-	for _, s := range mine {
+	for _, s := range l.spans.m.where(func(s *spanSession) bool { return s.owner == l }) {
 		s.end(errSessionEnded)
 	}
 }
@@ -254,7 +228,7 @@ func (l *Libraries) closeSessions() {
 // is otherwise the stream's to abort.
 func (s *spanSession) end(cause error) {
 	s.cancel(cause)
-	s.owner.spans.remove(s)
+	s.owner.spans.m.remove(s.ticket)
 	if s.attached.CompareAndSwap(false, true) {
 		s.sw.Abort()
 	}
@@ -300,7 +274,7 @@ func (sp *spans) receive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.TLS.VerifiedChains[0][0].Subject.CommonName
-	s := sp.get(r.PathValue("t"))
+	s := sp.m.get(r.PathValue("t"))
 	if s == nil || s.agent != name {
 		dataErr(w, http.StatusForbidden, api.CodeForbidden, "no backup of client %s waits here under that ticket", name)
 		return
@@ -309,7 +283,7 @@ func (sp *spans) receive(w http.ResponseWriter, r *http.Request) {
 		dataErr(w, http.StatusConflict, api.CodeConflict, "the ticket's stream was sent already")
 		return
 	}
-	defer sp.remove(s)
+	defer sp.m.remove(s.ticket)
 	rc := http.NewResponseController(w)
 	stop := context.AfterFunc(s.ctx, func() { _ = rc.SetReadDeadline(time.Now()) })
 	res := s.take(sp, &deadlineReader{r: bufio.NewReaderSize(r.Body, 1<<20), rc: rc})
