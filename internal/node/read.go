@@ -140,11 +140,10 @@ func (l *Libraries) cancelAgent(w http.ResponseWriter, r *http.Request) (any, er
 // send is the data port's GET /api/v1/read/{t}: the saveset's media bytes
 // from the session's location to the end of its data.
 func (sp *spans) send(w http.ResponseWriter, r *http.Request) {
-	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
-		dataErr(w, http.StatusUnauthorized, api.CodeUnauthorized, "the data port needs an agent's certificate")
+	name, ok := dataAgent(w, r)
+	if !ok {
 		return
 	}
-	name := r.TLS.VerifiedChains[0][0].Subject.CommonName
 	s := sp.reads.get(r.PathValue("t"))
 	if s == nil || s.agent != name {
 		dataErr(w, http.StatusForbidden, api.CodeForbidden, "no read for client %s waits here under that ticket", name)

@@ -268,12 +268,21 @@ func dataErr(w http.ResponseWriter, status int, code, format string, args ...any
 	_ = json.NewEncoder(w).Encode(api.Error{Code: code, Message: fmt.Sprintf(format, args...)})
 }
 
-func (sp *spans) receive(w http.ResponseWriter, r *http.Request) {
+// dataAgent is the client whose verified certificate came to the data
+// port; without one it answers 401 and reports false.
+func dataAgent(w http.ResponseWriter, r *http.Request) (string, bool) {
 	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
 		dataErr(w, http.StatusUnauthorized, api.CodeUnauthorized, "the data port needs an agent's certificate")
+		return "", false
+	}
+	return r.TLS.VerifiedChains[0][0].Subject.CommonName, true
+}
+
+func (sp *spans) receive(w http.ResponseWriter, r *http.Request) {
+	name, ok := dataAgent(w, r)
+	if !ok {
 		return
 	}
-	name := r.TLS.VerifiedChains[0][0].Subject.CommonName
 	s := sp.m.get(r.PathValue("t"))
 	if s == nil || s.agent != name {
 		dataErr(w, http.StatusForbidden, api.CodeForbidden, "no backup of client %s waits here under that ticket", name)

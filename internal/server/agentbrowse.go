@@ -3,7 +3,6 @@ package server
 import (
 	"io"
 	"net/http"
-	"strconv"
 
 	"github.com/kura-backup/kura/internal/api"
 	"github.com/kura-backup/kura/internal/catalog"
@@ -59,11 +58,9 @@ func (s *Server) agentOwnTicket(w http.ResponseWriter, r *http.Request, client s
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
-	part, err1 := strconv.Atoi(orDefault(q.Get("part"), "0"))
-	off, err2 := strconv.ParseInt(orDefault(q.Get("offset"), "0"), 10, 64)
-	if err1 != nil || err2 != nil || part < 0 || off < 0 || part >= len(ss.Parts) {
-		return badRequest("part and offset must be a location inside saveset %d", ss.ID)
+	part, off, err := dataLocation(r, ss)
+	if err != nil {
+		return err
 	}
 	tk, _, err := s.readTicket(client, ss, part, off)
 	if err != nil {
@@ -80,11 +77,9 @@ func (s *Server) agentOwnData(w http.ResponseWriter, r *http.Request, client str
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
-	part, err1 := strconv.Atoi(orDefault(q.Get("part"), "0"))
-	off, err2 := strconv.ParseInt(orDefault(q.Get("offset"), "0"), 10, 64)
-	if err1 != nil || err2 != nil || part < 0 || off < 0 || part >= len(ss.Parts) {
-		return badRequest("part and offset must be a location inside saveset %d", ss.ID)
+	part, off, err := dataLocation(r, ss)
+	if err != nil {
+		return err
 	}
 	src, err := engine.EnvStore{Env: s.env}.Data(ss)
 	if err != nil {

@@ -538,11 +538,9 @@ func (s *Server) agentSavesetData(w http.ResponseWriter, r *http.Request, client
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
-	part, err1 := strconv.Atoi(orDefault(q.Get("part"), "0"))
-	off, err2 := strconv.ParseInt(orDefault(q.Get("offset"), "0"), 10, 64)
-	if err1 != nil || err2 != nil || part < 0 || off < 0 || part >= len(ss.Parts) {
-		return badRequest("part and offset must be a location inside saveset %d", ss.ID)
+	part, off, err := dataLocation(r, ss)
+	if err != nil {
+		return err
 	}
 	src, err := engine.EnvStore{Env: s.env}.Data(ss)
 	if err != nil {
@@ -768,11 +766,9 @@ func (s *Server) agentSavesetTicket(w http.ResponseWriter, r *http.Request, clie
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
-	part, err1 := strconv.Atoi(orDefault(q.Get("part"), "0"))
-	off, err2 := strconv.ParseInt(orDefault(q.Get("offset"), "0"), 10, 64)
-	if err1 != nil || err2 != nil || part < 0 || off < 0 || part >= len(ss.Parts) {
-		return badRequest("part and offset must be a location inside saveset %d", ss.ID)
+	part, off, err := dataLocation(r, ss)
+	if err != nil {
+		return err
 	}
 	rj.touch(time.Now())
 	tk, rd, err := s.readTicket(rj.agent, ss, part, off)
@@ -840,4 +836,16 @@ func (s *Server) endReads(rj *runningJob) {
 			s.log.Warn("cancelling a read ticket on a storage node", "node", rd.conn.Node, "job", rj.id, "err", err)
 		}
 	}
+}
+
+// dataLocation is the frame location (?part=P&offset=O, both 0 when
+// absent) a saveset read starts at, checked to lie inside the saveset.
+func dataLocation(r *http.Request, ss *catalog.Saveset) (int, int64, error) {
+	q := r.URL.Query()
+	part, err1 := strconv.Atoi(orDefault(q.Get("part"), "0"))
+	off, err2 := strconv.ParseInt(orDefault(q.Get("offset"), "0"), 10, 64)
+	if err1 != nil || err2 != nil || part < 0 || off < 0 || part >= len(ss.Parts) {
+		return 0, 0, badRequest("part and offset must be a location inside saveset %d", ss.ID)
+	}
+	return part, off, nil
 }

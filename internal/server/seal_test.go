@@ -242,6 +242,14 @@ func TestEncryptedWrongKeyRecoveryAndRotation(t *testing.T) {
 	if err := get(t, agentAPI(t, r.agentHome, r.url), fmt.Sprintf("/agent/savesets/%d/index", r.ss.ID)); err != nil {
 		t.Errorf("agent c1 reading its own index: %v", err)
 	}
+	// A read that starts outside the saveset is refused, saying so.
+	for _, q := range []string{"part=99", "part=-1", "offset=-5", "part=x"} {
+		err := get(t, agentAPI(t, r.agentHome, r.url), fmt.Sprintf("/agent/savesets/%d/data?%s", r.ss.ID, q))
+		wantCode(t, "data at "+q, err, api.CodeBadRequest)
+		if err == nil || !strings.Contains(err.Error(), "must be a location inside saveset") {
+			t.Errorf("data at %s: %v, want the location named as the problem", q, err)
+		}
+	}
 
 	// Recovery: c1 is lost; the administrator adds the recovery key to c2's
 	// ring and restores c1's saveset there.
