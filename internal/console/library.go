@@ -141,18 +141,12 @@ func (c *Console) tapeAction(w http.ResponseWriter, r *http.Request, s *session)
 // may expire savesets) and shows the job.
 func (c *Console) eraseTape(w http.ResponseWriter, r *http.Request, s *session) error {
 	req := api.JobRequest{Kind: api.KindErase, Barcode: r.PathValue("barcode"), Force: r.PostFormValue("force") == "on"}
-	if err := req.Validate(); err != nil {
-		return refuse(http.StatusBadRequest, "%v", err)
-	}
-	ids, err := c.opts.Backend.Submit(r.Context(), req)
+	job, err := c.submit(r, req, "the erase of "+req.Barcode)
 	if err != nil {
 		return err
 	}
-	if len(ids) == 0 {
-		return fmt.Errorf("console: the erase of %s was queued without a job ID", req.Barcode)
-	}
-	c.opts.Log.Info("console: erase started", "job", ids[0], "tape", req.Barcode, "force", req.Force, "user", s.who())
-	http.Redirect(w, r, fmt.Sprintf("/jobs/%d", ids[0]), http.StatusSeeOther)
+	c.opts.Log.Info("console: erase started", "job", job, "tape", req.Barcode, "force", req.Force, "user", s.who())
+	http.Redirect(w, r, fmt.Sprintf("/jobs/%d", job), http.StatusSeeOther)
 	return nil
 }
 

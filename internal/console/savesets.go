@@ -136,20 +136,30 @@ func (c *Console) restore(w http.ResponseWriter, r *http.Request, s *session) er
 	if to := r.PostFormValue("to_client"); to != "" && to != ss.Client {
 		req.ToClient = to
 	}
-	if err := req.Validate(); err != nil {
-		return refuse(http.StatusBadRequest, "%v", err)
-	}
-	ids, err := c.opts.Backend.Submit(r.Context(), req)
+	job, err := c.submit(r, req, fmt.Sprintf("the restore of saveset %d", id))
 	if err != nil {
 		return err
 	}
-	if len(ids) == 0 {
-		return fmt.Errorf("console: the restore of saveset %d was queued without a job ID", id)
-	}
-	c.opts.Log.Info("console: restore started", "job", ids[0], "saveset", id, "paths", len(sel), "to", req.To,
+	c.opts.Log.Info("console: restore started", "job", job, "saveset", id, "paths", len(sel), "to", req.To,
 		"client", cmp.Or(req.ToClient, req.Client), "user", s.who())
-	http.Redirect(w, r, fmt.Sprintf("/jobs/%d", ids[0]), http.StatusSeeOther)
+	http.Redirect(w, r, fmt.Sprintf("/jobs/%d", job), http.StatusSeeOther)
 	return nil
+}
+
+// submit validates and queues a one-job request from a form (what names
+// it in the error) and returns the job's ID; invalid input is a 400.
+func (c *Console) submit(r *http.Request, req api.JobRequest, what string) (int64, error) {
+	if err := req.Validate(); err != nil {
+		return 0, refuse(http.StatusBadRequest, "%v", err)
+	}
+	ids, err := c.opts.Backend.Submit(r.Context(), req)
+	if err != nil {
+		return 0, err
+	}
+	if len(ids) == 0 {
+		return 0, fmt.Errorf("console: %s was queued without a job ID", what)
+	}
+	return ids[0], nil
 }
 
 func savesetID(r *http.Request) (int64, error) {

@@ -80,18 +80,12 @@ func (c *Console) verify(w http.ResponseWriter, r *http.Request, s *session) err
 		return refuse(http.StatusBadRequest, "%v", err)
 	}
 	req := api.JobRequest{Kind: api.KindVerify, Saveset: id, Level: r.PostFormValue("level")}
-	if err := req.Validate(); err != nil {
-		return refuse(http.StatusBadRequest, "%v", err)
-	}
-	ids, err := c.opts.Backend.Submit(r.Context(), req)
+	job, err := c.submit(r, req, fmt.Sprintf("the verify of saveset %d", id))
 	if err != nil {
 		return err
 	}
-	if len(ids) == 0 {
-		return fmt.Errorf("console: the verify of saveset %d was queued without a job ID", id)
-	}
-	c.opts.Log.Info("console: verify started", "job", ids[0], "saveset", id, "level", cmp.Or(req.Level, "media"), "user", s.who())
-	http.Redirect(w, r, fmt.Sprintf("/jobs/%d", ids[0]), http.StatusSeeOther)
+	c.opts.Log.Info("console: verify started", "job", job, "saveset", id, "level", cmp.Or(req.Level, "media"), "user", s.who())
+	http.Redirect(w, r, fmt.Sprintf("/jobs/%d", job), http.StatusSeeOther)
 	return nil
 }
 
